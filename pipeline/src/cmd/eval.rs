@@ -1,0 +1,178 @@
+//! `ptxbench eval CANDIDATE --task ID`: the static check, then the GPU evaluation in an
+//! isolated worker process.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
+
+use crate::arch::Arch;
+use crate::candidate::Candidate;
+use crate::check::{self, CheckOptions, FailureClass};
+use crate::engine::{Outcome, Protocol, Request, Verdict, worker};
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// A model response or a candidate folder (kernel.ptx or kernel.cu, and plan.yaml).
+    pub candidate: PathBuf,
+    #[arg(long)]
+    pub task: String,
+    #[arg(long, default_value = "sm_90a")]
+    pub arch: Arch,
+    /// Base seed of the inputs (recorded; the same seed gives the same inputs).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Evaluate only these workloads (repeatable).
+    #[arg(long = "workload")]
+    pub workloads: Vec<String>,
+    /// Correctness only.
+    #[arg(long)]
+    pub no_timing: bool,
+    /// Wall-clock limit of the worker, in seconds.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    /// Which GPU.
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+    /// Print the whole outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The static stage's failure as an engine outcome: the candidate's failure, or the harness's
+/// when it could not produce PTX at all (NVRTC missing).
+pub fn static_outcome(report: &check::CheckReport) -> Option<Outcome> {
+    let Some(f) = report.failure.as_ref() else {
+        return report.ptx.is_none().then(|| {
+            Outcome::failed(
+                Verdict::Other,
+                "static",
+                format!("no PTX to run: {}", report.warnings.join("; ")),
+            )
+        });
+    };
+    let verdict = match f.class {
+        FailureClass::Extraction => Verdict::Extraction,
+        FailureClass::Compilation => Verdict::Compilation,
+        FailureClass::Launch => Verdict::Runtime,
+    };
+    Some(Outcome::failed(verdict, "static", f.reasons.join("\n")))
+}
+
+pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let suite_dir = super::suite_dir(dir)?;
+    let suite = super::load_suite(Some(suite_dir.clone()))?;
+    let task = suite
+        .get(&a.task)
+        .with_context(|| format!("no task `{}` in the suite", a.task))?;
+    let opts = CheckOptions {
+        arch: a.arch,
+        compile_for: Vec::new(),
+    };
+    let report = match Candidate::load(&a.candidate) {
+        Ok(c) => (check::check(&c, task, &opts), Some(c)),
+        Err(e) if e.is_extraction() => {
+            (check::extraction_failed(task, a.arch, e.to_string()), None)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let (report, candidate) = report;
+    let outcome = match (static_outcome(&report), candidate) {
+        (Some(o), _) => o,
+        (None, None) => Outcome::failed(Verdict::Other, "static", "no candidate was loaded"),
+        (None, Some(c)) => {
+            let req = Request {
+                suite_dir: std::path::absolute(&suite_dir).unwrap_or(suite_dir.clone()),
+                task: a.task.clone(),
+                arch: a.arch,
+                ptx: report.ptx.clone().unwrap_or_default(),
+                plan: c.plan,
+                seed: a.seed,
+                protocol: Protocol::default(),
+                workloads: a.workloads.clone(),
+                no_timing: a.no_timing,
+                gpu: a.gpu,
+            };
+            let exe = std::env::current_exe().context("locating the ptxbench executable")?;
+            worker::run_isolated(&exe, &req, Duration::from_secs(a.timeout))
+        }
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        print!("{}", render(&outcome));
+    }
+    Ok(if outcome.verdict == Verdict::Correct {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// A short human summary of an outcome.
+pub fn render(o: &Outcome) -> String {
+    let mut s = String::new();
+    if let Some(d) = &o.device {
+        s.push_str(&format!(
+            "device: {} (sm_{}{}), driver API {}\n",
+            d.name, d.compute_capability.0, d.compute_capability.1, d.driver_api_version
+        ));
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header([
+        "workload",
+        "trials",
+        "max rel L2",
+        "ours ms",
+        "lib ms",
+        "speedup",
+        "TFLOP/s",
+    ]);
+    for w in &o.workloads {
+        let rel = w
+            .trials
+            .iter()
+            .flat_map(|t| t.outputs.iter().map(|c| c.comparison.relative_l2))
+            .fold(0.0f64, f64::max);
+        let passed = w.trials.iter().filter(|t| t.passed).count();
+        let (ours, lib, sp, tf) = match &w.timing {
+            Some(tm) => (
+                format!("{:.4}", tm.candidate.median_ms),
+                tm.baseline
+                    .as_ref()
+                    .map_or("-".into(), |b| format!("{:.4}", b.median_ms)),
+                tm.speedup.map_or("-".into(), |x| format!("{x:.3}")),
+                format!("{:.1}", tm.candidate_tflops),
+            ),
+            None => ("-".into(), "-".into(), "-".into(), "-".into()),
+        };
+        t.add_row([
+            w.workload.clone(),
+            format!("{passed}/{}", w.trials.len()),
+            format!("{rel:.2e}"),
+            ours,
+            lib,
+            sp,
+            tf,
+        ]);
+    }
+    if !o.workloads.is_empty() {
+        s.push_str(&format!("{t}\n"));
+    }
+    s.push_str(&format!(
+        "verdict: {} (stage {})\n",
+        o.verdict.as_str(),
+        o.stage
+    ));
+    if !o.message.is_empty() {
+        s.push_str(&format!("{}\n", o.message));
+    }
+    if let Some(m) = o.min_speedup {
+        s.push_str(&format!("min speedup over performance workloads: {m:.3}\n"));
+    }
+    s
+}

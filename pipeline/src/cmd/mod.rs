@@ -1,0 +1,115 @@
+//! Subcommands, one file each. This is the CLI edge: errors become `anyhow` with context here.
+
+mod bench_store;
+mod bundle;
+mod check;
+mod eval;
+mod import;
+mod prompt;
+mod reference;
+mod run;
+mod show;
+mod tasks;
+mod verify;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+
+use crate::task::Suite;
+
+/// PTXBench: evaluate LLM-written, architecture-specific GPU kernels.
+#[derive(Debug, Parser)]
+#[command(name = "ptxbench", version, about)]
+pub struct Cli {
+    /// The task-suite folder (default: `tasks/` here or in the nearest parent that has one).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub tasks: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List, show, validate or import task definitions.
+    #[command(subcommand)]
+    Tasks(tasks::TasksCommand),
+    /// Print the prompt for a task, architecture and variant.
+    Prompt(prompt::PromptArgs),
+    /// Statically check a candidate (a model response, or a folder with a kernel and a plan).
+    Check(check::CheckArgs),
+    /// Re-hash the artifact store (or one manifest's closure) and list missing or corrupt objects.
+    Verify(verify::VerifyArgs),
+    /// Show a stored object by hash or unique prefix (`--raw`: its exact bytes).
+    Show(show::ShowArgs),
+    /// Write a manifest and its closure to a deterministic zip.
+    Bundle(bundle::BundleArgs),
+    /// Import a bundle, checking every hash and path before anything lands.
+    Import(import::ImportArgs),
+    /// Store a folder of published (reported) data byte-for-byte, with an import object.
+    ImportReported(import::ImportReportedArgs),
+    /// Internal: benchmark the store (verify, bundle, import) on generated data.
+    #[command(hide = true)]
+    BenchStore(bench_store::BenchStoreArgs),
+    /// Evaluate a candidate on the GPU: correctness, then timing against the library.
+    Eval(eval::EvalArgs),
+    /// Evaluate a list of (candidate, task) pairs on every GPU; resumable, shardable.
+    Run(run::RunArgs),
+    /// Run the harness's fp32 reference for one workload and write inputs and outputs.
+    Reference(reference::ReferenceArgs),
+    /// Internal: evaluate one request from stdin in this process (used by `eval` and `run`).
+    #[command(hide = true)]
+    Worker { dir: PathBuf },
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let tasks_dir = cli.tasks.clone();
+    match cli.command {
+        Command::Tasks(c) => tasks::run(c, tasks_dir),
+        Command::Prompt(a) => prompt::run(a, tasks_dir),
+        Command::Check(a) => check::run(a, tasks_dir),
+        Command::Verify(a) => verify::run(a, tasks_dir),
+        Command::Show(a) => show::run(a),
+        Command::Bundle(a) => bundle::run(a),
+        Command::Import(a) => import::run(a),
+        Command::ImportReported(a) => import::run_reported(a),
+        Command::BenchStore(a) => bench_store::run(a),
+        Command::Eval(a) => eval::run(a, tasks_dir),
+        Command::Run(a) => run::run(a, tasks_dir),
+        Command::Reference(a) => reference::run(a, tasks_dir),
+        Command::Worker { dir } => {
+            crate::engine::worker::serve(&dir)
+                .with_context(|| format!("worker in {}", dir.display()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The suite folder: the flag, else `tasks/` in the current folder or the nearest parent.
+fn suite_dir(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(d) = flag {
+        return Ok(d);
+    }
+    let cwd = std::env::current_dir().context("reading the current folder")?;
+    cwd.ancestors()
+        .map(|d| d.join("tasks"))
+        .find(|d| d.join("suite.yaml").is_file())
+        .with_context(|| {
+            format!(
+                "no task suite (tasks/suite.yaml) in {} or its parents; pass --tasks DIR",
+                cwd.display()
+            )
+        })
+}
+
+fn load_suite(flag: Option<PathBuf>) -> anyhow::Result<Suite> {
+    let dir = suite_dir(flag)?;
+    Suite::load(&dir).with_context(|| format!("loading the task suite in {}", dir.display()))
+}
+
+fn read_text(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}

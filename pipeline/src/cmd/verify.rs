@@ -1,0 +1,122 @@
+//! `ptxbench verify [MANIFEST]`: re-hash the whole store, or one manifest's closure, and list
+//! every missing, corrupt or malformed object with what refers to it. Exit 1 if any.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::manifest::Manifest;
+use crate::store::Store;
+use crate::store::closure;
+use crate::store::verify::verify_store;
+
+/// Where the store is (shared by the store subcommands).
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// The store folder (default: `artifacts/` here or in the nearest parent that has one).
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    /// The store: the flag, else the nearest `artifacts/` folder.
+    pub fn open(&self) -> anyhow::Result<Store> {
+        if let Some(d) = &self.store {
+            return Ok(Store::open(d));
+        }
+        let cwd = std::env::current_dir().context("reading the current folder")?;
+        Store::discover(&cwd).map(Store::open).with_context(|| {
+            format!(
+                "no artifacts/ folder in {} or its parents; pass --store DIR",
+                cwd.display()
+            )
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A manifest: verify only its closure (default: every object in the store).
+    pub manifest: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Hashing threads for a whole-store verify (default: the number of cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+pub fn run(a: VerifyArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let store = a.store.open()?;
+    let start = Instant::now();
+    let (problems, summary) = match &a.manifest {
+        Some(path) => {
+            let manifest = Manifest::load(path)?;
+            if let Ok(suite) = super::load_suite(tasks_dir)
+                && (suite.version != manifest.suite.version
+                    || suite.digest() != manifest.suite.hash)
+            {
+                eprintln!(
+                    "warning: {} names suite {} {}, but the task suite here is {} {}",
+                    path.display(),
+                    manifest.suite.version,
+                    manifest.suite.hash,
+                    suite.version,
+                    suite.digest()
+                );
+            }
+            let c = closure::closure(&store, &manifest.roots(path));
+            let summary = format!(
+                "{} objects ({} bytes) in the closure of {}",
+                c.objects.len(),
+                c.bytes,
+                path.display()
+            );
+            (c.problems, summary)
+        }
+        None => {
+            let threads = a
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let r = verify_store(&store, threads)?;
+            for s in &r.strays {
+                eprintln!("warning: stray file in the store: {}", s.display());
+            }
+            let secs = start.elapsed().as_secs_f64();
+            let summary = format!(
+                "{} objects ({} typed), {} bytes in {} in {secs:.2} s ({:.2} GB/s)",
+                r.objects,
+                r.typed,
+                r.bytes,
+                store.root().display(),
+                r.bytes as f64 / secs.max(1e-9) / 1e9
+            );
+            (r.problems, summary)
+        }
+    };
+    let mut out = String::new();
+    for p in &problems {
+        out.push_str(&format!("{p}\n"));
+    }
+    let code = if problems.is_empty() {
+        out.push_str(&format!("ok: {summary}\n"));
+        ExitCode::SUCCESS
+    } else {
+        out.push_str(&format!(
+            "FAILED: {} problem objects; {summary}\n",
+            problems.len()
+        ));
+        ExitCode::from(1)
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("writing to stdout"),
+        _ => Ok(code),
+    }
+}

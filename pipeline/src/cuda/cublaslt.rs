@@ -1,0 +1,185 @@
+//! The GEMM baseline: cuBLASLt, in process, on the engine's stream.
+//!
+//! `C[M,N] = scale * A[M,K] @ B[N,K]^T` with row-major A, B, C is, in cuBLASLt's column-major
+//! terms, `C^T[N,M] = op(B)[N,K] @ A^T[K,M]` with `op = T` on B: the "TN" layout that fp8 on
+//! Hopper requires. The heuristic's best algorithm is used, with a 32 MiB workspace.
+
+use std::ffi::c_void;
+
+use cudarc::cublaslt::{result, sys};
+
+use super::driver::{DeviceBuffer, DriverError, Gpu};
+use super::library::{self, CudaLibrary, LibraryNotFound};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BlasError {
+    #[error(transparent)]
+    LibraryMissing(#[from] LibraryNotFound),
+    #[error("cuBLASLt {call} failed: {status}")]
+    Call { call: &'static str, status: String },
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+}
+
+fn call<T>(name: &'static str, r: Result<T, result::CublasError>) -> Result<T, BlasError> {
+    r.map_err(|e| BlasError::Call {
+        call: name,
+        status: format!("{:?}", e.0),
+    })
+}
+
+/// Input element type of the GEMM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GemmInput {
+    Bf16,
+    /// fp8 e4m3 with per-tensor fp32 scales (device pointers) applied to A and B.
+    E4m3 {
+        scale_a: u64,
+        scale_b: u64,
+    },
+}
+
+/// A planned cuBLASLt GEMM for one shape; launch it as often as needed.
+#[derive(Debug)]
+pub struct Gemm {
+    handle: sys::cublasLtHandle_t,
+    desc: sys::cublasLtMatmulDesc_t,
+    layouts: [sys::cublasLtMatrixLayout_t; 3],
+    algo: sys::cublasLtMatmulAlgo_t,
+    workspace: DeviceBuffer,
+    /// cuBLASLt's version number (e.g. 130000).
+    pub version: usize,
+    pub library: String,
+}
+
+const WORKSPACE: usize = 32 << 20;
+
+impl Gemm {
+    pub fn new(gpu: &Gpu, input: GemmInput, m: u64, n: u64, k: u64) -> Result<Gemm, BlasError> {
+        let lib = library::load(CudaLibrary::CublasLt)?;
+        let workspace = gpu.alloc(WORKSPACE)?;
+        let in_type = match input {
+            GemmInput::Bf16 => sys::cudaDataType::CUDA_R_16BF,
+            GemmInput::E4m3 { .. } => sys::cudaDataType::CUDA_R_8F_E4M3,
+        };
+        let k_i = i64::try_from(k).unwrap_or(i64::MAX);
+        let n_i = i64::try_from(n).unwrap_or(i64::MAX);
+        let handle = call("create", result::create_handle())?;
+        let desc = call(
+            "matmul desc",
+            result::create_matmul_desc(
+                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                sys::cudaDataType::CUDA_R_32F,
+            ),
+        )?;
+        let set = |attr: sys::cublasLtMatmulDescAttributes_t, v: *const c_void, size: usize| {
+            // SAFETY: `v` points to `size` bytes of the attribute's type.
+            call("set attribute", unsafe {
+                result::set_matmul_desc_attribute(desc, attr, v, size)
+            })
+        };
+        // cublasOperation_t values (an int32 attribute): CUBLAS_OP_N = 0, CUBLAS_OP_T = 1.
+        let trans_t: i32 = 1;
+        let trans_n: i32 = 0;
+        set(
+            sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+            (&raw const trans_t).cast(),
+            std::mem::size_of_val(&trans_t),
+        )?;
+        set(
+            sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB,
+            (&raw const trans_n).cast(),
+            std::mem::size_of_val(&trans_n),
+        )?;
+        if let GemmInput::E4m3 { scale_a, scale_b } = input {
+            // cuBLASLt's "A" is our B and its "B" is our A (see the module doc).
+            set(
+                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                (&raw const scale_b).cast(),
+                8,
+            )?;
+            set(
+                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                (&raw const scale_a).cast(),
+                8,
+            )?;
+        }
+        // A' = B stored [K, N] column-major (ld K), B' = A stored [K, M] (ld K), C' [N, M] (ld N).
+        let la = call("layout", result::create_matrix_layout(in_type, k, n, k_i))?;
+        let lb = call("layout", result::create_matrix_layout(in_type, k, m, k_i))?;
+        let lc = call(
+            "layout",
+            result::create_matrix_layout(sys::cudaDataType::CUDA_R_16BF, n, m, n_i),
+        )?;
+        let pref = call("preference", result::create_matmul_pref())?;
+        let ws = WORKSPACE;
+        // SAFETY: attribute value is a usize as documented.
+        call("preference attribute", unsafe {
+            result::set_matmul_pref_attribute(
+                pref,
+                sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                (&raw const ws).cast(),
+                std::mem::size_of_val(&ws),
+            )
+        })?;
+        // SAFETY: all descriptors were created above.
+        let heuristic = call("heuristic", unsafe {
+            result::get_matmul_algo_heuristic(handle, desc, la, lb, lc, lc, pref)
+        });
+        // SAFETY: created above, destroyed once.
+        let _ = unsafe { result::destroy_matmul_pref(pref) };
+        let heuristic = heuristic?;
+        // SAFETY: a plain query.
+        let version = unsafe { sys::cublasLtGetVersion() };
+        Ok(Gemm {
+            handle,
+            desc,
+            layouts: [la, lb, lc],
+            algo: heuristic.algo,
+            workspace,
+            version,
+            library: lib.path.display().to_string(),
+        })
+    }
+
+    /// Enqueues `C = A @ B^T` on the engine's stream.
+    pub fn launch(&self, gpu: &Gpu, a: u64, b: u64, c: u64) -> Result<(), BlasError> {
+        let alpha = 1.0f32;
+        let beta = 0.0f32;
+        // SAFETY: device pointers sized for the shape this plan was made for (the engine
+        // allocates them from the task's shapes); scalars live across the call.
+        call("matmul", unsafe {
+            result::matmul(
+                self.handle,
+                self.desc,
+                (&raw const alpha).cast(),
+                (&raw const beta).cast(),
+                b as *const c_void,
+                self.layouts[0],
+                a as *const c_void,
+                self.layouts[1],
+                c as *const c_void,
+                self.layouts[2],
+                c as *mut c_void,
+                self.layouts[2],
+                &self.algo,
+                self.workspace.ptr() as *mut c_void,
+                self.workspace.bytes(),
+                gpu.raw_stream().cast(),
+            )
+        })
+    }
+}
+
+impl Drop for Gemm {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once.
+        unsafe {
+            for l in self.layouts {
+                let _ = result::destroy_matrix_layout(l);
+            }
+            let _ = result::destroy_matmul_desc(self.desc);
+            let _ = result::destroy_handle(self.handle);
+        }
+    }
+}

@@ -1,0 +1,664 @@
+//! The CUDA driver API, used directly: one device, one context, one stream per process.
+//!
+//! Every call's status is checked and turned into a [`DriverError`] naming the call. Errors
+//! that corrupt the context (illegal address, trap, ...) are marked sticky: the process that
+//! saw one must not launch again, which is why candidates run in worker processes.
+
+use std::ffi::{CStr, CString, c_void};
+use std::time::Instant;
+
+use cudarc::driver::sys;
+
+use super::library::{self, CudaLibrary, LibraryNotFound};
+
+/// A failed driver call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[error("{call} failed: {name} ({description})")]
+pub struct DriverError {
+    pub call: &'static str,
+    pub code: u32,
+    pub name: String,
+    pub description: String,
+}
+
+impl DriverError {
+    /// Errors after which the context cannot be used again.
+    pub fn is_sticky(&self) -> bool {
+        matches!(
+            self.name.as_str(),
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+                | "CUDA_ERROR_LAUNCH_FAILED"
+                | "CUDA_ERROR_ILLEGAL_INSTRUCTION"
+                | "CUDA_ERROR_MISALIGNED_ADDRESS"
+                | "CUDA_ERROR_INVALID_ADDRESS_SPACE"
+                | "CUDA_ERROR_INVALID_PC"
+                | "CUDA_ERROR_HARDWARE_STACK_ERROR"
+                | "CUDA_ERROR_ASSERT"
+                | "CUDA_ERROR_TENSOR_MEMORY_LEAK"
+                | "CUDA_ERROR_LAUNCH_TIMEOUT"
+        )
+    }
+}
+
+fn check(call: &'static str, r: sys::CUresult) -> Result<(), DriverError> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let text = |f: unsafe fn(sys::CUresult, *mut *const std::ffi::c_char) -> sys::CUresult| {
+        let mut p: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: the driver writes a pointer to a static string, or leaves it null.
+        let ok = unsafe { f(r, &mut p) } == sys::CUresult::CUDA_SUCCESS;
+        if ok && !p.is_null() {
+            // SAFETY: non-null and NUL-terminated, owned by the driver for the process's life.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        } else {
+            format!("{r:?}")
+        }
+    };
+    Err(DriverError {
+        call,
+        code: r as u32,
+        name: text(sys::cuGetErrorName),
+        description: text(sys::cuGetErrorString),
+    })
+}
+
+/// Why no GPU could be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    NoDriver(#[from] LibraryNotFound),
+    #[error("no CUDA device {ordinal}: this machine has {count}")]
+    NoDevice { ordinal: usize, count: i32 },
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+}
+
+/// What a record says about the device it ran on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub ordinal: usize,
+    pub compute_capability: (i32, i32),
+    pub sm_count: i32,
+    pub l2_bytes: i64,
+    pub memory_bytes: u64,
+    /// Driver API version, e.g. 13000 for CUDA 13.0.
+    pub driver_api_version: i32,
+    /// Clocks the device reports (kHz): peak SM clock and memory clock.
+    pub sm_clock_khz: i32,
+    pub memory_clock_khz: i32,
+    pub driver_library: String,
+}
+
+/// A device allocation, freed on drop.
+#[derive(Debug)]
+pub struct DeviceBuffer {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+impl DeviceBuffer {
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemAlloc in the current context; freed once.
+        let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+    }
+}
+
+/// A loaded module, unloaded on drop.
+#[derive(Debug)]
+pub struct Module {
+    handle: sys::CUmodule,
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // SAFETY: loaded by cuModuleLoadData; unloaded once.
+        let _ = unsafe { sys::cuModuleUnload(self.handle) };
+    }
+}
+
+/// A kernel in a loaded module (valid while the module lives).
+#[derive(Debug, Clone, Copy)]
+pub struct Kernel {
+    handle: sys::CUfunction,
+}
+
+/// Resources of a compiled kernel, as the driver reports them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelAttributes {
+    pub registers: i32,
+    pub static_shared_bytes: i32,
+    pub local_bytes: i32,
+    pub max_threads_per_block: i32,
+}
+
+/// The JIT's output for one PTX module.
+#[derive(Debug, Clone)]
+pub struct Jitted {
+    pub cubin: Vec<u8>,
+    pub info_log: String,
+    pub millis: f64,
+}
+
+/// The JIT rejected the PTX.
+#[derive(Debug, Clone, thiserror::Error, serde::Serialize)]
+#[error("{error}\n{log}")]
+pub struct JitError {
+    pub error: DriverError,
+    pub log: String,
+}
+
+/// A CUDA event for timing.
+#[derive(Debug)]
+pub struct Event {
+    handle: sys::CUevent,
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created by cuEventCreate; destroyed once.
+        let _ = unsafe { sys::cuEventDestroy_v2(self.handle) };
+    }
+}
+
+/// A launch's geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_mem: u32,
+    pub cluster: Option<[u32; 3]>,
+}
+
+/// One kernel parameter's bytes, aligned for any PTX parameter type.
+#[repr(C, align(128))]
+#[derive(Debug, Clone, Copy)]
+pub struct ParamBytes {
+    bytes: [u8; 128],
+}
+
+impl ParamBytes {
+    /// Copies `v` (at most 128 bytes; longer input is cut, which the binder never produces).
+    pub fn new(v: &[u8]) -> ParamBytes {
+        let mut bytes = [0u8; 128];
+        let n = v.len().min(128);
+        bytes[..n].copy_from_slice(&v[..n]);
+        ParamBytes { bytes }
+    }
+}
+
+/// Number of CUDA devices (loads the driver library; creates no context).
+pub fn device_count() -> Result<usize, OpenError> {
+    library::load(CudaLibrary::Driver)?;
+    let mut count = 0;
+    // SAFETY: plain driver calls with an out-pointer to a local.
+    unsafe {
+        check("cuInit", sys::cuInit(0))?;
+        check("cuDeviceGetCount", sys::cuDeviceGetCount(&mut count))?;
+    }
+    Ok(usize::try_from(count).unwrap_or(0))
+}
+
+/// The device, its primary context and the one stream everything runs on.
+#[derive(Debug)]
+pub struct Gpu {
+    dev: sys::CUdevice,
+    stream: sys::CUstream,
+    pub info: DeviceInfo,
+}
+
+impl Gpu {
+    /// Opens device `ordinal`: loads the driver library, initialises, makes the primary
+    /// context current on this thread and creates a stream.
+    pub fn open(ordinal: usize) -> Result<Gpu, OpenError> {
+        let lib = library::load(CudaLibrary::Driver)?;
+        // SAFETY: plain driver calls with out-pointers to locals.
+        unsafe {
+            check("cuInit", sys::cuInit(0))?;
+            let mut count = 0;
+            check("cuDeviceGetCount", sys::cuDeviceGetCount(&mut count))?;
+            if usize::try_from(count).map_or(true, |c| ordinal >= c) {
+                return Err(OpenError::NoDevice { ordinal, count });
+            }
+            let mut dev = 0;
+            let ord = i32::try_from(ordinal).unwrap_or(i32::MAX);
+            check("cuDeviceGet", sys::cuDeviceGet(&mut dev, ord))?;
+            let mut ctx = std::ptr::null_mut();
+            check(
+                "cuDevicePrimaryCtxRetain",
+                sys::cuDevicePrimaryCtxRetain(&mut ctx, dev),
+            )?;
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+            let mut stream = std::ptr::null_mut();
+            check(
+                "cuStreamCreate",
+                sys::cuStreamCreate(
+                    &mut stream,
+                    sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                ),
+            )?;
+            let attr = |a: sys::CUdevice_attribute| -> Result<i32, DriverError> {
+                let mut v = 0;
+                check(
+                    "cuDeviceGetAttribute",
+                    sys::cuDeviceGetAttribute(&mut v, a, dev),
+                )?;
+                Ok(v)
+            };
+            use sys::CUdevice_attribute as A;
+            let mut name = [0 as std::ffi::c_char; 256];
+            check(
+                "cuDeviceGetName",
+                sys::cuDeviceGetName(name.as_mut_ptr(), 256, dev),
+            )?;
+            let mut mem = 0usize;
+            check("cuDeviceTotalMem", sys::cuDeviceTotalMem_v2(&mut mem, dev))?;
+            let mut version = 0;
+            check("cuDriverGetVersion", sys::cuDriverGetVersion(&mut version))?;
+            let info = DeviceInfo {
+                name: CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned(),
+                ordinal,
+                compute_capability: (
+                    attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                    attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+                ),
+                sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+                l2_bytes: i64::from(attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?),
+                memory_bytes: mem as u64,
+                driver_api_version: version,
+                sm_clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
+                memory_clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?,
+                driver_library: lib.path.display().to_string(),
+            };
+            Ok(Gpu { dev, stream, info })
+        }
+    }
+
+    /// Allocates `bytes` (at least 256, so that a zero-size tensor still has an address).
+    pub fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, DriverError> {
+        let bytes = bytes.max(256);
+        let mut ptr = 0;
+        // SAFETY: out-pointer to a local.
+        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+        Ok(DeviceBuffer { ptr, bytes })
+    }
+
+    /// Copies `data` to `dst + offset` (synchronous).
+    pub fn upload(
+        &self,
+        dst: &DeviceBuffer,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<(), DriverError> {
+        assert!(
+            offset + data.len() <= dst.bytes,
+            "upload past the end of a buffer"
+        );
+        self.sync()?;
+        // SAFETY: in bounds (asserted); the host slice lives across the synchronous copy.
+        check("cuMemcpyHtoD", unsafe {
+            sys::cuMemcpyHtoD_v2(dst.ptr + offset as u64, data.as_ptr().cast(), data.len())
+        })
+    }
+
+    /// Copies `len` bytes from `src + offset` to the host (synchronous).
+    pub fn download(
+        &self,
+        src: &DeviceBuffer,
+        offset: usize,
+        len: usize,
+    ) -> Result<Vec<u8>, DriverError> {
+        assert!(
+            offset + len <= src.bytes,
+            "download past the end of a buffer"
+        );
+        self.sync()?;
+        let mut out = vec![0u8; len];
+        // SAFETY: in bounds; `out` has `len` bytes.
+        check("cuMemcpyDtoH", unsafe {
+            sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), src.ptr + offset as u64, len)
+        })?;
+        Ok(out)
+    }
+
+    /// Fills `count` 32-bit words at `dst + offset` with `value`, on the stream.
+    pub fn fill_u32(
+        &self,
+        dst: &DeviceBuffer,
+        offset: usize,
+        value: u32,
+        count: usize,
+    ) -> Result<(), DriverError> {
+        assert!(
+            offset.is_multiple_of(4) && offset + count * 4 <= dst.bytes,
+            "fill out of bounds"
+        );
+        // SAFETY: in bounds (asserted).
+        check("cuMemsetD32Async", unsafe {
+            sys::cuMemsetD32Async(dst.ptr + offset as u64, value, count, self.stream)
+        })
+    }
+
+    /// Fills `count` bytes at `dst + offset` with `value`, on the stream.
+    pub fn fill_u8(
+        &self,
+        dst: &DeviceBuffer,
+        offset: usize,
+        value: u8,
+        count: usize,
+    ) -> Result<(), DriverError> {
+        assert!(offset + count <= dst.bytes, "fill out of bounds");
+        // SAFETY: in bounds (asserted).
+        check("cuMemsetD8Async", unsafe {
+            sys::cuMemsetD8Async(dst.ptr + offset as u64, value, count, self.stream)
+        })
+    }
+
+    /// Waits for everything on the stream; a kernel's fault surfaces here.
+    pub fn sync(&self) -> Result<(), DriverError> {
+        // SAFETY: our stream.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(self.stream)
+        })
+    }
+
+    /// Compiles PTX to a cubin for this device with the driver's JIT linker, keeping its logs.
+    pub fn jit(&self, ptx: &str) -> Result<Jitted, JitError> {
+        const LOG: usize = 1 << 16;
+        let mut info = vec![0u8; LOG];
+        let mut error = vec![0u8; LOG];
+        let mut opts = [
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_LOG_VERBOSE,
+        ];
+        let mut vals: [*mut c_void; 5] = [
+            info.as_mut_ptr().cast(),
+            std::ptr::without_provenance_mut(LOG),
+            error.as_mut_ptr().cast(),
+            std::ptr::without_provenance_mut(LOG),
+            std::ptr::without_provenance_mut(1),
+        ];
+        let text = |buf: &[u8]| {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            String::from_utf8_lossy(&buf[..end]).trim().to_string()
+        };
+        let src = CString::new(ptx.replace('\0', "")).expect("NULs were removed");
+        let name = CString::new("kernel.ptx").expect("no NUL");
+        let start = Instant::now();
+        let mut state: sys::CUlinkState = std::ptr::null_mut();
+        // SAFETY: the option arrays and log buffers outlive the link state, destroyed below.
+        let result = unsafe {
+            check(
+                "cuLinkCreate",
+                sys::cuLinkCreate_v2(
+                    opts.len() as u32,
+                    opts.as_mut_ptr(),
+                    vals.as_mut_ptr(),
+                    &mut state,
+                ),
+            )
+            .and_then(|()| {
+                check(
+                    "cuLinkAddData",
+                    sys::cuLinkAddData_v2(
+                        state,
+                        sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                        src.as_ptr() as *mut c_void,
+                        src.as_bytes_with_nul().len(),
+                        name.as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    ),
+                )
+            })
+            .and_then(|()| {
+                let mut cubin: *mut c_void = std::ptr::null_mut();
+                let mut size = 0usize;
+                check(
+                    "cuLinkComplete",
+                    sys::cuLinkComplete(state, &mut cubin, &mut size),
+                )?;
+                // The cubin belongs to the link state: copy it out before destroying that.
+                Ok(std::slice::from_raw_parts(cubin.cast::<u8>(), size).to_vec())
+            })
+        };
+        if !state.is_null() {
+            // SAFETY: created above; destroyed once.
+            unsafe { sys::cuLinkDestroy(state) };
+        }
+        let millis = start.elapsed().as_secs_f64() * 1e3;
+        match result {
+            Ok(cubin) => Ok(Jitted {
+                cubin,
+                info_log: text(&info),
+                millis,
+            }),
+            Err(e) => Err(JitError {
+                error: e,
+                log: [text(&error), text(&info)].join("\n").trim().to_string(),
+            }),
+        }
+    }
+
+    pub fn load(&self, cubin: &[u8]) -> Result<Module, DriverError> {
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: the image is a complete cubin from cuLinkComplete.
+        check("cuModuleLoadData", unsafe {
+            sys::cuModuleLoadData(&mut handle, cubin.as_ptr().cast())
+        })?;
+        Ok(Module { handle })
+    }
+
+    pub fn kernel(&self, module: &Module, name: &str) -> Result<Kernel, DriverError> {
+        let cname = CString::new(name.replace('\0', "")).expect("NULs were removed");
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: a live module and a NUL-terminated name.
+        check("cuModuleGetFunction", unsafe {
+            sys::cuModuleGetFunction(&mut handle, module.handle, cname.as_ptr())
+        })?;
+        Ok(Kernel { handle })
+    }
+
+    pub fn attributes(&self, k: Kernel) -> Result<KernelAttributes, DriverError> {
+        use sys::CUfunction_attribute as F;
+        let get = |a: F| -> Result<i32, DriverError> {
+            let mut v = 0;
+            // SAFETY: a live function handle.
+            check("cuFuncGetAttribute", unsafe {
+                sys::cuFuncGetAttribute(&mut v, a, k.handle)
+            })?;
+            Ok(v)
+        };
+        Ok(KernelAttributes {
+            registers: get(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            static_shared_bytes: get(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            local_bytes: get(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            max_threads_per_block: get(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        })
+    }
+
+    /// Lets `k` use `bytes` of dynamic shared memory (needed above 48 KB) and, if asked,
+    /// clusters beyond the portable size.
+    pub fn prepare(
+        &self,
+        k: Kernel,
+        dynamic_shared: u32,
+        non_portable_cluster: bool,
+    ) -> Result<(), DriverError> {
+        use sys::CUfunction_attribute as F;
+        // SAFETY: a live function handle.
+        unsafe {
+            check(
+                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                sys::cuFuncSetAttribute(
+                    k.handle,
+                    F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    i32::try_from(dynamic_shared).unwrap_or(i32::MAX),
+                ),
+            )?;
+            if non_portable_cluster {
+                check(
+                    "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)",
+                    sys::cuFuncSetAttribute(
+                        k.handle,
+                        F::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                        1,
+                    ),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches `k` on the stream. `params` are the bytes of each parameter, in order.
+    pub fn launch(
+        &self,
+        k: Kernel,
+        g: &Geometry,
+        params: &[ParamBytes],
+    ) -> Result<(), DriverError> {
+        let mut ptrs: Vec<*mut c_void> = params
+            .iter()
+            .map(|p| p.bytes.as_ptr() as *mut c_void)
+            .collect();
+        let mut attrs: Vec<sys::CUlaunchAttribute> = Vec::new();
+        if let Some(c) = g.cluster {
+            // SAFETY: zeroed is a valid bit pattern for this plain C struct.
+            let mut a: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            a.value.clusterDim.x = c[0];
+            a.value.clusterDim.y = c[1];
+            a.value.clusterDim.z = c[2];
+            attrs.push(a);
+        }
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: g.grid[0],
+            gridDimY: g.grid[1],
+            gridDimZ: g.grid[2],
+            blockDimX: g.block[0],
+            blockDimY: g.block[1],
+            blockDimZ: g.block[2],
+            sharedMemBytes: g.shared_mem,
+            hStream: self.stream,
+            attrs: if attrs.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                attrs.as_mut_ptr()
+            },
+            numAttrs: attrs.len() as u32,
+        };
+        // SAFETY: one pointer per declared parameter (the binder checked count and sizes), each
+        // to at least as many bytes as the parameter; all outlive the call, which copies them.
+        check("cuLaunchKernelEx", unsafe {
+            sys::cuLaunchKernelEx(&cfg, k.handle, ptrs.as_mut_ptr(), std::ptr::null_mut())
+        })
+    }
+
+    pub fn event(&self) -> Result<Event, DriverError> {
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: out-pointer; default flags keep timing enabled.
+        check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut handle, 0)
+        })?;
+        Ok(Event { handle })
+    }
+
+    pub fn record(&self, e: &Event) -> Result<(), DriverError> {
+        // SAFETY: live event and stream.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(e.handle, self.stream)
+        })
+    }
+
+    /// Milliseconds between two recorded, completed events.
+    pub fn elapsed_ms(&self, start: &Event, end: &Event) -> Result<f32, DriverError> {
+        let mut ms = 0f32;
+        // SAFETY: live events.
+        unsafe {
+            check("cuEventSynchronize", sys::cuEventSynchronize(end.handle))?;
+            check(
+                "cuEventElapsedTime",
+                sys::cuEventElapsedTime_v2(&mut ms, start.handle, end.handle),
+            )?;
+        }
+        Ok(ms)
+    }
+
+    /// Encodes a tiled TMA descriptor over `base`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode_tensor_map(
+        &self,
+        data_type: u32,
+        base: u64,
+        dims: &[u64],
+        strides: &[u64],
+        box_dims: &[u32],
+        element_strides: &[u32],
+        interleave: u32,
+        swizzle: u32,
+        l2_promotion: u32,
+        oob_nan: bool,
+    ) -> Result<[u8; 128], DriverError> {
+        // SAFETY: CUtensorMap is 128 opaque bytes; zeroed is fine before encoding.
+        let mut map: sys::CUtensorMap = unsafe { std::mem::zeroed() };
+        // SAFETY: the enums are transmuted from values the binder validated against their
+        // ranges (see `tensor_map_enums`); arrays have `rank` entries (strides rank - 1).
+        unsafe {
+            check(
+                "cuTensorMapEncodeTiled",
+                sys::cuTensorMapEncodeTiled(
+                    &mut map,
+                    std::mem::transmute::<u32, sys::CUtensorMapDataType>(data_type),
+                    dims.len() as u32,
+                    base as *mut c_void,
+                    dims.as_ptr(),
+                    strides.as_ptr(),
+                    box_dims.as_ptr(),
+                    element_strides.as_ptr(),
+                    std::mem::transmute::<u32, sys::CUtensorMapInterleave>(interleave),
+                    std::mem::transmute::<u32, sys::CUtensorMapSwizzle>(swizzle),
+                    std::mem::transmute::<u32, sys::CUtensorMapL2promotion>(l2_promotion),
+                    if oob_nan {
+                        sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+                    } else {
+                        sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+                    },
+                ),
+            )?;
+            Ok(std::mem::transmute::<sys::CUtensorMap, [u8; 128]>(map))
+        }
+    }
+
+    pub fn device(&self) -> i32 {
+        self.dev
+    }
+
+    /// The stream, for the library wrappers in this module.
+    pub(super) fn raw_stream(&self) -> sys::CUstream {
+        self.stream
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        // SAFETY: our stream and the primary context we retained.
+        unsafe {
+            let _ = sys::cuStreamDestroy_v2(self.stream);
+            let _ = sys::cuDevicePrimaryCtxRelease_v2(self.dev);
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Content digests: blake3, written as 64 lowercase hex characters.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A blake3 digest. Invariant: parses only from exactly 64 lowercase hex characters.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Digest([u8; 32]);
+
+impl Digest {
+    /// Digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Digest {
+        Digest(*blake3::hash(bytes).as_bytes())
+    }
+
+    pub fn from_hasher(h: &blake3::Hasher) -> Digest {
+        Digest(*h.finalize().as_bytes())
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The hex form.
+    pub fn hex(&self) -> String {
+        self.to_string()
+    }
+
+    /// The first `n` hex characters, for display.
+    pub fn short(&self, n: usize) -> String {
+        let mut s = self.to_string();
+        s.truncate(n);
+        s
+    }
+}
+
+/// Why a string is not a digest.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not a blake3 digest (64 lowercase hex characters): {reason}")]
+pub struct DigestError {
+    pub text: String,
+    pub reason: &'static str,
+}
+
+impl FromStr for Digest {
+    type Err = DigestError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = |reason| DigestError {
+            text: s.chars().take(80).collect(),
+            reason,
+        };
+        if s.len() != 64 {
+            return Err(err("wrong length"));
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in s.as_bytes().chunks_exact(2).enumerate() {
+            let nib = |c: u8| match c {
+                b'0'..=b'9' => Ok(c - b'0'),
+                b'a'..=b'f' => Ok(c - b'a' + 10),
+                _ => Err(err("not lowercase hex")),
+            };
+            out[i] = (nib(pair[0])? << 4) | nib(pair[1])?;
+        }
+        Ok(Digest(out))
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Digest({self})")
+    }
+}
+
+impl serde::Serialize for Digest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn rejects_non_canonical_text() {
+        let d = Digest::of(b"x").to_string();
+        assert!(d.to_uppercase().parse::<Digest>().is_err());
+        assert!(d[..63].parse::<Digest>().is_err());
+        assert!(format!("{d}0").parse::<Digest>().is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let d = Digest::of(&bytes);
+            prop_assert_eq!(d.to_string().parse::<Digest>(), Ok(d));
+        }
+    }
+}

@@ -1,0 +1,322 @@
+// PTXBench's own device code: seeded input generation, fp32 references, and comparisons.
+// Compiled at run time with NVRTC for the device in hand. Everything is deterministic for a
+// given seed; references accumulate in fp32 with one thread (or warp) per output element or
+// row, trading speed for obviously-correct code.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+typedef unsigned long long u64;
+
+// ---------------------------------------------------------------- random numbers
+__device__ __forceinline__ u64 splitmix(u64 x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+// Uniform in (0, 1], from the top 24 bits.
+__device__ __forceinline__ float unit(u64 h) { return ((float)(h >> 40) + 1.0f) * (1.0f / 16777216.0f); }
+
+// kind 0: N(0, p0^2); 1: N(0, p0^2) + Bernoulli(p2) * N(0, p1^2); 2: U(p0, p1).
+__device__ float sample(u64 seed, u64 i, int kind, float p0, float p1, float p2) {
+  u64 h1 = splitmix(seed ^ splitmix(2 * i));
+  u64 h2 = splitmix(seed ^ splitmix(2 * i + 1));
+  if (kind == 2) return p0 + (p1 - p0) * (unit(h1) - 1.0f / 16777216.0f);
+  float r = sqrtf(-2.0f * logf(unit(h1)));
+  float z = r * cospif(2.0f * unit(h2));
+  float v = p0 * z;
+  if (kind == 1) {
+    u64 h3 = splitmix(seed ^ splitmix(3 * i + 0x5151));
+    if (unit(h3) <= p2) {
+      u64 h4 = splitmix(seed ^ splitmix(5 * i + 0x7373));
+      float r2 = sqrtf(-2.0f * logf(unit(h4)));
+      v += p1 * r2 * sinpif(2.0f * unit(h2));
+    }
+  }
+  return v;
+}
+
+#define FILL(NAME, T, CONV)                                                                   \
+  extern "C" __global__ void NAME(T* out, u64 n, u64 seed, int kind, float p0, float p1,     \
+                                  float p2) {                                                \
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;                         \
+         i += (u64)gridDim.x * blockDim.x)                                                   \
+      out[i] = CONV(sample(seed, i, kind, p0, p1, p2));                                      \
+  }
+__device__ __forceinline__ float id(float x) { return x; }
+__device__ __forceinline__ __nv_fp8_e4m3 to_e4m3(float x) { return __nv_fp8_e4m3(x); }
+__device__ __forceinline__ __nv_fp8_e5m2 to_e5m2(float x) { return __nv_fp8_e5m2(x); }
+FILL(fill_bf16, __nv_bfloat16, __float2bfloat16)
+FILL(fill_f16, __half, __float2half)
+FILL(fill_f32, float, id)
+FILL(fill_e4m3, __nv_fp8_e4m3, to_e4m3)
+FILL(fill_e5m2, __nv_fp8_e5m2, to_e5m2)
+
+// ---------------------------------------------------------------- conversions
+#define TO_F32(NAME, T, CONV)                                                                 \
+  extern "C" __global__ void NAME(const T* in, float* out, u64 n) {                          \
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;                         \
+         i += (u64)gridDim.x * blockDim.x)                                                   \
+      out[i] = CONV(in[i]);                                                                  \
+  }
+__device__ __forceinline__ float e4m3f(__nv_fp8_e4m3 x) { return (float)x; }
+__device__ __forceinline__ float e5m2f(__nv_fp8_e5m2 x) { return (float)x; }
+TO_F32(bf16_to_f32, __nv_bfloat16, __bfloat162float)
+TO_F32(f16_to_f32, __half, __half2float)
+TO_F32(f32_to_f32, float, id)
+TO_F32(e4m3_to_f32, __nv_fp8_e4m3, e4m3f)
+TO_F32(e5m2_to_f32, __nv_fp8_e5m2, e5m2f)
+
+extern "C" __global__ void f32_to_bf16(const float* in, __nv_bfloat16* out, u64 n) {
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    out[i] = __float2bfloat16(in[i]);
+}
+
+// ---------------------------------------------------------------- GEMM reference
+// C[m, n] = scale * sum_k A[m, k] * B[n, k], all fp32 (inputs already converted).
+extern "C" __global__ void ref_gemm_abt(const float* A, const float* B, float* C, int M, int N,
+                                        int K, float scale) {
+  __shared__ float As[16][17];
+  __shared__ float Bs[16][17];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int row = blockIdx.y * 16 + ty, col = blockIdx.x * 16 + tx, brow = blockIdx.x * 16 + ty;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    int k = k0 + tx;
+    As[ty][tx] = (row < M && k < K) ? A[(u64)row * K + k] : 0.0f;
+    Bs[ty][tx] = (brow < N && k < K) ? B[(u64)brow * K + k] : 0.0f;
+    __syncthreads();
+    for (int kk = 0; kk < 16; ++kk) acc = fmaf(As[ty][kk], Bs[tx][kk], acc);
+    __syncthreads();
+  }
+  if (row < M && col < N) C[(u64)row * N + col] = scale * acc;
+}
+
+// ---------------------------------------------------------------- attention references
+// Q, K, V, O, dO: [BH, S, D] fp32; LSE: [BH, S]. One warp per query row (forward, dQ) or key
+// row (dK, dV); each lane holds D/32 (rounded up) elements. scale = 1/sqrt(D).
+#define MAXD 256
+#define PER (MAXD / 32)
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+extern "C" __global__ void ref_attn_fwd(const float* Q, const float* K, const float* V, float* O,
+                                        float* LSE, int BH, int S, int D, int causal, float scale) {
+  int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  if (warp >= BH * S) return;
+  int bh = warp / S, i = warp % S;
+  const float* q = Q + ((u64)bh * S + i) * D;
+  float qr[PER], acc[PER];
+  for (int p = 0; p < PER; ++p) {
+    int d = lane + 32 * p;
+    qr[p] = d < D ? q[d] : 0.0f;
+    acc[p] = 0.0f;
+  }
+  float m = __int_as_float(0xff800000), l = 0.0f;  // -inf (NVRTC has no INFINITY)
+  int jend = causal ? i + 1 : S;
+  for (int j = 0; j < jend; ++j) {
+    const float* k = K + ((u64)bh * S + j) * D;
+    float s = 0.0f;
+    for (int p = 0; p < PER; ++p) {
+      int d = lane + 32 * p;
+      if (d < D) s = fmaf(qr[p], k[d], s);
+    }
+    s = warp_sum(s) * scale;
+    float mn = fmaxf(m, s);
+    float corr = expf(m - mn), e = expf(s - mn);
+    l = l * corr + e;
+    const float* v = V + ((u64)bh * S + j) * D;
+    for (int p = 0; p < PER; ++p) {
+      int d = lane + 32 * p;
+      if (d < D) acc[p] = acc[p] * corr + e * v[d];
+    }
+    m = mn;
+  }
+  float* o = O + ((u64)bh * S + i) * D;
+  for (int p = 0; p < PER; ++p) {
+    int d = lane + 32 * p;
+    if (d < D) o[d] = acc[p] / l;
+  }
+  if (lane == 0) LSE[(u64)bh * S + i] = m + logf(l);
+}
+
+// Delta[i] = sum_d dO[i, d] * O[i, d].
+extern "C" __global__ void ref_attn_delta(const float* O, const float* dO, float* Delta, int rows,
+                                          int D) {
+  int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  if (warp >= rows) return;
+  float s = 0.0f;
+  for (int d = lane; d < D; d += 32) s = fmaf(O[(u64)warp * D + d], dO[(u64)warp * D + d], s);
+  s = warp_sum(s);
+  if (lane == 0) Delta[warp] = s;
+}
+
+extern "C" __global__ void ref_attn_bwd_dq(const float* Q, const float* K, const float* V,
+                                           const float* dO, const float* LSE, const float* Delta,
+                                           float* dQ, int BH, int S, int D, int causal,
+                                           float scale) {
+  int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  if (warp >= BH * S) return;
+  int bh = warp / S, i = warp % S;
+  u64 row = (u64)bh * S + i;
+  float qr[PER], dor[PER], acc[PER];
+  for (int p = 0; p < PER; ++p) {
+    int d = lane + 32 * p;
+    qr[p] = d < D ? Q[row * D + d] : 0.0f;
+    dor[p] = d < D ? dO[row * D + d] : 0.0f;
+    acc[p] = 0.0f;
+  }
+  float lse = LSE[row], delta = Delta[row];
+  int jend = causal ? i + 1 : S;
+  for (int j = 0; j < jend; ++j) {
+    const float* k = K + ((u64)bh * S + j) * D;
+    const float* v = V + ((u64)bh * S + j) * D;
+    float s = 0.0f, dp = 0.0f;
+    for (int p = 0; p < PER; ++p) {
+      int d = lane + 32 * p;
+      if (d < D) {
+        s = fmaf(qr[p], k[d], s);
+        dp = fmaf(dor[p], v[d], dp);
+      }
+    }
+    s = warp_sum(s);
+    dp = warp_sum(dp);
+    float pij = expf(s * scale - lse);
+    float ds = pij * (dp - delta);
+    for (int p = 0; p < PER; ++p) {
+      int d = lane + 32 * p;
+      if (d < D) acc[p] = fmaf(ds, k[d], acc[p]);
+    }
+  }
+  for (int p = 0; p < PER; ++p) {
+    int d = lane + 32 * p;
+    if (d < D) dQ[row * D + d] = acc[p] * scale;
+  }
+}
+
+extern "C" __global__ void ref_attn_bwd_dkdv(const float* Q, const float* K, const float* V,
+                                             const float* dO, const float* LSE,
+                                             const float* Delta, float* dK, float* dV, int BH,
+                                             int S, int D, int causal, float scale) {
+  int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  if (warp >= BH * S) return;
+  int bh = warp / S, j = warp % S;
+  u64 row = (u64)bh * S + j;
+  float kr[PER], vr[PER], dk[PER], dv[PER];
+  for (int p = 0; p < PER; ++p) {
+    int d = lane + 32 * p;
+    kr[p] = d < D ? K[row * D + d] : 0.0f;
+    vr[p] = d < D ? V[row * D + d] : 0.0f;
+    dk[p] = 0.0f;
+    dv[p] = 0.0f;
+  }
+  for (int i = causal ? j : 0; i < S; ++i) {
+    u64 qrow = (u64)bh * S + i;
+    const float* q = Q + qrow * D;
+    const float* g = dO + qrow * D;
+    float s = 0.0f, dp = 0.0f;
+    for (int p = 0; p < PER; ++p) {
+      int d = lane + 32 * p;
+      if (d < D) {
+        s = fmaf(q[d], kr[p], s);
+        dp = fmaf(g[d], vr[p], dp);
+      }
+    }
+    s = warp_sum(s);
+    dp = warp_sum(dp);
+    float pij = expf(s * scale - LSE[qrow]);
+    float ds = pij * (dp - Delta[qrow]);
+    for (int p = 0; p < PER; ++p) {
+      int d = lane + 32 * p;
+      if (d < D) {
+        dv[p] = fmaf(pij, g[d], dv[p]);
+        dk[p] = fmaf(ds, q[d], dk[p]);
+      }
+    }
+  }
+  for (int p = 0; p < PER; ++p) {
+    int d = lane + 32 * p;
+    if (d < D) {
+      dK[row * D + d] = dk[p] * scale;
+      dV[row * D + d] = dv[p];
+    }
+  }
+}
+
+// ---------------------------------------------------------------- comparison
+// stats: [0] sum err^2, [1] sum ref^2, [2] max |err|, as doubles (max via atomicMax on bits of a
+// non-negative double); counts: [0] allclose violations, [1] non-finite outputs, [2] non-zero
+// outputs, [3] first violating index + 1 (min), [4] non-zero reference values.
+__device__ void atomic_max_nonneg(double* addr, double v) {
+  atomicMax((unsigned long long*)addr, (unsigned long long)__double_as_longlong(v));
+}
+
+extern "C" __global__ void compare(const float* out, const float* ref, u64 n, float rtol,
+                                   float atol, double* stats, u64* counts) {
+  double se = 0.0, sr = 0.0, mx = 0.0;
+  u64 viol = 0, nonfinite = 0, nonzero = 0, refnz = 0, first = ~0ull;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    float o = out[i], r = ref[i];
+    if (!isfinite(o)) {
+      nonfinite++;
+      viol++;
+      if (i < first) first = i;
+      continue;
+    }
+    if (o != 0.0f) nonzero++;
+    if (r != 0.0f) refnz++;
+    double e = (double)o - (double)r;
+    se += e * e;
+    sr += (double)r * (double)r;
+    double ae = fabs(e);
+    if (ae > mx) mx = ae;
+    if (ae > (double)atol + (double)rtol * fabs((double)r)) {
+      viol++;
+      if (i < first) first = i;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    se += __shfl_xor_sync(0xffffffffu, se, o);
+    sr += __shfl_xor_sync(0xffffffffu, sr, o);
+    mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    viol += __shfl_xor_sync(0xffffffffu, viol, o);
+    nonfinite += __shfl_xor_sync(0xffffffffu, nonfinite, o);
+    nonzero += __shfl_xor_sync(0xffffffffu, nonzero, o);
+    refnz += __shfl_xor_sync(0xffffffffu, refnz, o);
+    u64 f = __shfl_xor_sync(0xffffffffu, first, o);
+    first = f < first ? f : first;
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(&stats[0], se);
+    atomicAdd(&stats[1], sr);
+    atomic_max_nonneg(&stats[2], mx);
+    atomicAdd(&counts[0], viol);
+    atomicAdd(&counts[1], nonfinite);
+    atomicAdd(&counts[2], nonzero);
+    if (first != ~0ull) atomicMin(&counts[3], first + 1);
+    atomicAdd(&counts[4], refnz);
+  }
+}
+
+// Number of bytes in [a, a + n) that differ from [b, b + n).
+extern "C" __global__ void count_diff(const unsigned char* a, const unsigned char* b, u64 n,
+                                      u64* count) {
+  u64 c = 0;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    c += a[i] != b[i];
+  for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+  if ((threadIdx.x & 31) == 0 && c) atomicAdd(count, c);
+}
+
+// Number of bytes in [a, a + n) that are not `v`.
+extern "C" __global__ void count_not(const unsigned char* a, u64 n, unsigned v, u64* count) {
+  u64 c = 0;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    c += a[i] != (unsigned char)v;
+  for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+  if ((threadIdx.x & 31) == 0 && c) atomicAdd(count, c);
+}

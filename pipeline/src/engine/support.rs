@@ -1,0 +1,489 @@
+//! PTXBench's own GPU code (support.cu): seeded inputs, fp32 references and comparisons,
+//! compiled with NVRTC for the device in hand and loaded once per worker.
+
+use crate::cuda::driver::{DeviceBuffer, DriverError, Geometry, Gpu, Kernel, Module, ParamBytes};
+use crate::cuda::nvrtc;
+use crate::task::{DType, Distribution};
+
+/// The source, compiled at run time (its hash is part of every record's environment).
+pub const SOURCE: &str = include_str!("support.cu");
+
+#[derive(Debug, thiserror::Error)]
+pub enum SupportError {
+    #[error("compiling the harness's support code: {0}")]
+    Compile(String),
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+}
+
+/// Scalar kernel arguments.
+#[derive(Debug, Clone, Copy)]
+pub enum Arg {
+    Ptr(u64),
+    U64(u64),
+    I32(i32),
+    F32(f32),
+}
+
+fn params(args: &[Arg]) -> Vec<ParamBytes> {
+    args.iter()
+        .map(|a| match *a {
+            Arg::Ptr(v) | Arg::U64(v) => ParamBytes::new(&v.to_le_bytes()),
+            Arg::I32(v) => ParamBytes::new(&v.to_le_bytes()),
+            Arg::F32(v) => ParamBytes::new(&v.to_le_bytes()),
+        })
+        .collect()
+}
+
+/// The loaded support module.
+#[derive(Debug)]
+pub struct Support {
+    _module: Module,
+    kernels: std::collections::BTreeMap<&'static str, Kernel>,
+    /// NVRTC version and options used.
+    pub compiler: String,
+}
+
+const KERNELS: &[&str] = &[
+    "fill_bf16",
+    "fill_f16",
+    "fill_f32",
+    "fill_e4m3",
+    "fill_e5m2",
+    "bf16_to_f32",
+    "f16_to_f32",
+    "f32_to_f32",
+    "e4m3_to_f32",
+    "e5m2_to_f32",
+    "f32_to_bf16",
+    "ref_gemm_abt",
+    "ref_attn_fwd",
+    "ref_attn_delta",
+    "ref_attn_bwd_dq",
+    "ref_attn_bwd_dkdv",
+    "compare",
+    "count_diff",
+    "count_not",
+];
+
+/// A grid-stride launch shape for `n` elements.
+fn stride_geometry(n: u64) -> Geometry {
+    let blocks = n.div_ceil(256).clamp(1, 132 * 32);
+    Geometry {
+        grid: [u32::try_from(blocks).unwrap_or(1), 1, 1],
+        block: [256, 1, 1],
+        shared_mem: 0,
+        cluster: None,
+    }
+}
+
+/// One warp per row.
+fn warp_geometry(rows: u64) -> Geometry {
+    Geometry {
+        grid: [u32::try_from(rows.div_ceil(8)).unwrap_or(u32::MAX), 1, 1],
+        block: [256, 1, 1],
+        shared_mem: 0,
+        cluster: None,
+    }
+}
+
+/// Comparison of one output with its reference.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Comparison {
+    pub elements: u64,
+    pub violations: u64,
+    pub non_finite: u64,
+    pub non_zero: u64,
+    pub reference_non_zero: u64,
+    /// Index of the first element outside tolerance, if any.
+    pub first_violation: Option<u64>,
+    pub max_abs_error: f64,
+    /// ||out - ref|| / ||ref|| (L2).
+    pub relative_l2: f64,
+}
+
+impl Support {
+    pub fn load(gpu: &Gpu) -> Result<Support, SupportError> {
+        let (major, minor) = gpu.info.compute_capability;
+        let out = nvrtc::compile_for(SOURCE, "support.cu", &format!("compute_{major}{minor}"))
+            .map_err(|e| SupportError::Compile(e.to_string()))?;
+        let jitted = gpu
+            .jit(&out.ptx)
+            .map_err(|e| SupportError::Compile(e.to_string()))?;
+        let module = gpu.load(&jitted.cubin)?;
+        let mut kernels = std::collections::BTreeMap::new();
+        for k in KERNELS {
+            kernels.insert(*k, gpu.kernel(&module, k)?);
+        }
+        Ok(Support {
+            _module: module,
+            kernels,
+            compiler: format!(
+                "nvrtc {}.{} {}",
+                out.nvrtc_version.0,
+                out.nvrtc_version.1,
+                out.options.join(" ")
+            ),
+        })
+    }
+
+    fn run(
+        &self,
+        gpu: &Gpu,
+        name: &'static str,
+        g: Geometry,
+        args: &[Arg],
+    ) -> Result<(), DriverError> {
+        let k = self.kernels[name];
+        gpu.launch(k, &g, &params(args))
+    }
+
+    /// Fills `n` elements of `dtype` at `ptr` from `dist` with `seed`.
+    pub fn fill(
+        &self,
+        gpu: &Gpu,
+        ptr: u64,
+        dtype: DType,
+        n: u64,
+        seed: u64,
+        dist: &Distribution,
+    ) -> Result<(), DriverError> {
+        let (kind, p0, p1, p2) = match *dist {
+            Distribution::Randn { std } => (0, std, 0.0, 0.0),
+            Distribution::Spiky {
+                std,
+                spike_std,
+                spike_prob,
+            } => (1, std, spike_std, spike_prob),
+            Distribution::Uniform { lo, hi } => (2, lo, hi, 0.0),
+        };
+        let name = match dtype {
+            DType::Bf16 => "fill_bf16",
+            DType::F16 => "fill_f16",
+            DType::F32 => "fill_f32",
+            DType::E4m3 => "fill_e4m3",
+            DType::E5m2 => "fill_e5m2",
+            DType::I32 => "fill_f32", // no integer task inputs exist; never reached by the suite
+        };
+        self.run(
+            gpu,
+            name,
+            stride_geometry(n),
+            &[
+                Arg::Ptr(ptr),
+                Arg::U64(n),
+                Arg::U64(seed),
+                Arg::I32(kind),
+                Arg::F32(p0 as f32),
+                Arg::F32(p1 as f32),
+                Arg::F32(p2 as f32),
+            ],
+        )
+    }
+
+    /// Converts `n` elements of `dtype` at `src` to fp32 at `dst`.
+    pub fn to_f32(
+        &self,
+        gpu: &Gpu,
+        src: u64,
+        dtype: DType,
+        dst: u64,
+        n: u64,
+    ) -> Result<(), DriverError> {
+        let name = match dtype {
+            DType::Bf16 => "bf16_to_f32",
+            DType::F16 => "f16_to_f32",
+            DType::F32 | DType::I32 => "f32_to_f32",
+            DType::E4m3 => "e4m3_to_f32",
+            DType::E5m2 => "e5m2_to_f32",
+        };
+        self.run(
+            gpu,
+            name,
+            stride_geometry(n),
+            &[Arg::Ptr(src), Arg::Ptr(dst), Arg::U64(n)],
+        )
+    }
+
+    pub fn f32_to_bf16(&self, gpu: &Gpu, src: u64, dst: u64, n: u64) -> Result<(), DriverError> {
+        self.run(
+            gpu,
+            "f32_to_bf16",
+            stride_geometry(n),
+            &[Arg::Ptr(src), Arg::Ptr(dst), Arg::U64(n)],
+        )
+    }
+
+    /// `C = scale * A @ B^T` in fp32.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm(
+        &self,
+        gpu: &Gpu,
+        a: u64,
+        b: u64,
+        c: u64,
+        m: i32,
+        n: i32,
+        k: i32,
+        scale: f32,
+    ) -> Result<(), DriverError> {
+        let g = Geometry {
+            grid: [
+                u32::try_from(n).unwrap_or(0).div_ceil(16),
+                u32::try_from(m).unwrap_or(0).div_ceil(16),
+                1,
+            ],
+            block: [16, 16, 1],
+            shared_mem: 0,
+            cluster: None,
+        };
+        self.run(
+            gpu,
+            "ref_gemm_abt",
+            g,
+            &[
+                Arg::Ptr(a),
+                Arg::Ptr(b),
+                Arg::Ptr(c),
+                Arg::I32(m),
+                Arg::I32(n),
+                Arg::I32(k),
+                Arg::F32(scale),
+            ],
+        )
+    }
+
+    /// Attention forward in fp32: O and LSE from Q, K, V ([BH, S, D]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_fwd(
+        &self,
+        gpu: &Gpu,
+        q: u64,
+        k: u64,
+        v: u64,
+        o: u64,
+        lse: u64,
+        bh: i32,
+        s: i32,
+        d: i32,
+        causal: bool,
+    ) -> Result<(), DriverError> {
+        let scale = 1.0 / (d as f32).sqrt();
+        self.run(
+            gpu,
+            "ref_attn_fwd",
+            warp_geometry(u64::try_from(bh).unwrap_or(0) * u64::try_from(s).unwrap_or(0)),
+            &[
+                Arg::Ptr(q),
+                Arg::Ptr(k),
+                Arg::Ptr(v),
+                Arg::Ptr(o),
+                Arg::Ptr(lse),
+                Arg::I32(bh),
+                Arg::I32(s),
+                Arg::I32(d),
+                Arg::I32(i32::from(causal)),
+                Arg::F32(scale),
+            ],
+        )
+    }
+
+    /// Attention backward in fp32: dQ, dK, dV from Q, K, V, O, dO, LSE; `delta` is scratch of
+    /// BH*S floats.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_bwd(
+        &self,
+        gpu: &Gpu,
+        [q, k, v, o, d_o, lse]: [u64; 6],
+        [dq, dk, dv]: [u64; 3],
+        delta: u64,
+        bh: i32,
+        s: i32,
+        d: i32,
+        causal: bool,
+    ) -> Result<(), DriverError> {
+        let rows = u64::try_from(bh).unwrap_or(0) * u64::try_from(s).unwrap_or(0);
+        let scale = 1.0 / (d as f32).sqrt();
+        let c = i32::from(causal);
+        self.run(
+            gpu,
+            "ref_attn_delta",
+            warp_geometry(rows),
+            &[
+                Arg::Ptr(o),
+                Arg::Ptr(d_o),
+                Arg::Ptr(delta),
+                Arg::I32(bh * s),
+                Arg::I32(d),
+            ],
+        )?;
+        self.run(
+            gpu,
+            "ref_attn_bwd_dq",
+            warp_geometry(rows),
+            &[
+                Arg::Ptr(q),
+                Arg::Ptr(k),
+                Arg::Ptr(v),
+                Arg::Ptr(d_o),
+                Arg::Ptr(lse),
+                Arg::Ptr(delta),
+                Arg::Ptr(dq),
+                Arg::I32(bh),
+                Arg::I32(s),
+                Arg::I32(d),
+                Arg::I32(c),
+                Arg::F32(scale),
+            ],
+        )?;
+        self.run(
+            gpu,
+            "ref_attn_bwd_dkdv",
+            warp_geometry(rows),
+            &[
+                Arg::Ptr(q),
+                Arg::Ptr(k),
+                Arg::Ptr(v),
+                Arg::Ptr(d_o),
+                Arg::Ptr(lse),
+                Arg::Ptr(delta),
+                Arg::Ptr(dk),
+                Arg::Ptr(dv),
+                Arg::I32(bh),
+                Arg::I32(s),
+                Arg::I32(d),
+                Arg::I32(c),
+                Arg::F32(scale),
+            ],
+        )
+    }
+
+    /// Compares `n` fp32 values at `out` with `reference` (both device pointers).
+    #[allow(clippy::too_many_arguments)]
+    pub fn compare(
+        &self,
+        gpu: &Gpu,
+        scratch: &DeviceBuffer,
+        out: u64,
+        reference: u64,
+        n: u64,
+        rtol: f64,
+        atol: f64,
+    ) -> Result<Comparison, DriverError> {
+        // scratch: 3 doubles then 5 u64 counters (64 bytes); counts[3] starts at MAX (min).
+        let mut init = vec![0u8; 64];
+        init[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
+        gpu.upload(scratch, 0, &init)?;
+        self.run(
+            gpu,
+            "compare",
+            stride_geometry(n),
+            &[
+                Arg::Ptr(out),
+                Arg::Ptr(reference),
+                Arg::U64(n),
+                Arg::F32(rtol as f32),
+                Arg::F32(atol as f32),
+                Arg::Ptr(scratch.ptr()),
+                Arg::Ptr(scratch.ptr() + 24),
+            ],
+        )?;
+        let raw = gpu.download(scratch, 0, 64)?;
+        let f = |i: usize| f64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let u =
+            |i: usize| u64::from_le_bytes(raw[24 + i * 8..32 + i * 8].try_into().expect("8 bytes"));
+        let (se, sr) = (f(0), f(1));
+        Ok(Comparison {
+            elements: n,
+            violations: u(0),
+            non_finite: u(1),
+            non_zero: u(2),
+            first_violation: (u(3) != u64::MAX && u(3) > 0).then(|| u(3) - 1),
+            reference_non_zero: u(4),
+            max_abs_error: f(2),
+            relative_l2: if sr > 0.0 {
+                (se / sr).sqrt()
+            } else if se > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            },
+        })
+    }
+
+    /// Bytes that differ between two device ranges.
+    pub fn count_diff(
+        &self,
+        gpu: &Gpu,
+        scratch: &DeviceBuffer,
+        a: u64,
+        b: u64,
+        n: u64,
+    ) -> Result<u64, DriverError> {
+        gpu.upload(scratch, 0, &[0u8; 8])?;
+        self.run(
+            gpu,
+            "count_diff",
+            stride_geometry(n),
+            &[
+                Arg::Ptr(a),
+                Arg::Ptr(b),
+                Arg::U64(n),
+                Arg::Ptr(scratch.ptr()),
+            ],
+        )?;
+        let raw = gpu.download(scratch, 0, 8)?;
+        Ok(u64::from_le_bytes(raw[..8].try_into().expect("8 bytes")))
+    }
+
+    /// Bytes in a device range that are not `value`.
+    pub fn count_not(
+        &self,
+        gpu: &Gpu,
+        scratch: &DeviceBuffer,
+        a: u64,
+        n: u64,
+        value: u8,
+    ) -> Result<u64, DriverError> {
+        gpu.upload(scratch, 0, &[0u8; 8])?;
+        self.run(
+            gpu,
+            "count_not",
+            stride_geometry(n),
+            &[
+                Arg::Ptr(a),
+                Arg::U64(n),
+                Arg::I32(i32::from(value)),
+                Arg::Ptr(scratch.ptr()),
+            ],
+        )?;
+        let raw = gpu.download(scratch, 0, 8)?;
+        Ok(u64::from_le_bytes(raw[..8].try_into().expect("8 bytes")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The support code must compile with NVRTC (no libc headers, no INFINITY macro); where
+    /// NVRTC is installed this checks it for every architecture we run on.
+    #[test]
+    fn support_code_compiles_with_nvrtc() {
+        if crate::cuda::library::locate(crate::cuda::CudaLibrary::Nvrtc).is_err() {
+            assert!(
+                std::env::var_os("PTXBENCH_REQUIRE_CUDA_TOOLS").is_none_or(|v| v != "1"),
+                "NVRTC required but missing"
+            );
+            eprintln!("SKIP support_code_compiles_with_nvrtc: NVRTC not installed");
+            return;
+        }
+        for arch in ["compute_90", "compute_100"] {
+            let out = nvrtc::compile_for(SOURCE, "support.cu", arch).expect("support.cu compiles");
+            let m = ptxbench_ptx::parse(&out.ptx).expect("NVRTC's PTX parses");
+            for k in KERNELS {
+                assert!(m.entry(k).is_some(), "{arch}: entry {k} missing");
+            }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! PTXBench: task suite, candidate front end, evaluation engine boundary, store and leaderboard.
+//!
+//! The `ptxbench` binary (src/main.rs) is a thin CLI over this library; everything here except
+//! the `cuda` module is plain CPU code and is tested everywhere.
+
+pub mod arch;
+pub mod candidate;
+pub mod check;
+pub mod cmd;
+pub mod cuda;
+pub mod digest;
+pub mod engine;
+pub mod expr;
+pub mod manifest;
+pub mod prompt;
+pub mod store;
+pub mod task;
+pub mod toolchain;

@@ -1,0 +1,314 @@
+//! Manifests (`manifests/*.yaml`): what a leaderboard or paper table consists of.
+//!
+//! A manifest names the task-suite version and hash, the runs and records (by digest) that the
+//! leaderboard shows, reported external data (by import-object digest), model metadata and site
+//! options. Parsing is strict (unknown fields, duplicate keys and non-`true`/`false` booleans
+//! are errors) and every error names the file and the field. A parsed [`Manifest`] is valid:
+//! format 1, no duplicate digests, dates `YYYY-MM-DD`, links `http(s)://`, base path `/…/`.
+//! Its [`Manifest::roots`] are where a store closure starts.
+//!
+//! ```yaml
+//! manifest: 1
+//! suite: { version: "1.0.0", hash: "<64 hex>" }
+//! runs: ["<64 hex>"]          # ptxbench.run objects
+//! records: []                 # ptxbench.record objects shown on their own
+//! reported:
+//!   - label: PTXBench paper
+//!     import_digest: "<64 hex>"
+//! models:
+//!   Claude Opus 4.8: { display_name: Claude Opus 4.8, organisation: Anthropic,
+//!                      release_date: 2026-01-31, link: null }
+//! site: { title: PTXBench leaderboard, base_path: / }
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Digest;
+use crate::store::ObjectKind;
+use crate::store::closure::Root;
+
+/// The manifest format this code reads.
+pub const FORMAT: u32 = 1;
+
+/// A parsed and validated manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Format version of the file (1).
+    pub manifest: u32,
+    pub suite: SuiteRef,
+    /// Run objects (`ptxbench.run/*`) on the leaderboard.
+    #[serde(default)]
+    pub runs: Vec<Digest>,
+    /// Record objects (`ptxbench.record/*`) shown on their own.
+    #[serde(default)]
+    pub records: Vec<Digest>,
+    /// External data, shown as reported and never as measured.
+    #[serde(default)]
+    pub reported: Vec<ReportedRef>,
+    /// Model metadata, by the model name used in runs and reported data.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelInfo>,
+    pub site: SiteOptions,
+}
+
+/// The task suite the runs were measured against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteRef {
+    pub version: String,
+    /// `Suite::digest()` of the task suite (not a store object).
+    pub hash: Digest,
+}
+
+/// One reported data set: an import object in the store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedRef {
+    pub label: String,
+    pub import_digest: Digest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelInfo {
+    pub display_name: String,
+    pub organisation: String,
+    /// `YYYY-MM-DD`.
+    #[serde(default)]
+    pub release_date: Option<String>,
+    #[serde(default)]
+    pub link: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteOptions {
+    pub title: String,
+    /// Where the site is served, `/` or `/name/`.
+    pub base_path: String,
+}
+
+/// Why a manifest cannot be used; always names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: field `{field}`: {message}")]
+    Invalid {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
+}
+
+impl Manifest {
+    /// Reads and validates the manifest at `path`.
+    pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Manifest::parse(&text, path)
+    }
+
+    /// Parses and validates manifest text; `path` is used in errors only.
+    pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        let options = serde_saphyr::options! {
+            strict_booleans: true,
+            duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+        };
+        let m: Manifest = serde_saphyr::from_str_with_options(text, options).map_err(|e| {
+            ManifestError::Parse {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }
+        })?;
+        m.validate(path)?;
+        Ok(m)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ManifestError> {
+        let invalid = |field: String, message: String| ManifestError::Invalid {
+            path: path.to_path_buf(),
+            field,
+            message,
+        };
+        if self.manifest != FORMAT {
+            return Err(invalid(
+                "manifest".into(),
+                format!(
+                    "format {} is not supported (this build reads {FORMAT})",
+                    self.manifest
+                ),
+            ));
+        }
+        let v = &self.suite.version;
+        if v.is_empty()
+            || !v
+                .split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Err(invalid(
+                "suite.version".into(),
+                format!("`{v}` is not a version like 1.0.0"),
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        let lists = [("runs", &self.runs), ("records", &self.records)];
+        for (name, list) in lists {
+            for (i, d) in list.iter().enumerate() {
+                if !seen.insert(*d) {
+                    return Err(invalid(
+                        format!("{name}[{i}]"),
+                        format!("{d} is listed twice"),
+                    ));
+                }
+            }
+        }
+        for (i, r) in self.reported.iter().enumerate() {
+            if r.label.trim().is_empty() {
+                return Err(invalid(
+                    format!("reported[{i}].label"),
+                    "must not be empty".into(),
+                ));
+            }
+            if !seen.insert(r.import_digest) {
+                return Err(invalid(
+                    format!("reported[{i}].import_digest"),
+                    format!("{} is listed twice", r.import_digest),
+                ));
+            }
+        }
+        for (name, m) in &self.models {
+            let field = |f: &str| format!("models.{name}.{f}");
+            if name.trim().is_empty() {
+                return Err(invalid("models".into(), "a model name is empty".into()));
+            }
+            if m.display_name.trim().is_empty() {
+                return Err(invalid(field("display_name"), "must not be empty".into()));
+            }
+            if m.organisation.trim().is_empty() {
+                return Err(invalid(field("organisation"), "must not be empty".into()));
+            }
+            if let Some(d) = &m.release_date
+                && !is_date(d)
+            {
+                return Err(invalid(
+                    field("release_date"),
+                    format!("`{d}` is not a date YYYY-MM-DD"),
+                ));
+            }
+            if let Some(l) = &m.link
+                && !(l.starts_with("https://") || l.starts_with("http://"))
+            {
+                return Err(invalid(
+                    field("link"),
+                    format!("`{l}` is not an http(s) link"),
+                ));
+            }
+        }
+        if self.site.title.trim().is_empty() {
+            return Err(invalid("site.title".into(), "must not be empty".into()));
+        }
+        let b = &self.site.base_path;
+        if !b.starts_with('/') || !b.ends_with('/') || b.contains("//") || b.contains("..") {
+            return Err(invalid(
+                "site.base_path".into(),
+                format!("`{b}` must be `/` or `/name/`"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Where a closure of this manifest starts, each labelled `<file>: <field>` and with the
+    /// object kind expected there.
+    pub fn roots(&self, path: &Path) -> Vec<Root> {
+        let p = path.display();
+        let mut out = Vec::new();
+        for (i, d) in self.runs.iter().enumerate() {
+            out.push(Root {
+                digest: *d,
+                label: format!("{p}: runs[{i}]"),
+                expect: Some(ObjectKind::Run),
+            });
+        }
+        for (i, d) in self.records.iter().enumerate() {
+            out.push(Root {
+                digest: *d,
+                label: format!("{p}: records[{i}]"),
+                expect: Some(ObjectKind::Record),
+            });
+        }
+        for (i, r) in self.reported.iter().enumerate() {
+            out.push(Root {
+                digest: r.import_digest,
+                label: format!("{p}: reported[{i}].import_digest"),
+                expect: Some(ObjectKind::Import),
+            });
+        }
+        out
+    }
+}
+
+/// `YYYY-MM-DD` with month 1–12 and day 1–31.
+fn is_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        b[r].iter().try_fold(0u32, |acc, c| {
+            c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+        })
+    };
+    matches!((num(0..4), num(5..7), num(8..10)), (Some(_), Some(m), Some(d)) if (1..=12).contains(&m) && (1..=31).contains(&d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(extra: &str) -> String {
+        format!(
+            "manifest: 1\nsuite: {{ version: \"1.0.0\", hash: \"{}\" }}\nsite: {{ title: T, base_path: / }}\n{extra}",
+            Digest::of(b"suite")
+        )
+    }
+
+    #[test]
+    fn minimal_manifest_parses() {
+        let m = Manifest::parse(&text(""), Path::new("m.yaml")).expect("valid");
+        assert!(m.runs.is_empty() && m.roots(Path::new("m.yaml")).is_empty());
+    }
+
+    #[test]
+    fn errors_name_file_and_field() {
+        let e = Manifest::parse(&text("colour: red\n"), Path::new("x.yaml"))
+            .expect_err("unknown field");
+        let s = e.to_string();
+        assert!(s.contains("x.yaml") && s.contains("colour"), "{s}");
+        let d = Digest::of(b"r");
+        let e = Manifest::parse(
+            &text(&format!("runs: [\"{d}\", \"{d}\"]\n")),
+            Path::new("x.yaml"),
+        )
+        .expect_err("duplicate");
+        assert!(e.to_string().contains("runs[1]"), "{e}");
+        let e = Manifest::parse(
+            &text("models:\n  M: { display_name: M, organisation: O, release_date: 2026-0131 }\n"),
+            Path::new("x.yaml"),
+        )
+        .expect_err("bad date");
+        assert!(e.to_string().contains("models.M.release_date"), "{e}");
+    }
+}

@@ -1,0 +1,674 @@
+//! Bundles: a manifest and its whole closure in one zip, and importing one safely.
+//!
+//! A bundle holds `artifacts/v1/blake3/ab/cd/<hex>` for every object of the closure and
+//! `manifests/<name>.yaml`, nothing else. [`write_bundle`] is deterministic: entries sorted by
+//! name, fixed timestamps (1980-01-01), fixed permissions (0644), deflate at a fixed level, no
+//! extra fields, so the same manifest and store give byte-identical zips. It refuses to bundle
+//! an incomplete closure, and writes the zip through a temp file and a rename.
+//!
+//! [`import_bundle`] reads the archive twice. The first pass checks everything and writes
+//! nothing: entry count, archive and entry sizes, compression ratio (zip bombs), names
+//! (absolute, `..`, backslashes, anything outside the two forms above), symlinks, directories,
+//! encryption, duplicate names, that every entry's bytes hash to its name and match its
+//! declared size, that the manifest parses, and that its closure is complete within the bundle
+//! and the store. The second pass streams each object into the store (children before
+//! parents), each re-hashed against its name, so an object is never replaced by other bytes;
+//! then the manifest is written, refusing to replace a different manifest of the same name.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use zip::ZipArchive;
+use zip::write::SimpleFileOptions;
+
+use crate::digest::Digest;
+use crate::manifest::{Manifest, ManifestError};
+use crate::store::closure::{self, Problem};
+use crate::store::object::{self, Reference};
+use crate::store::{Store, StoreError};
+
+/// Prefix of object entries in a bundle.
+pub const ARTIFACTS_PREFIX: &str = "artifacts/";
+/// Prefix of the manifest entry in a bundle.
+pub const MANIFESTS_PREFIX: &str = "manifests/";
+
+/// Entries larger than this are hashed as a stream and not parsed as typed objects.
+const WHOLE_READ_LIMIT: u64 = 64 << 20;
+
+/// What a bundle holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleSummary {
+    pub objects: usize,
+    pub bytes: u64,
+    pub manifest_entry: String,
+}
+
+/// Limits an import enforces before reading any content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportLimits {
+    /// Size of the zip file itself.
+    pub max_archive_bytes: u64,
+    pub max_entries: usize,
+    /// Uncompressed size of one entry.
+    pub max_entry_bytes: u64,
+    /// Uncompressed size of all entries together.
+    pub max_total_bytes: u64,
+    /// Largest uncompressed / compressed ratio, checked for entries above `ratio_floor_bytes`.
+    pub max_ratio: u64,
+    pub ratio_floor_bytes: u64,
+}
+
+impl Default for ImportLimits {
+    fn default() -> ImportLimits {
+        ImportLimits {
+            max_archive_bytes: 16 << 30,
+            max_entries: 1_000_000,
+            max_entry_bytes: 2 << 30,
+            max_total_bytes: 32 << 30,
+            max_ratio: 100,
+            ratio_floor_bytes: 1 << 20,
+        }
+    }
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportSummary {
+    /// Where the manifest was written.
+    pub manifest: PathBuf,
+    pub objects: usize,
+    /// Objects that were not in the store before.
+    pub new_objects: usize,
+    pub bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: zip: {source}")]
+    Zip {
+        path: PathBuf,
+        #[source]
+        source: zip::result::ZipError,
+    },
+    #[error(
+        "{path}: the manifest file name must be letters, digits, `.`, `_` or `-` and end in .yaml"
+    )]
+    ManifestName { path: PathBuf },
+    #[error("the closure of {manifest} is incomplete ({} problems); run `ptxbench verify`:\n{}",
+        .problems.len(), .problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))]
+    Incomplete {
+        manifest: PathBuf,
+        problems: Vec<Problem>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a readable zip: {source}")]
+    Zip {
+        path: PathBuf,
+        #[source]
+        source: zip::result::ZipError,
+    },
+    #[error("{path}: the archive is {size} bytes, over the limit of {limit}")]
+    ArchiveTooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+    #[error("{path}: {count} entries, over the limit of {limit}")]
+    TooManyEntries {
+        path: PathBuf,
+        count: usize,
+        limit: usize,
+    },
+    #[error("{path}: the archive has duplicate entry names")]
+    DuplicateNames { path: PathBuf },
+    #[error("{path}: entry `{name}`: unsafe name ({reason})")]
+    UnsafeName {
+        path: PathBuf,
+        name: String,
+        reason: &'static str,
+    },
+    #[error("{path}: entry `{name}` is a symbolic link")]
+    Symlink { path: PathBuf, name: String },
+    #[error("{path}: entry `{name}` is encrypted")]
+    Encrypted { path: PathBuf, name: String },
+    #[error(
+        "{path}: entry `{name}` is not an object (artifacts/v1/blake3/ab/cd/<hex>) or a manifest (manifests/<name>.yaml)"
+    )]
+    UnexpectedEntry { path: PathBuf, name: String },
+    #[error("{path}: entry `{name}` is {size} bytes, over the limit of {limit}")]
+    EntryTooLarge {
+        path: PathBuf,
+        name: String,
+        size: u64,
+        limit: u64,
+    },
+    #[error("{path}: entries total {size} bytes uncompressed, over the limit of {limit}")]
+    TotalTooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+    #[error(
+        "{path}: entry `{name}` expands {size} bytes from {compressed} (ratio over {limit}): refusing a possible zip bomb"
+    )]
+    CompressionRatio {
+        path: PathBuf,
+        name: String,
+        size: u64,
+        compressed: u64,
+        limit: u64,
+    },
+    #[error("{path}: entry `{name}` declares {declared} bytes but holds {actual}")]
+    SizeMismatch {
+        path: PathBuf,
+        name: String,
+        declared: u64,
+        actual: u64,
+    },
+    #[error("{path}: entry `{name}` does not match its name: its content hashes to {actual}")]
+    HashMismatch {
+        path: PathBuf,
+        name: String,
+        actual: Digest,
+    },
+    #[error("{path}: entry `{name}` is a malformed object: {message}")]
+    Malformed {
+        path: PathBuf,
+        name: String,
+        message: String,
+    },
+    #[error("{path}: the bundle holds {count} manifests; exactly one is expected")]
+    ManifestCount { path: PathBuf, count: usize },
+    #[error("{path}: {source}")]
+    Manifest {
+        path: PathBuf,
+        #[source]
+        source: ManifestError,
+    },
+    #[error("{path}: the closure is incomplete: {}", .missing.iter().map(|(d, who)| format!("{d} (referred to by {who})")).collect::<Vec<_>>().join("; "))]
+    Incomplete {
+        path: PathBuf,
+        missing: Vec<(Digest, String)>,
+    },
+    #[error("{existing} already exists with different content; not replacing it")]
+    ManifestConflict { existing: PathBuf },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Writes the bundle of the manifest at `manifest_path` (its closure in `store`) to `out`.
+pub fn write_bundle(
+    store: &Store,
+    manifest_path: &Path,
+    out: &Path,
+) -> Result<BundleSummary, BundleError> {
+    let io = |path: &Path, source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = fs::read_to_string(manifest_path).map_err(|e| io(manifest_path, e))?;
+    let manifest = Manifest::parse(&text, manifest_path)?;
+    let file_name = manifest_path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| manifest_name_ok(n))
+        .ok_or_else(|| BundleError::ManifestName {
+            path: manifest_path.to_path_buf(),
+        })?;
+    let closure = closure::closure(store, &manifest.roots(manifest_path));
+    if !closure.is_complete() {
+        return Err(BundleError::Incomplete {
+            manifest: manifest_path.to_path_buf(),
+            problems: closure.problems,
+        });
+    }
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".bundle-")
+        .tempfile_in(dir)
+        .map_err(|e| io(dir, e))?;
+    let zerr = |source| BundleError::Zip {
+        path: out.to_path_buf(),
+        source,
+    };
+    let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(tmp));
+    let manifest_entry = format!("{MANIFESTS_PREFIX}{file_name}");
+    // Object entry names sort in digest order and all sort before `manifests/`.
+    for digest in &closure.objects {
+        let bytes = store.get(digest)?;
+        let name = format!("{ARTIFACTS_PREFIX}{}", Store::relative_path_of(digest));
+        zip.start_file(name, entry_options(bytes.len() as u64))
+            .map_err(zerr)?;
+        zip.write_all(&bytes).map_err(|e| io(out, e))?;
+    }
+    zip.start_file(manifest_entry.clone(), entry_options(text.len() as u64))
+        .map_err(zerr)?;
+    zip.write_all(text.as_bytes()).map_err(|e| io(out, e))?;
+    let buffered = zip.finish().map_err(zerr)?;
+    let tmp = buffered.into_inner().map_err(|e| io(out, e.into_error()))?;
+    tmp.as_file().sync_all().map_err(|e| io(out, e))?;
+    tmp.persist(out).map_err(|e| io(out, e.error))?;
+    Ok(BundleSummary {
+        objects: closure.objects.len(),
+        bytes: closure.bytes,
+        manifest_entry,
+    })
+}
+
+fn entry_options(len: u64) -> SimpleFileOptions {
+    SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(6))
+        .last_modified_time(zip::DateTime::DEFAULT)
+        .unix_permissions(0o644)
+        .large_file(len >= u64::from(u32::MAX))
+}
+
+fn manifest_name_ok(name: &str) -> bool {
+    name.strip_suffix(".yaml").is_some_and(|stem| {
+        !stem.is_empty()
+            && !stem.starts_with('.')
+            && stem
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    })
+}
+
+/// One checked entry of the first pass.
+struct Entry {
+    index: usize,
+    digest: Digest,
+    size: u64,
+    references: Vec<Reference>,
+}
+
+/// Imports the bundle at `zip_path` into `store`, writing its manifest into `manifests_dir`.
+pub fn import_bundle(
+    store: &Store,
+    manifests_dir: &Path,
+    zip_path: &Path,
+    limits: &ImportLimits,
+) -> Result<ImportSummary, ImportError> {
+    let path = zip_path.to_path_buf();
+    let io = |source| ImportError::Io {
+        path: path.clone(),
+        source,
+    };
+    let zerr = |source| ImportError::Zip {
+        path: path.clone(),
+        source,
+    };
+    let file = fs::File::open(zip_path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    if size > limits.max_archive_bytes {
+        return Err(ImportError::ArchiveTooLarge {
+            path,
+            size,
+            limit: limits.max_archive_bytes,
+        });
+    }
+    let mut archive = ZipArchive::new(std::io::BufReader::new(file)).map_err(zerr)?;
+    if archive.has_duplicate_names() {
+        return Err(ImportError::DuplicateNames { path });
+    }
+    if archive.len() > limits.max_entries {
+        return Err(ImportError::TooManyEntries {
+            path,
+            count: archive.len(),
+            limit: limits.max_entries,
+        });
+    }
+
+    // Pass 1: metadata of every entry, before reading any content.
+    let mut total = 0u64;
+    let mut objects_at: Vec<(usize, Digest, u64, String)> = Vec::new();
+    let mut manifests: Vec<(usize, String, u64)> = Vec::new();
+    for i in 0..archive.len() {
+        let f = archive.by_index_raw(i).map_err(zerr)?;
+        let name = match std::str::from_utf8(f.name_raw()) {
+            Ok(n) => n.to_string(),
+            Err(_) => {
+                return Err(ImportError::UnsafeName {
+                    path,
+                    name: String::from_utf8_lossy(f.name_raw()).into_owned(),
+                    reason: "not UTF-8",
+                });
+            }
+        };
+        if let Some(reason) = unsafe_name(&name) {
+            return Err(ImportError::UnsafeName { path, name, reason });
+        }
+        if f.is_symlink() {
+            return Err(ImportError::Symlink { path, name });
+        }
+        if f.encrypted() {
+            return Err(ImportError::Encrypted { path, name });
+        }
+        if f.is_dir() {
+            return Err(ImportError::UnexpectedEntry { path, name });
+        }
+        let (len, compressed) = (f.size(), f.compressed_size());
+        if len > limits.max_entry_bytes {
+            return Err(ImportError::EntryTooLarge {
+                path,
+                name,
+                size: len,
+                limit: limits.max_entry_bytes,
+            });
+        }
+        if len > limits.ratio_floor_bytes && len / compressed.max(1) > limits.max_ratio {
+            return Err(ImportError::CompressionRatio {
+                path,
+                name,
+                size: len,
+                compressed,
+                limit: limits.max_ratio,
+            });
+        }
+        total = total.saturating_add(len);
+        if total > limits.max_total_bytes {
+            return Err(ImportError::TotalTooLarge {
+                path,
+                size: total,
+                limit: limits.max_total_bytes,
+            });
+        }
+        if let Some(d) = object_entry(&name) {
+            objects_at.push((i, d, len, name));
+        } else if let Some(m) = name
+            .strip_prefix(MANIFESTS_PREFIX)
+            .filter(|m| manifest_name_ok(m))
+        {
+            manifests.push((i, m.to_string(), len));
+        } else {
+            return Err(ImportError::UnexpectedEntry { path, name });
+        }
+    }
+    if manifests.len() != 1 {
+        return Err(ImportError::ManifestCount {
+            path,
+            count: manifests.len(),
+        });
+    }
+
+    // Pass 1, content: hash every entry against its name; parse objects.
+    let mut entries: BTreeMap<Digest, Entry> = BTreeMap::new();
+    for (i, digest, declared, name) in objects_at {
+        let f = archive.by_index(i).map_err(zerr)?;
+        let (actual, len, bytes) = read_entry(f, limits.max_entry_bytes).map_err(io)?;
+        if len != declared {
+            return Err(ImportError::SizeMismatch {
+                path,
+                name,
+                declared,
+                actual: len,
+            });
+        }
+        if actual != digest {
+            return Err(ImportError::HashMismatch { path, name, actual });
+        }
+        let references = match bytes {
+            Some(b) if object::looks_like_object(&b) => match object::parse_object(&b) {
+                Ok(o) => o.references,
+                Err(e) => {
+                    return Err(ImportError::Malformed {
+                        path,
+                        name,
+                        message: e.to_string(),
+                    });
+                }
+            },
+            _ => Vec::new(),
+        };
+        entries.insert(
+            digest,
+            Entry {
+                index: i,
+                digest,
+                size: len,
+                references,
+            },
+        );
+    }
+    let (mindex, mname, mdeclared) = manifests.remove(0);
+    let mut manifest_bytes = Vec::new();
+    archive
+        .by_index(mindex)
+        .map_err(zerr)?
+        .take(limits.max_entry_bytes.min(16 << 20))
+        .read_to_end(&mut manifest_bytes)
+        .map_err(io)?;
+    if manifest_bytes.len() as u64 != mdeclared {
+        return Err(ImportError::SizeMismatch {
+            path,
+            name: format!("{MANIFESTS_PREFIX}{mname}"),
+            declared: mdeclared,
+            actual: manifest_bytes.len() as u64,
+        });
+    }
+    let manifest_label = PathBuf::from(format!("{MANIFESTS_PREFIX}{mname}"));
+    let text = String::from_utf8(manifest_bytes).map_err(|_| ImportError::Manifest {
+        path: path.clone(),
+        source: ManifestError::Parse {
+            path: manifest_label.clone(),
+            message: "not UTF-8".into(),
+        },
+    })?;
+    let manifest =
+        Manifest::parse(&text, &manifest_label).map_err(|source| ImportError::Manifest {
+            path: path.clone(),
+            source,
+        })?;
+
+    // The closure must be complete within the bundle and the store.
+    let mut missing = Vec::new();
+    let have = |d: &Digest| entries.contains_key(d) || store.contains(d);
+    for root in manifest.roots(&manifest_label) {
+        if !have(&root.digest) {
+            missing.push((root.digest, root.label));
+        }
+    }
+    for e in entries.values() {
+        for r in &e.references {
+            if !have(&r.digest) {
+                missing.push((r.digest, format!("object {} field `{}`", e.digest, r.field)));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(ImportError::Incomplete { path, missing });
+    }
+    let target = manifests_dir.join(&mname);
+    if let Ok(existing) = fs::read(&target)
+        && existing != text.as_bytes()
+    {
+        return Err(ImportError::ManifestConflict { existing: target });
+    }
+
+    // Pass 2: children before parents, each re-hashed on its way in.
+    let mut new_objects = 0;
+    let mut bytes = 0;
+    for d in post_order(&entries) {
+        let e = &entries[&d];
+        bytes += e.size;
+        if store.contains(&d) && fs::metadata(store.path_of(&d)).is_ok_and(|m| m.len() == e.size) {
+            continue;
+        }
+        let mut f = archive.by_index(e.index).map_err(zerr)?;
+        store.put_reader_expecting(&mut f, &d)?;
+        new_objects += 1;
+    }
+    write_manifest(manifests_dir, &target, text.as_bytes())?;
+    Ok(ImportSummary {
+        manifest: target,
+        objects: entries.len(),
+        new_objects,
+        bytes,
+    })
+}
+
+/// Hashes an entry (at most `limit` + 1 bytes are read); keeps the bytes when small.
+fn read_entry(f: impl Read, limit: u64) -> std::io::Result<(Digest, u64, Option<Vec<u8>>)> {
+    let mut f = f.take(limit.saturating_add(1));
+    let mut hasher = blake3::Hasher::new();
+    let mut head = Vec::new();
+    (&mut f).take(WHOLE_READ_LIMIT).read_to_end(&mut head)?;
+    hasher.update(&head);
+    let mut len = head.len() as u64;
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut whole = true;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        whole = false;
+        hasher.update(&buf[..n]);
+        len += n as u64;
+    }
+    Ok((Digest::from_hasher(&hasher), len, whole.then_some(head)))
+}
+
+/// `artifacts/v1/blake3/ab/cd/<hex>` with a consistent shard → the digest.
+fn object_entry(name: &str) -> Option<Digest> {
+    let rel = name.strip_prefix(ARTIFACTS_PREFIX)?;
+    let hex = rel.rsplit('/').next()?;
+    let d: Digest = hex.parse().ok()?;
+    (Store::relative_path_of(&d) == rel).then_some(d)
+}
+
+/// Why an entry name is unsafe to interpret as a path, if it is.
+pub fn unsafe_name(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("empty");
+    }
+    if name.starts_with('/') || name.starts_with('\\') {
+        return Some("absolute path");
+    }
+    let b = name.as_bytes();
+    if b.len() >= 2 && b[1] == b':' && b[0].is_ascii_alphabetic() {
+        return Some("absolute path (drive letter)");
+    }
+    if name.contains('\\') {
+        return Some("backslash");
+    }
+    if name.contains('\0') {
+        return Some("NUL byte");
+    }
+    for part in name.split('/') {
+        match part {
+            ".." => return Some("`..` component"),
+            "." => return Some("`.` component"),
+            "" if !name.ends_with('/') => return Some("empty component"),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Bundle objects ordered so that each comes after everything it references.
+fn post_order(entries: &BTreeMap<Digest, Entry>) -> Vec<Digest> {
+    let mut done = BTreeSet::new();
+    let mut out = Vec::with_capacity(entries.len());
+    for start in entries.keys() {
+        // Iterative DFS: (digest, children pushed?)
+        let mut stack = vec![(*start, false)];
+        while let Some((d, expanded)) = stack.pop() {
+            if done.contains(&d) {
+                continue;
+            }
+            if expanded {
+                done.insert(d);
+                out.push(d);
+                continue;
+            }
+            stack.push((d, true));
+            if let Some(e) = entries.get(&d) {
+                for r in e.references.iter().rev() {
+                    if entries.contains_key(&r.digest) && !done.contains(&r.digest) {
+                        stack.push((r.digest, false));
+                    }
+                }
+            }
+        }
+    }
+    out.retain(|d| entries.contains_key(d));
+    out
+}
+
+fn write_manifest(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ImportError> {
+    let io = |path: &Path, source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".manifest-")
+        .tempfile_in(dir)
+        .map_err(|e| io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| io(target, e))?;
+    tmp.as_file().sync_all().map_err(|e| io(target, e))?;
+    match tmp.persist_noclobber(target) {
+        Ok(_) => Ok(()),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+            // Another importer got there first: fine if it wrote the same bytes.
+            match fs::read(target) {
+                Ok(existing) if existing == bytes => Ok(()),
+                Ok(_) => Err(ImportError::ManifestConflict {
+                    existing: target.to_path_buf(),
+                }),
+                Err(e) => Err(io(target, e)),
+            }
+        }
+        Err(e) => Err(io(target, e.error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsafe_names() {
+        assert_eq!(unsafe_name("../x"), Some("`..` component"));
+        assert_eq!(unsafe_name("a/../../x"), Some("`..` component"));
+        assert_eq!(unsafe_name("/etc/passwd"), Some("absolute path"));
+        assert_eq!(unsafe_name("C:/x"), Some("absolute path (drive letter)"));
+        assert_eq!(unsafe_name("a\\b"), Some("backslash"));
+        assert_eq!(unsafe_name("a//b"), Some("empty component"));
+        assert_eq!(unsafe_name("manifests/leaderboard.yaml"), None);
+    }
+
+    #[test]
+    fn object_entry_requires_consistent_shards() {
+        let d = Digest::of(b"x");
+        let good = format!("artifacts/{}", Store::relative_path_of(&d));
+        assert_eq!(object_entry(&good), Some(d));
+        let bad = format!("artifacts/v1/blake3/00/00/{d}");
+        assert_eq!(object_entry(&bad), None);
+    }
+}

@@ -1,0 +1,1098 @@
+//! Import of a FlashInfer-Trace definition (JSON) and its workload traces (JSONL) into a task
+//! file (YAML).
+//!
+//! FlashInfer-Trace describes what PTXBench tasks also describe (named const/var axes, typed
+//! tensors with shapes over them, a PyTorch reference, workloads binding the var axes) but not
+//! how a result is judged or proven. The importer infers the family and op from `op_type`, the
+//! name and the tags, fills what FlashInfer lacks (tolerances, distributions, baseline, FLOP and
+//! byte formulas, targets, correctness workloads) from the family's defaults, and returns one
+//! note per default it chose. The YAML it returns has passed validation.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::file::{
+    AxisFile, BaselineFile, DistributionFile, OpFile, OrderedMap, SCHEMA, TargetFamilyFile,
+    TargetFile, TaskFile, TensorFile, Text, ToleranceFile, WorkloadFile,
+};
+use super::model::{DType, Op, TaskFamily};
+use super::signature;
+use super::validate::{Problem, is_identifier, parse_task};
+
+/// Why a FlashInfer definition could not be imported.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ImportError {
+    #[error("definition JSON: {0}")]
+    Json(String),
+    #[error("workloads JSONL line {line}: {reason}")]
+    Workload { line: usize, reason: String },
+    #[error("{field}: unknown dtype `{dtype}` (importable: {})", DTYPES.iter().map(|(f, _)| *f).collect::<Vec<_>>().join(", "))]
+    UnknownDType { field: String, dtype: String },
+    #[error(
+        "op_type: `{op_type}` is not an op PTXBench has (gemm; dense attention: mha, attention)"
+    )]
+    UnknownOpType { op_type: String },
+    #[error("{field}: {reason}")]
+    Unsupported { field: String, reason: String },
+    #[error("cannot write the task as YAML: {0}")]
+    Yaml(String),
+    #[error("the imported task does not validate:\n{}", .0.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<Problem>),
+}
+
+/// FlashInfer dtype names and ours.
+const DTYPES: &[(&str, DType)] = &[
+    ("bfloat16", DType::Bf16),
+    ("float16", DType::F16),
+    ("float32", DType::F32),
+    ("float8_e4m3fn", DType::E4m3),
+    ("float8_e4m3", DType::E4m3),
+    ("float8_e5m2", DType::E5m2),
+    ("int32", DType::I32),
+];
+
+#[derive(Debug, Deserialize)]
+struct FiDefinition {
+    name: String,
+    #[serde(alias = "type")]
+    op_type: String,
+    axes: OrderedMap<FiAxis>,
+    inputs: OrderedMap<FiTensor>,
+    outputs: OrderedMap<FiTensor>,
+    reference: String,
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    constraints: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FiAxis {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    value: Option<i64>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    parent: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FiTensor {
+    #[serde(default)]
+    shape: Option<Vec<String>>,
+    dtype: String,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FiWorkload {
+    #[serde(default)]
+    uuid: Option<String>,
+    axes: OrderedMap<i64>,
+    #[serde(default)]
+    inputs: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A tensor after dtype mapping and renaming.
+struct Tensor {
+    name: String,
+    dtype: DType,
+    shape: Vec<String>,
+    description: Option<String>,
+}
+
+/// Imports a FlashInfer-Trace definition and, optionally, its workload traces (one JSON object
+/// per line: a trace `{"definition", "workload": {"uuid", "axes", "inputs"}, ...}` or a bare
+/// workload). Returns the task file as YAML and a note for every default the importer chose.
+pub fn import_flashinfer(
+    definition_json: &str,
+    workloads_jsonl: Option<&str>,
+) -> Result<(String, Vec<String>), ImportError> {
+    let def: FiDefinition =
+        serde_json::from_str(definition_json).map_err(|e| ImportError::Json(e.to_string()))?;
+    let mut notes = Vec::new();
+
+    let id = task_id(&def.name, &mut notes)?;
+    let tags = def.tags.clone().unwrap_or_default();
+    let family = infer_family(&def, &tags)?;
+    let mut inputs = tensors("inputs", &def.inputs, &mut notes)?;
+    let mut outputs = tensors("outputs", &def.outputs, &mut notes)?;
+    let op = infer_op(family, &def, &tags, &inputs, &mut notes)?;
+    rename_to_signature(&op, &mut inputs, &mut outputs, &mut notes)?;
+
+    let used: Vec<&str> = inputs
+        .iter()
+        .chain(&outputs)
+        .flat_map(|t| t.shape.iter().map(String::as_str))
+        .collect();
+    let mut axes = OrderedMap::default();
+    for (name, a) in def.axes.iter() {
+        let field = format!("axes.{name}");
+        if !is_identifier(name) {
+            return Err(ImportError::Unsupported {
+                field,
+                reason: "axis names must be identifiers to appear in formulas".into(),
+            });
+        }
+        if !used.contains(&name) {
+            notes.push(format!(
+                "axis `{name}` is used by no tensor shape and was dropped"
+            ));
+            continue;
+        }
+        if let Some(p) = &a.parent {
+            notes.push(format!(
+                "axis `{name}`: parent `{p}` is not represented and was dropped"
+            ));
+        }
+        let value = match a.kind.as_str() {
+            "const" => match a.value {
+                Some(v) if v > 0 => Some(v),
+                other => {
+                    return Err(ImportError::Unsupported {
+                        field: format!("{field}.value"),
+                        reason: format!("a const axis needs a positive value, found {other:?}"),
+                    });
+                }
+            },
+            "var" => None,
+            other => {
+                return Err(ImportError::Unsupported {
+                    field: format!("{field}.type"),
+                    reason: format!("unknown axis type `{other}` (known: const, var)"),
+                });
+            }
+        };
+        axes.0.push((
+            name.to_string(),
+            AxisFile {
+                kind: if value.is_some() { "const" } else { "var" }.to_string(),
+                value,
+                description: a.description.clone(),
+            },
+        ));
+    }
+    if let Some(c) = def.constraints.as_ref().filter(|c| !c.is_empty()) {
+        notes.push(format!(
+            "constraints are not represented and were dropped: {}",
+            c.join("; ")
+        ));
+    }
+
+    let consts: BTreeMap<String, i64> = axes
+        .iter()
+        .filter_map(|(n, a)| a.value.map(|v| (n.to_string(), v)))
+        .collect();
+    let vars: Vec<String> = axes
+        .iter()
+        .filter(|(_, a)| a.value.is_none())
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let roles = roles(&op, &inputs);
+
+    let perf = match workloads_jsonl {
+        Some(text) => read_workloads(text, &def.name, &def.axes, &consts, &vars, &mut notes)?,
+        None => default_perf(&op, &roles, &vars, &mut notes)?,
+    };
+    let correctness = default_correctness(&op, &roles, &vars, &perf);
+    notes.push(format!(
+        "correctness workloads are PTXBench defaults for {}: {}",
+        family,
+        correctness
+            .iter()
+            .map(|w| w.name.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let workloads: Vec<WorkloadFile> = correctness.into_iter().chain(perf).collect();
+
+    let (flops, flop_words) = flops(&op, &roles);
+    notes.push(format!("flops: `{flops}` ({flop_words})"));
+    let bytes = bytes(&inputs, &outputs);
+    notes.push(format!(
+        "bytes: `{bytes}` (every input read once, every output written once)"
+    ));
+    let distribution = default_distribution(&op);
+    notes.push(format!(
+        "distribution: {} (PTXBench default for {family})",
+        describe_distribution(&distribution)
+    ));
+    let baseline = default_baseline(&op, &inputs);
+    notes.push(format!(
+        "baseline: {} `{}`",
+        baseline.library, baseline.operation
+    ));
+    let targets = default_targets();
+    notes
+        .push("targets: sm_90a wgmma + tma, sm_100a tcgen05 + tma (PTXBench defaults)".to_string());
+
+    let input_files: OrderedMap<TensorFile> = inputs
+        .iter()
+        .map(|t| {
+            let distribution =
+                (op == Op::GemmFp8 {
+                    per_tensor_scales: true,
+                } && t.name.starts_with("scale_"))
+                .then(|| {
+                    notes.push(format!("inputs.{}: distribution uniform(0.5, 2)", t.name));
+                    uniform(0.5, 2.0)
+                });
+            (t.name.clone(), tensor_file(t, distribution, None))
+        })
+        .collect();
+    let output_files: OrderedMap<TensorFile> = outputs
+        .iter()
+        .map(|t| {
+            let tol = default_tolerance(&op, t);
+            notes.push(format!(
+                "outputs.{}: tolerance {} (PTXBench default)",
+                t.name,
+                describe_tolerance(&tol)
+            ));
+            (t.name.clone(), tensor_file(t, None, Some(tol)))
+        })
+        .collect();
+
+    let description = {
+        let mut d = def
+            .description
+            .clone()
+            .filter(|d| !d.trim().is_empty())
+            .unwrap_or_else(|| format!("FlashInfer-Trace definition `{}`.", def.name));
+        d.push_str(&format!(
+            "\n\nImported from FlashInfer-Trace (op_type `{}`{}). FLOP convention: {flop_words}. \
+             Tensors are dense and row-major.",
+            def.op_type,
+            if tags.is_empty() {
+                String::new()
+            } else {
+                format!(", tags: {}", tags.join(", "))
+            }
+        ));
+        d
+    };
+
+    let file = TaskFile {
+        schema: SCHEMA,
+        id: id.clone(),
+        family: family.as_str().to_string(),
+        title: title(&op, &inputs, &axes),
+        description,
+        axes,
+        inputs: input_files,
+        outputs: output_files,
+        op: OpFile::from(&op),
+        reference: def.reference.clone(),
+        distribution,
+        baseline,
+        flops: Text(flops),
+        bytes: Text(bytes),
+        workloads,
+        targets,
+    };
+    let yaml = serde_saphyr::to_string(&file).map_err(|e| ImportError::Yaml(e.to_string()))?;
+    let source = format!("{id}.yaml");
+    parse_task(&yaml, Path::new(&source), Path::new(&source)).map_err(ImportError::Invalid)?;
+    Ok((yaml, notes))
+}
+
+fn task_id(name: &str, notes: &mut Vec<String>) -> Result<String, ImportError> {
+    let id: String = name
+        .chars()
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if id.is_empty() || id.len() > super::model::MAX_ID_LEN {
+        return Err(ImportError::Unsupported {
+            field: "name".into(),
+            reason: format!("`{name}` cannot become a task id (1-64 of a-z 0-9 _)"),
+        });
+    }
+    if id != name {
+        notes.push(format!("id: `{name}` became `{id}`"));
+    }
+    Ok(id)
+}
+
+fn dtype(field: &str, name: &str) -> Result<DType, ImportError> {
+    DTYPES
+        .iter()
+        .find(|(f, _)| *f == name)
+        .map(|(_, d)| *d)
+        .ok_or_else(|| ImportError::UnknownDType {
+            field: field.to_string(),
+            dtype: name.to_string(),
+        })
+}
+
+fn tensors(
+    section: &str,
+    raw: &OrderedMap<FiTensor>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Tensor>, ImportError> {
+    raw.iter()
+        .map(|(name, t)| {
+            let field = format!("{section}.{name}");
+            let shape = match &t.shape {
+                Some(s) if !s.is_empty() => s.clone(),
+                _ => {
+                    notes.push(format!("{field}: a scalar, given shape [1]"));
+                    vec!["1".to_string()]
+                }
+            };
+            Ok(Tensor {
+                name: name.to_string(),
+                dtype: dtype(&format!("{field}.dtype"), &t.dtype)?,
+                shape,
+                description: t.description.clone(),
+            })
+        })
+        .collect()
+}
+
+fn has_tag(tags: &[String], tag: &str) -> bool {
+    tags.iter().any(|t| t.eq_ignore_ascii_case(tag))
+}
+
+fn infer_family(def: &FiDefinition, tags: &[String]) -> Result<TaskFamily, ImportError> {
+    let op_type = def.op_type.to_ascii_lowercase();
+    let name = def.name.to_ascii_lowercase();
+    let first_input_fp8 = def
+        .inputs
+        .iter()
+        .next()
+        .is_some_and(|(_, t)| t.dtype.starts_with("float8"));
+    match op_type.as_str() {
+        "gemm" | "matmul" | "mm" if first_input_fp8 => Ok(TaskFamily::GemmFp8),
+        "gemm" | "matmul" | "mm" => Ok(TaskFamily::Gemm),
+        "attention" | "mha" | "sdpa" | "flash_attention" | "mha_with_lse" | "mha_bwd" => {
+            let backward = has_tag(tags, "direction:backward")
+                || name.contains("bwd")
+                || name.contains("backward")
+                || op_type == "mha_bwd";
+            Ok(if backward {
+                TaskFamily::AttentionBwd
+            } else {
+                TaskFamily::AttentionFwd
+            })
+        }
+        _ => Err(ImportError::UnknownOpType {
+            op_type: def.op_type.clone(),
+        }),
+    }
+}
+
+fn infer_op(
+    family: TaskFamily,
+    def: &FiDefinition,
+    tags: &[String],
+    inputs: &[Tensor],
+    notes: &mut Vec<String>,
+) -> Result<Op, ImportError> {
+    let causal = || {
+        if has_tag(tags, "causal:true") {
+            true
+        } else if has_tag(tags, "causal:false") {
+            false
+        } else {
+            def.name.to_ascii_lowercase().contains("causal")
+        }
+    };
+    Ok(match family {
+        TaskFamily::Gemm => {
+            let (a, b) = match inputs {
+                [a, b] => (a, b),
+                _ => {
+                    return Err(ImportError::Unsupported {
+                        field: "inputs".into(),
+                        reason: format!("a gemm takes two inputs (A, B), found {}", inputs.len()),
+                    });
+                }
+            };
+            let (ak, bk) = (a.shape.get(1), &b.shape);
+            let transpose_b = if a.shape.len() == 2 && b.shape.len() == 2 && ak == bk.get(1) {
+                true
+            } else if a.shape.len() == 2 && b.shape.len() == 2 && ak == bk.first() {
+                false
+            } else {
+                return Err(ImportError::Unsupported {
+                    field: "inputs".into(),
+                    reason: format!(
+                        "cannot tell the reduction axis: A is {:?}, B is {:?}",
+                        a.shape, b.shape
+                    ),
+                });
+            };
+            notes.push(format!(
+                "op: gemm with transpose_b = {transpose_b} (from the shapes of A and B)"
+            ));
+            Op::Gemm { transpose_b }
+        }
+        TaskFamily::GemmFp8 => {
+            let per_tensor_scales = match inputs.len() {
+                2 => false,
+                4 if inputs[2..].iter().all(|t| t.shape == ["1"]) => true,
+                _ => {
+                    return Err(ImportError::Unsupported {
+                        field: "inputs".into(),
+                        reason: "an fp8 gemm takes A, B and optionally two per-tensor scales of shape [1]; block or group scales are not supported".into(),
+                    });
+                }
+            };
+            Op::GemmFp8 { per_tensor_scales }
+        }
+        TaskFamily::AttentionFwd => {
+            let causal = causal();
+            notes.push(format!(
+                "op: attention forward, causal = {causal} (from tags and name)"
+            ));
+            Op::AttentionFwd { causal }
+        }
+        TaskFamily::AttentionBwd => {
+            let causal = causal();
+            notes.push(format!(
+                "op: attention backward, causal = {causal} (from tags and name)"
+            ));
+            Op::AttentionBwd { causal }
+        }
+    })
+}
+
+/// Gives the tensors the names the op binds, by position where FlashInfer names differ.
+fn rename_to_signature(
+    op: &Op,
+    inputs: &mut [Tensor],
+    outputs: &mut [Tensor],
+    notes: &mut Vec<String>,
+) -> Result<(), ImportError> {
+    let slots = signature::slots(op);
+    for (output, list) in [(false, inputs), (true, outputs)] {
+        let section = if output { "outputs" } else { "inputs" };
+        let expected: Vec<&str> = slots
+            .iter()
+            .filter(|s| s.output == output)
+            .map(|s| s.name)
+            .collect();
+        if expected.len() != list.len() {
+            return Err(ImportError::Unsupported {
+                field: section.into(),
+                reason: format!(
+                    "op `{}` has {section} {}; the definition has {}",
+                    op.family(),
+                    expected.join(", "),
+                    list.iter()
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        for (t, want) in list.iter_mut().zip(expected) {
+            if t.name != want {
+                notes.push(format!("{section}.{}: renamed to `{want}`", t.name));
+                t.name = want.to_string();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Role letter (`m`, `n`, `k`, `b`, `h`, `s`, `d`) to axis entry, from the op's signature.
+fn roles(op: &Op, inputs: &[Tensor]) -> BTreeMap<&'static str, String> {
+    let mut out = BTreeMap::new();
+    for s in signature::slots(op).iter().filter(|s| !s.output) {
+        if let Some(t) = inputs.iter().find(|t| t.name == s.name) {
+            for (sym, entry) in s.dims.iter().zip(&t.shape) {
+                if *sym != "1" {
+                    out.entry(*sym).or_insert_with(|| entry.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn role<'a>(roles: &'a BTreeMap<&'static str, String>, sym: &str) -> &'a str {
+    roles.get(sym).map(String::as_str).unwrap_or("1")
+}
+
+fn flops(op: &Op, roles: &BTreeMap<&'static str, String>) -> (String, String) {
+    let r = |s| role(roles, s);
+    match op {
+        Op::Gemm { .. } | Op::GemmFp8 { .. } => (
+            format!("2*{}*{}*{}", r("m"), r("n"), r("k")),
+            "one multiply and one add per term".into(),
+        ),
+        Op::AttentionFwd { causal } => {
+            let (c, words) = if *causal {
+                (2, "4*B*H*S*S*D halved for the causal mask")
+            } else {
+                (4, "4*B*H*S*S*D (two S x S x D matmuls, 2 FLOPs per term)")
+            };
+            (
+                format!("{c}*{}*{}*{}*{}*{}", r("b"), r("h"), r("s"), r("s"), r("d")),
+                words.into(),
+            )
+        }
+        Op::AttentionBwd { causal } => {
+            let (c, words) = if *causal {
+                (
+                    5,
+                    "2.5 x the forward's 4*B*H*S*S*D, halved for the causal mask",
+                )
+            } else {
+                (
+                    10,
+                    "2.5 x the forward's 4*B*H*S*S*D (five S x S x D matmuls)",
+                )
+            };
+            (
+                format!("{c}*{}*{}*{}*{}*{}", r("b"), r("h"), r("s"), r("s"), r("d")),
+                words.into(),
+            )
+        }
+    }
+}
+
+/// Bytes of every tensor, like terms added up: `16*B*H*S*D + 4*B*H*S`.
+fn bytes(inputs: &[Tensor], outputs: &[Tensor]) -> String {
+    // (product of the dims, total bytes per element of that product), in first-seen order.
+    let mut terms: Vec<(String, u64)> = Vec::new();
+    for t in inputs.iter().chain(outputs) {
+        let dims: Vec<&str> = t
+            .shape
+            .iter()
+            .map(String::as_str)
+            .filter(|d| *d != "1")
+            .collect();
+        let product = dims.join("*");
+        match terms.iter_mut().find(|(p, _)| *p == product) {
+            Some((_, size)) => *size += t.dtype.size_bytes(),
+            None => terms.push((product, t.dtype.size_bytes())),
+        }
+    }
+    terms
+        .into_iter()
+        .map(|(product, size)| match product.is_empty() {
+            true => size.to_string(),
+            false => format!("{size}*{product}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+fn uniform(lo: f64, hi: f64) -> DistributionFile {
+    DistributionFile {
+        kind: "uniform".into(),
+        std: None,
+        spike_std: None,
+        spike_prob: None,
+        lo: Some(lo),
+        hi: Some(hi),
+    }
+}
+
+fn default_distribution(op: &Op) -> DistributionFile {
+    match op {
+        Op::AttentionBwd { .. } => DistributionFile {
+            kind: "spiky".into(),
+            std: Some(1.0),
+            spike_std: Some(10.0),
+            spike_prob: Some(0.001),
+            lo: None,
+            hi: None,
+        },
+        _ => DistributionFile {
+            kind: "randn".into(),
+            std: Some(1.0),
+            spike_std: None,
+            spike_prob: None,
+            lo: None,
+            hi: None,
+        },
+    }
+}
+
+fn describe_distribution(d: &DistributionFile) -> String {
+    match d.kind.as_str() {
+        "spiky" => "spiky N(0,1) + N(0,100) * Bernoulli(0.001)".into(),
+        _ => "randn N(0,1)".into(),
+    }
+}
+
+fn default_tolerance(op: &Op, t: &Tensor) -> ToleranceFile {
+    let allclose = |v: f64| ToleranceFile {
+        metric: "allclose".into(),
+        rtol: Some(v),
+        atol: Some(v),
+        max: None,
+    };
+    match op {
+        Op::Gemm { .. } => allclose(1e-2),
+        Op::GemmFp8 { .. } => allclose(2e-2),
+        Op::AttentionFwd { .. } if t.dtype == DType::F32 => allclose(1e-3),
+        Op::AttentionFwd { .. } => allclose(2e-2),
+        Op::AttentionBwd { .. } => ToleranceFile {
+            metric: "relnorm".into(),
+            rtol: None,
+            atol: None,
+            max: Some(0.02),
+        },
+    }
+}
+
+fn describe_tolerance(t: &ToleranceFile) -> String {
+    match t.max {
+        Some(max) => format!("relnorm max {max}"),
+        None => format!(
+            "allclose rtol {} atol {}",
+            t.rtol.unwrap_or_default(),
+            t.atol.unwrap_or_default()
+        ),
+    }
+}
+
+fn default_baseline(op: &Op, inputs: &[Tensor]) -> BaselineFile {
+    let dt = inputs.first().map(|t| t.dtype.as_str()).unwrap_or("bf16");
+    let (library, operation) = match op {
+        Op::Gemm { transpose_b } => (
+            "cublaslt",
+            format!(
+                "{dt} {} matmul, fp32 accumulate",
+                if *transpose_b { "TN" } else { "NN" }
+            ),
+        ),
+        Op::GemmFp8 { .. } => (
+            "cublaslt",
+            format!("{dt} TN matmul with per-tensor scales, fp32 accumulate"),
+        ),
+        Op::AttentionFwd { .. } => ("cudnn", "SDPA forward with softmax stats (LSE)".into()),
+        Op::AttentionBwd { .. } => ("cudnn", "SDPA backward".into()),
+    };
+    BaselineFile {
+        library: library.into(),
+        operation,
+    }
+}
+
+fn target(families: &[(&str, &[&str])], notes: &str) -> TargetFile {
+    TargetFile {
+        required: families
+            .iter()
+            .map(|(f, sass)| TargetFamilyFile {
+                family: f.to_string(),
+                sass: sass.iter().map(|s| s.to_string()).collect(),
+            })
+            .collect(),
+        notes: Some(notes.to_string()),
+    }
+}
+
+const TMA_SASS: &[&str] = &["UTMALDG", "UTMASTG", "UTMAREDG"];
+
+fn default_targets() -> OrderedMap<TargetFile> {
+    OrderedMap(vec![
+        (
+            "sm_90a".into(),
+            target(
+                &[("wgmma", &["*GMMA*"]), ("tma", TMA_SASS)],
+                "Hopper: matrix products on the warpgroup MMA unit (wgmma.mma_async), operands moved by TMA (cp.async.bulk.tensor).",
+            ),
+        ),
+        (
+            "sm_100a".into(),
+            target(
+                &[("tcgen05", &["UTC*", "LDTM", "STTM"]), ("tma", TMA_SASS)],
+                "Blackwell: matrix products on the fifth-generation tensor core (tcgen05.mma, accumulators in tensor memory), operands moved by TMA.",
+            ),
+        ),
+    ])
+}
+
+fn title(op: &Op, inputs: &[Tensor], axes: &OrderedMap<AxisFile>) -> String {
+    let dt = inputs.first().map(|t| t.dtype.as_str()).unwrap_or("bf16");
+    let consts: String = axes
+        .iter()
+        .filter_map(|(k, a)| a.value.map(|v| format!(", {k}={v}")))
+        .collect();
+    match op {
+        Op::Gemm { transpose_b } => format!(
+            "{dt} GEMM C = A @ B{}{consts}",
+            if *transpose_b { "^T" } else { "" }
+        ),
+        Op::GemmFp8 { .. } => format!("fp8 GEMM C = A @ B^T{consts}"),
+        Op::AttentionFwd { causal } => format!(
+            "Attention forward with LSE, {dt}{consts}{}",
+            if *causal { ", causal" } else { "" }
+        ),
+        Op::AttentionBwd { causal } => format!(
+            "Attention backward, {dt}{consts}{}",
+            if *causal { ", causal" } else { "" }
+        ),
+    }
+}
+
+fn tensor_file(
+    t: &Tensor,
+    distribution: Option<DistributionFile>,
+    tolerance: Option<ToleranceFile>,
+) -> TensorFile {
+    TensorFile {
+        dtype: t.dtype.as_str().to_string(),
+        shape: t.shape.iter().map(|s| Text(s.clone())).collect(),
+        description: t.description.clone(),
+        distribution,
+        tolerance,
+    }
+}
+
+fn workload_name(axes: &OrderedMap<i64>) -> String {
+    axes.iter()
+        .map(|(k, v)| format!("{k}{v}"))
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+fn workload(kind: &str, axes: OrderedMap<i64>, uuid: Option<String>) -> WorkloadFile {
+    WorkloadFile {
+        name: workload_name(&axes),
+        kind: kind.into(),
+        axes,
+        uuid,
+    }
+}
+
+fn read_workloads(
+    text: &str,
+    definition: &str,
+    def_axes: &OrderedMap<FiAxis>,
+    consts: &BTreeMap<String, i64>,
+    vars: &[String],
+    notes: &mut Vec<String>,
+) -> Result<Vec<WorkloadFile>, ImportError> {
+    let mut out: Vec<WorkloadFile> = Vec::new();
+    let mut from_files = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let err = |reason: String| ImportError::Workload {
+            line: line_no,
+            reason,
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| err(e.to_string()))?;
+        let body = match value.get("workload") {
+            Some(w) => {
+                if let Some(d) = value.get("definition").and_then(|d| d.as_str())
+                    && d != definition
+                {
+                    return Err(err(format!(
+                        "is a workload of `{d}`, not of `{definition}`"
+                    )));
+                }
+                w.clone()
+            }
+            None => value,
+        };
+        let w: FiWorkload = serde_json::from_value(body).map_err(|e| err(e.to_string()))?;
+        let mut axes = OrderedMap::default();
+        for (name, v) in w.axes.iter() {
+            if let Some(c) = consts.get(name) {
+                if c != v {
+                    return Err(err(format!(
+                        "axis `{name}` = {v}, but the definition fixes it to {c}"
+                    )));
+                }
+            } else if vars.iter().any(|n| n == name) {
+                axes.0.push((name.to_string(), *v));
+            } else if def_axes.get(name).is_none() {
+                return Err(err(format!("`{name}` is not an axis of `{definition}`")));
+            }
+        }
+        for v in vars {
+            if axes.get(v).is_none() {
+                return Err(err(format!("no value for var axis `{v}`")));
+            }
+        }
+        if w.inputs.as_ref().is_some_and(|inputs| {
+            inputs
+                .values()
+                .any(|i| i.get("type").and_then(|t| t.as_str()) != Some("random"))
+        }) {
+            from_files += 1;
+        }
+        if let Some(dup) = out.iter().find(|o| o.axes == axes) {
+            notes.push(format!(
+                "workloads line {line_no}: same axes as `{}`, skipped",
+                dup.name
+            ));
+            continue;
+        }
+        out.push(workload("performance", axes, w.uuid));
+    }
+    if out.is_empty() {
+        return Err(ImportError::Workload {
+            line: 0,
+            reason: "no workloads in the JSONL".into(),
+        });
+    }
+    notes.push(format!(
+        "{} performance workload(s) from the JSONL, with their uuids",
+        out.len()
+    ));
+    if from_files > 0 {
+        notes.push(format!(
+            "{from_files} workload(s) load inputs from files; PTXBench draws all inputs from the task's distribution instead"
+        ));
+    }
+    Ok(out)
+}
+
+/// Per-role sizes for performance workloads when there is no JSONL.
+fn default_perf(
+    op: &Op,
+    roles: &BTreeMap<&'static str, String>,
+    vars: &[String],
+    notes: &mut Vec<String>,
+) -> Result<Vec<WorkloadFile>, ImportError> {
+    let role_of = |axis: &str| {
+        roles
+            .iter()
+            .find(|(_, a)| a.as_str() == axis)
+            .map(|(r, _)| *r)
+    };
+    let values = |r: Option<&str>| -> Option<Vec<i64>> {
+        match (op, r) {
+            (Op::Gemm { .. } | Op::GemmFp8 { .. }, Some("m")) => Some(vec![70, 952, 8192]),
+            (Op::AttentionFwd { .. } | Op::AttentionBwd { .. }, Some("b")) => Some(vec![4, 4]),
+            (Op::AttentionFwd { .. } | Op::AttentionBwd { .. }, Some("h")) => Some(vec![48, 48]),
+            (Op::AttentionFwd { .. } | Op::AttentionBwd { .. }, Some("s")) => {
+                Some(vec![2048, 4096])
+            }
+            _ => None,
+        }
+    };
+    let mut columns = Vec::new();
+    for v in vars {
+        let column = values(role_of(v)).ok_or_else(|| ImportError::Unsupported {
+            field: "workloads".into(),
+            reason: format!("no default size for var axis `{v}`; give a workloads JSONL"),
+        })?;
+        columns.push((v.clone(), column));
+    }
+    let n = columns.iter().map(|(_, c)| c.len()).min().unwrap_or(0);
+    let mut out: Vec<WorkloadFile> = Vec::new();
+    for i in 0..n {
+        let axes: OrderedMap<i64> = columns.iter().map(|(k, c)| (k.clone(), c[i])).collect();
+        if !out.iter().any(|o| o.axes == axes) {
+            out.push(workload("performance", axes, None));
+        }
+    }
+    if out.is_empty() {
+        return Err(ImportError::Unsupported {
+            field: "workloads".into(),
+            reason: "the definition has no var axis, so there is nothing to time; give a workloads JSONL".into(),
+        });
+    }
+    notes.push(format!(
+        "no workloads JSONL: performance workloads are PTXBench defaults ({})",
+        out.iter()
+            .map(|w| w.name.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(out)
+}
+
+/// Small, tile-unfriendly sizes for the var axes; axes without a role take the smallest
+/// performance value (always a size the kernel must support).
+fn default_correctness(
+    op: &Op,
+    roles: &BTreeMap<&'static str, String>,
+    vars: &[String],
+    perf: &[WorkloadFile],
+) -> Vec<WorkloadFile> {
+    let role_of = |axis: &str| {
+        roles
+            .iter()
+            .find(|(_, a)| a.as_str() == axis)
+            .map(|(r, _)| *r)
+    };
+    let attention = matches!(op, Op::AttentionFwd { .. } | Op::AttentionBwd { .. });
+    let mut out: Vec<WorkloadFile> = Vec::new();
+    for i in 0..3 {
+        let mut axes = OrderedMap::default();
+        for v in vars {
+            let value = match (attention, role_of(v)) {
+                (false, Some("m")) => [1, 77, 129][i],
+                (true, Some("b")) => [1, 2, 1][i],
+                (true, Some("h")) => [2, 3, 1][i],
+                (true, Some("s")) => [200, 77, 1][i],
+                _ => perf
+                    .iter()
+                    .filter_map(|w| w.axes.get(v).copied())
+                    .min()
+                    .unwrap_or(1),
+            };
+            axes.0.push((v.clone(), value));
+        }
+        if !out.iter().any(|o| o.axes == axes) {
+            out.push(workload("correctness", axes, None));
+        }
+    }
+    // A correctness workload may not share its name with a performance one.
+    for w in &mut out {
+        if perf.iter().any(|p| p.name == w.name) {
+            w.name = format!("check_{}", w.name);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::model::{Distribution, Tolerance, WorkloadKind};
+
+    fn fixture(name: &str) -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/tasks/flashinfer")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn task_of(yaml: &str, id: &str) -> crate::task::Task {
+        let source = format!("{id}.yaml");
+        parse_task(yaml, Path::new(&source), Path::new(&source)).expect("imported YAML validates")
+    }
+
+    #[test]
+    fn imports_a_gemm_definition_with_workloads() {
+        let (yaml, notes) = import_flashinfer(
+            &fixture("gemm_n4096_k4096.json"),
+            Some(&fixture("gemm_n4096_k4096.jsonl")),
+        )
+        .expect("imports");
+        let t = task_of(&yaml, "gemm_n4096_k4096");
+        assert_eq!(t.family, TaskFamily::Gemm);
+        assert_eq!(t.op, Op::Gemm { transpose_b: true });
+        assert_eq!(t.flops.source(), "2*M*N*K");
+        assert_eq!(t.bytes.source(), "2*M*K + 2*N*K + 2*M*N");
+        assert!(
+            yaml.contains("shape: [M, K]"),
+            "flow style for small lists:\n{yaml}"
+        );
+        let perf: Vec<_> = t.workloads_of(WorkloadKind::Performance).collect();
+        assert_eq!(perf.len(), 2);
+        assert_eq!(
+            perf[0].uuid.as_deref(),
+            Some("897b6544-56c2-4d96-98fd-453ae3418e4b")
+        );
+        assert_eq!(perf[1].axes["M"], 8192);
+        assert!(t.workloads_of(WorkloadKind::Correctness).count() >= 2);
+        assert!(t.reference.contains("def run(A, B)"), "{}", t.reference);
+        assert!(
+            notes.iter().any(|n| n.contains("tolerance")),
+            "notes name the defaults: {notes:?}"
+        );
+        assert!(notes.iter().any(|n| n.contains("targets")), "{notes:?}");
+        // Axis order survives (M, N, K as in the JSON, not sorted).
+        let names: Vec<_> = t.axes.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["M", "N", "K"]);
+    }
+
+    #[test]
+    fn imports_a_paper_style_attention_backward() {
+        let (yaml, notes) = import_flashinfer(
+            &fixture("mha_bwd_d64_causal.json"),
+            Some(&fixture("mha_bwd_d64_causal.jsonl")),
+        )
+        .expect("imports");
+        let t = task_of(&yaml, "mha_bwd_d64_causal");
+        assert_eq!(t.op, Op::AttentionBwd { causal: true });
+        assert!(t.tensor("LSE").is_some(), "L renamed to LSE");
+        assert!(
+            notes.iter().any(|n| n.contains("renamed to `LSE`")),
+            "{notes:?}"
+        );
+        assert_eq!(t.flops.source(), "5*B*H*S*S*d");
+        assert_eq!(t.bytes.source(), "16*B*H*S*d + 4*B*H*S");
+        assert!(matches!(t.distribution, Distribution::Spiky { .. }));
+        assert_eq!(
+            t.tensor("dQ").and_then(|o| o.tolerance.clone()),
+            Some(Tolerance::Relnorm { max: 0.02 })
+        );
+        // B and H are const in the definition: workloads bind only S, and the const values
+        // repeated in the JSONL are accepted.
+        assert!(t.workloads.iter().all(|w| w.axes.keys().eq(["S"])));
+        assert_eq!(t.workloads_of(WorkloadKind::Performance).count(), 2);
+    }
+
+    #[test]
+    fn without_workloads_uses_family_defaults() {
+        let (yaml, notes) =
+            import_flashinfer(&fixture("gemm_n4096_k4096.json"), None).expect("imports");
+        let t = task_of(&yaml, "gemm_n4096_k4096");
+        let perf: Vec<i64> = t
+            .workloads_of(WorkloadKind::Performance)
+            .map(|w| w.axes["M"])
+            .collect();
+        assert_eq!(perf, [70, 952, 8192]);
+        assert!(
+            notes.iter().any(|n| n.contains("no workloads JSONL")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn unknown_dtype_and_op_type_are_named() {
+        let def = fixture("gemm_n4096_k4096.json");
+        let bad = def.replacen("\"bfloat16\"", "\"float4_e2m1\"", 1);
+        match import_flashinfer(&bad, None) {
+            Err(ImportError::UnknownDType { field, dtype }) => {
+                assert_eq!(field, "inputs.A.dtype");
+                assert_eq!(dtype, "float4_e2m1");
+            }
+            other => panic!("expected an unknown dtype, got {other:?}"),
+        }
+        let bad = def.replace("\"op_type\": \"gemm\"", "\"op_type\": \"gqa_paged\"");
+        let e = import_flashinfer(&bad, None).expect_err("unknown op");
+        assert!(matches!(e, ImportError::UnknownOpType { .. }), "{e}");
+        assert!(e.to_string().starts_with("op_type:"), "{e}");
+    }
+
+    #[test]
+    fn workloads_must_fit_the_definition() {
+        let def = fixture("mha_bwd_d64_causal.json");
+        let line = r#"{"definition": "mha_bwd_d64_causal", "workload": {"uuid": "c4f6b939-51f4-5e23-923c-38fe7540a177", "axes": {"B": 8, "S": 1024}, "inputs": {}}}"#;
+        let e = import_flashinfer(&def, Some(line)).expect_err("B is const 4");
+        assert!(
+            matches!(&e, ImportError::Workload { line: 1, reason } if reason.contains("`B`")),
+            "{e}"
+        );
+        let other = line.replace(
+            "\"definition\": \"mha_bwd_d64_causal\"",
+            "\"definition\": \"x\"",
+        );
+        assert!(import_flashinfer(&def, Some(&other)).is_err());
+        assert!(matches!(
+            import_flashinfer("{", None),
+            Err(ImportError::Json(_))
+        ));
+    }
+}

@@ -1,0 +1,660 @@
+//! The validated task model: what a task computes, on which tensors, how a result is judged,
+//! which workloads it runs and which instructions must execute on each architecture.
+//!
+//! Values of these types come only out of validation (`validate.rs`), so downstream code can
+//! trust their invariants. They serialize to the canonical JSON that [`Task::digest`] hashes.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::arch::Arch;
+use crate::digest::Digest;
+use crate::expr::{Bindings, Expr, ExprError};
+
+/// A task's name. Invariant: non-empty, only `[a-z0-9_]`, at most 64 characters.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct TaskId(String);
+
+/// Longest task id accepted.
+pub const MAX_ID_LEN: usize = 64;
+
+impl TaskId {
+    /// Checks the pattern `[a-z0-9_]+`.
+    pub fn new(id: &str) -> Result<TaskId, String> {
+        if id.is_empty() {
+            return Err("a task id cannot be empty".into());
+        }
+        if id.len() > MAX_ID_LEN {
+            return Err(format!("`{id}` is longer than {MAX_ID_LEN} characters"));
+        }
+        if let Some(c) = id
+            .chars()
+            .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_'))
+        {
+            return Err(format!(
+                "`{id}` contains `{c}`; a task id uses only a-z, 0-9 and _"
+            ));
+        }
+        Ok(TaskId(id.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for TaskId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TaskId::new(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TaskId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        TaskId::new(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Writes `as_str`, `ALL`, `Display`, `FromStr` and serde (as the name) for a fieldless enum
+/// from its YAML names.
+macro_rules! named_enum {
+    ($ty:ident, $what:literal, { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
+            /// The name used in task files.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $ty::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| {
+                    let known: Vec<&str> = $ty::ALL.iter().map(|v| v.as_str()).collect();
+                    format!(concat!("unknown ", $what, " `{}` (known: {})"), s, known.join(", "))
+                })
+            }
+        }
+
+        impl Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+/// The kind of computation; decides the directory a task file lives in and its prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TaskFamily {
+    Gemm,
+    GemmFp8,
+    AttentionFwd,
+    AttentionBwd,
+}
+
+named_enum!(TaskFamily, "family", {
+    Gemm => "gemm",
+    GemmFp8 => "gemm_fp8",
+    AttentionFwd => "attention_fwd",
+    AttentionBwd => "attention_bwd",
+});
+
+impl TaskFamily {
+    /// The directory of the suite that holds this family's task files.
+    pub fn dir(self) -> &'static str {
+        match self {
+            TaskFamily::Gemm | TaskFamily::GemmFp8 => "gemm",
+            TaskFamily::AttentionFwd => "attention_fwd",
+            TaskFamily::AttentionBwd => "attention_bwd",
+        }
+    }
+}
+
+/// Element type of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DType {
+    Bf16,
+    F16,
+    F32,
+    E4m3,
+    E5m2,
+    I32,
+}
+
+named_enum!(DType, "dtype", {
+    Bf16 => "bf16",
+    F16 => "f16",
+    F32 => "f32",
+    E4m3 => "e4m3",
+    E5m2 => "e5m2",
+    I32 => "i32",
+});
+
+impl DType {
+    pub fn size_bytes(self) -> u64 {
+        match self {
+            DType::Bf16 | DType::F16 => 2,
+            DType::F32 | DType::I32 => 4,
+            DType::E4m3 | DType::E5m2 => 1,
+        }
+    }
+
+    /// The PTX type suffix (`.bf16`, `.e4m3`, `.s32`) without the dot.
+    pub fn ptx_name(self) -> &'static str {
+        match self {
+            DType::Bf16 => "bf16",
+            DType::F16 => "f16",
+            DType::F32 => "f32",
+            DType::E4m3 => "e4m3",
+            DType::E5m2 => "e5m2",
+            DType::I32 => "s32",
+        }
+    }
+
+    /// The CUDA C++ type (cuda_bf16.h, cuda_fp16.h, cuda_fp8.h).
+    pub fn cuda_name(self) -> &'static str {
+        match self {
+            DType::Bf16 => "__nv_bfloat16",
+            DType::F16 => "__half",
+            DType::F32 => "float",
+            DType::E4m3 => "__nv_fp8_e4m3",
+            DType::E5m2 => "__nv_fp8_e5m2",
+            DType::I32 => "int",
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        !matches!(self, DType::I32)
+    }
+
+    pub fn is_fp8(self) -> bool {
+        matches!(self, DType::E4m3 | DType::E5m2)
+    }
+}
+
+/// A named dimension. `value` is `Some` for a constant axis (fixed by the task) and `None` for
+/// a variable one (bound by each workload). Invariant: a constant is positive; the name is an
+/// identifier, so formulas can use it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Axis {
+    pub name: String,
+    pub value: Option<i64>,
+    pub description: String,
+}
+
+impl Axis {
+    pub fn is_var(&self) -> bool {
+        self.value.is_none()
+    }
+}
+
+/// A dense, row-major (last axis contiguous) tensor the kernel reads or writes.
+///
+/// Invariants: every shape entry is a declared axis or a positive integer literal;
+/// `distribution` appears only on inputs, `tolerance` on every output and only there.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TensorSpec {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<String>,
+    pub description: String,
+    pub distribution: Option<Distribution>,
+    pub tolerance: Option<Tolerance>,
+}
+
+/// How input values are drawn (fp32 draws, then rounded to the tensor's dtype).
+///
+/// Invariants: `std > 0`, `spike_std > 0`, `0 < spike_prob < 1`, `lo < hi`, all finite.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Distribution {
+    /// N(0, std²).
+    Randn { std: f64 },
+    /// N(0, std²) plus, with probability `spike_prob` per element, an extra N(0, spike_std²):
+    /// rare large values that break a pointwise check and expose overflow in softmax.
+    Spiky {
+        std: f64,
+        spike_std: f64,
+        spike_prob: f64,
+    },
+    /// U(lo, hi).
+    Uniform { lo: f64, hi: f64 },
+}
+
+impl fmt::Display for Distribution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Distribution::Randn { std } => write!(f, "N(0, {std}^2)"),
+            Distribution::Spiky {
+                std,
+                spike_std,
+                spike_prob,
+            } => write!(
+                f,
+                "N(0, {std}^2) + N(0, {spike_std}^2) * Bernoulli({spike_prob})"
+            ),
+            Distribution::Uniform { lo, hi } => write!(f, "U({lo}, {hi})"),
+        }
+    }
+}
+
+/// How an output is compared with the fp32 (or wider) reference.
+///
+/// Invariants: every bound is finite, positive and below 1 (a relative bound of 1 would accept
+/// an all-zero output).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "metric", rename_all = "snake_case")]
+pub enum Tolerance {
+    /// Every element: `|got - ref| <= atol + rtol * |ref|`.
+    Allclose { rtol: f64, atol: f64 },
+    /// The whole tensor: `||got - ref||_2 / ||ref||_2 <= max`.
+    Relnorm { max: f64 },
+}
+
+impl fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tolerance::Allclose { rtol, atol } => {
+                write!(
+                    f,
+                    "allclose: |got - ref| <= {atol} + {rtol} * |ref| elementwise"
+                )
+            }
+            Tolerance::Relnorm { max } => {
+                write!(f, "relnorm: ||got - ref||_2 / ||ref||_2 <= {max}")
+            }
+        }
+    }
+}
+
+/// Whether a workload checks correctness (small, odd sizes) or is timed (the paper's sizes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WorkloadKind {
+    Correctness,
+    Performance,
+}
+
+named_enum!(WorkloadKind, "workload kind", {
+    Correctness => "correctness",
+    Performance => "performance",
+});
+
+/// One binding of the variable axes. Invariant: `axes` has exactly the task's variable axes,
+/// each positive; names and uuids are unique within the task.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    pub name: String,
+    pub kind: WorkloadKind,
+    pub axes: BTreeMap<String, i64>,
+    /// The paper's workload uuid, where this workload is one of the paper's.
+    pub uuid: Option<String>,
+}
+
+/// One PTX instruction family that must execute, and the SASS opcodes that prove it did.
+///
+/// The family counts as used when at least one opcode matching one of `sass` is present in
+/// the cubin (static) or executed (dynamic). Patterns are uppercase, `*` matches any run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetFamily {
+    pub family: String,
+    pub sass: Vec<String>,
+}
+
+impl TargetFamily {
+    /// Whether a SASS opcode (e.g. `HGMMA.64x128x16.F32.BF16`) matches one of the patterns.
+    pub fn matches(&self, opcode: &str) -> bool {
+        self.sass.iter().any(|p| glob_match(p, opcode))
+    }
+}
+
+/// `*`-only glob matching, whole string.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || !text.ends_with(last) || text.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// What a kernel must use on one architecture. Invariant: `required` is non-empty, each family
+/// once, each family known and available on `arch`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Target {
+    pub arch: Arch,
+    pub required: Vec<TargetFamily>,
+    pub notes: String,
+}
+
+/// The reference semantics the engine implements on the GPU (in fp32 or wider).
+///
+/// Each op fixes the tensor names, ranks and dtypes it binds (checked at validation):
+/// - `Gemm`: inputs `A [m,k]`, `B [n,k]` (or `[k,n]` without `transpose_b`); output `C [m,n]`.
+///   `C = A @ B^T`.
+/// - `GemmFp8`: inputs `A [m,k]`, `B [n,k]` in fp8, with `per_tensor_scales` also `scale_a [1]`
+///   and `scale_b [1]` in f32; output `C [m,n]`. `C = scale_a * scale_b * (A @ B^T)`.
+/// - `AttentionFwd`: inputs `Q, K, V [b,h,s,d]`; outputs `O [b,h,s,d]`, `LSE [b,h,s]` (f32,
+///   natural log), softmax scale `1/sqrt(d)`; causal masks key `j > i` for query `i`.
+/// - `AttentionBwd`: inputs `Q, K, V, O, dO [b,h,s,d]`, `LSE [b,h,s]`; outputs `dQ, dK, dV`.
+///   `O` and `LSE` are not drawn: the harness computes them from `Q, K, V` with the reference
+///   forward (see [`Op::derived_inputs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Op {
+    Gemm { transpose_b: bool },
+    GemmFp8 { per_tensor_scales: bool },
+    AttentionFwd { causal: bool },
+    AttentionBwd { causal: bool },
+}
+
+impl Op {
+    /// The family this op belongs to.
+    pub fn family(&self) -> TaskFamily {
+        match self {
+            Op::Gemm { .. } => TaskFamily::Gemm,
+            Op::GemmFp8 { .. } => TaskFamily::GemmFp8,
+            Op::AttentionFwd { .. } => TaskFamily::AttentionFwd,
+            Op::AttentionBwd { .. } => TaskFamily::AttentionBwd,
+        }
+    }
+
+    /// Inputs whose values come from the reference forward pass instead of a distribution.
+    pub fn derived_inputs(&self) -> &'static [&'static str] {
+        match self {
+            Op::AttentionBwd { .. } => &["O", "LSE"],
+            _ => &[],
+        }
+    }
+
+    pub fn causal(&self) -> bool {
+        matches!(
+            self,
+            Op::AttentionFwd { causal: true } | Op::AttentionBwd { causal: true }
+        )
+    }
+}
+
+/// The library the candidate is timed against, in the same process.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Baseline {
+    /// `cublaslt` or `cudnn`.
+    pub library: String,
+    /// The library operation, in words (for records and pages).
+    pub operation: String,
+}
+
+/// Libraries a baseline may name.
+pub const BASELINE_LIBRARIES: &[&str] = &["cublaslt", "cudnn"];
+
+/// PTX instruction families a target may require.
+pub const KNOWN_FAMILIES: &[&str] = &[
+    "wgmma",
+    "tma",
+    "bulk_copy",
+    "mbarrier",
+    "setmaxnreg",
+    "stmatrix",
+    "ldmatrix",
+    "mma",
+    "cp_async",
+    "cluster",
+    "fence_proxy_async",
+    "elect",
+    "tcgen05",
+    "griddepcontrol",
+];
+
+/// Whether `family` exists on `arch` (wgmma is Hopper-only, tcgen05 Blackwell-only).
+pub fn family_available(family: &str, arch: Arch) -> bool {
+    match family {
+        "wgmma" => arch == Arch::Sm90a,
+        "tcgen05" => arch == Arch::Sm100a,
+        _ => true,
+    }
+}
+
+/// A validated task. See `tasks/README.md` for the file format.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Task {
+    pub id: TaskId,
+    pub family: TaskFamily,
+    pub title: String,
+    pub description: String,
+    /// In declaration order (prompts list parameters in this order).
+    pub axes: Vec<Axis>,
+    /// In declaration order: the kernel's parameter order.
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    pub op: Op,
+    pub reference: String,
+    /// Default distribution of the inputs that do not set their own.
+    pub distribution: Distribution,
+    pub baseline: Baseline,
+    /// FLOPs of one run, over the axes (for TFLOP/s).
+    pub flops: Expr,
+    /// Compulsory DRAM bytes of one run, over the axes (for the speed-of-light fraction).
+    pub bytes: Expr,
+    pub workloads: Vec<Workload>,
+    /// Sorted by arch.
+    pub targets: Vec<Target>,
+    /// Path of the task file relative to the suite directory; not part of the digest.
+    #[serde(skip)]
+    pub source: PathBuf,
+}
+
+/// Why a tensor's size cannot be computed for a workload.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("tensor `{tensor}`: axis `{axis}` has no value in this workload")]
+    Unbound { tensor: String, axis: String },
+    #[error("tensor `{tensor}`: axis `{axis}` = {value} is not positive")]
+    NotPositive {
+        tensor: String,
+        axis: String,
+        value: i64,
+    },
+    #[error("tensor `{tensor}`: size overflows 64 bits")]
+    Overflow { tensor: String },
+}
+
+impl Task {
+    /// Values of every axis for `w`: the constants and the workload's variables.
+    pub fn bindings(&self, w: &Workload) -> Bindings {
+        let mut b: Bindings = self
+            .axes
+            .iter()
+            .filter_map(|a| a.value.map(|v| (a.name.clone(), v)))
+            .collect();
+        b.extend(w.axes.iter().map(|(k, v)| (k.clone(), *v)));
+        b
+    }
+
+    pub fn target(&self, arch: Arch) -> Option<&Target> {
+        self.targets.iter().find(|t| t.arch == arch)
+    }
+
+    /// An input or output by name.
+    pub fn tensor(&self, name: &str) -> Option<&TensorSpec> {
+        self.inputs
+            .iter()
+            .chain(&self.outputs)
+            .find(|t| t.name == name)
+    }
+
+    pub fn axis(&self, name: &str) -> Option<&Axis> {
+        self.axes.iter().find(|a| a.name == name)
+    }
+
+    pub fn var_axes(&self) -> impl Iterator<Item = &Axis> {
+        self.axes.iter().filter(|a| a.is_var())
+    }
+
+    pub fn workload(&self, name: &str) -> Option<&Workload> {
+        self.workloads.iter().find(|w| w.name == name)
+    }
+
+    pub fn workloads_of(&self, kind: WorkloadKind) -> impl Iterator<Item = &Workload> {
+        self.workloads.iter().filter(move |w| w.kind == kind)
+    }
+
+    /// The distribution an input is drawn from (its own, or the task's default). `None` for
+    /// outputs and for inputs the op derives (see [`Op::derived_inputs`]).
+    pub fn input_distribution(&self, input: &str) -> Option<&Distribution> {
+        if self.op.derived_inputs().contains(&input) {
+            return None;
+        }
+        let t = self.inputs.iter().find(|t| t.name == input)?;
+        Some(t.distribution.as_ref().unwrap_or(&self.distribution))
+    }
+
+    /// The concrete dimensions of `t` under `b`.
+    pub fn dims(&self, t: &TensorSpec, b: &Bindings) -> Result<Vec<u64>, ShapeError> {
+        t.shape
+            .iter()
+            .map(|entry| {
+                let value = match entry.parse::<i64>() {
+                    Ok(v) => v,
+                    Err(_) => *b.get(entry).ok_or_else(|| ShapeError::Unbound {
+                        tensor: t.name.clone(),
+                        axis: entry.clone(),
+                    })?,
+                };
+                u64::try_from(value).ok().filter(|v| *v > 0).ok_or_else(|| {
+                    ShapeError::NotPositive {
+                        tensor: t.name.clone(),
+                        axis: entry.clone(),
+                        value,
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// Number of elements of `t` under `b`.
+    pub fn numel(&self, t: &TensorSpec, b: &Bindings) -> Result<u64, ShapeError> {
+        self.dims(t, b)?
+            .into_iter()
+            .try_fold(1u64, |acc, d| acc.checked_mul(d))
+            .ok_or_else(|| ShapeError::Overflow {
+                tensor: t.name.clone(),
+            })
+    }
+
+    /// Bytes of `t` under `b`.
+    pub fn size_bytes(&self, t: &TensorSpec, b: &Bindings) -> Result<u64, ShapeError> {
+        self.numel(t, b)?
+            .checked_mul(t.dtype.size_bytes())
+            .ok_or_else(|| ShapeError::Overflow {
+                tensor: t.name.clone(),
+            })
+    }
+
+    /// FLOPs of one run of `w`.
+    pub fn flops_of(&self, w: &Workload) -> Result<f64, ExprError> {
+        self.flops.eval_f64(&self.bindings(w))
+    }
+
+    /// Compulsory bytes of one run of `w`.
+    pub fn bytes_of(&self, w: &Workload) -> Result<f64, ExprError> {
+        self.bytes.eval_f64(&self.bindings(w))
+    }
+
+    /// The canonical JSON of the task (what [`Task::digest`] hashes): serde_json of this
+    /// type, fields in declaration order, maps sorted, `source` left out.
+    pub fn canonical_json(&self) -> String {
+        serde_json::to_string(self).expect("a task has only string map keys and plain values")
+    }
+
+    /// blake3 of [`Task::canonical_json`]; a record names the task by this digest. Storing the
+    /// canonical JSON as a blob gives a blob named by the same digest.
+    pub fn digest(&self) -> Digest {
+        Digest::of(self.canonical_json().as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_follow_the_pattern() {
+        assert!(TaskId::new("gemm_n7168_k5120").is_ok());
+        for bad in ["", "Gemm", "gemm-n", "gemm n", "é", &"x".repeat(65)] {
+            assert!(TaskId::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(d.as_str().parse::<DType>(), Ok(*d));
+        }
+        for f in TaskFamily::ALL {
+            assert_eq!(f.as_str().parse::<TaskFamily>(), Ok(*f));
+        }
+        let e = "fp64".parse::<DType>().expect_err("unknown");
+        assert!(e.contains("bf16"), "{e}");
+        assert_eq!(DType::E4m3.cuda_name(), "__nv_fp8_e4m3");
+        assert_eq!(DType::I32.ptx_name(), "s32");
+    }
+
+    #[test]
+    fn globs_match_sass_opcodes() {
+        let cases = [
+            ("*GMMA*", "HGMMA.64x128x16.F32.BF16", true),
+            ("*GMMA*", "GMMA", true),
+            ("*GMMA*", "HMMA.16816.F32", false),
+            ("UTC*", "UTCHMMA", true),
+            ("UTC*", "XUTC", false),
+            ("UTMALDG", "UTMALDG", true),
+            ("UTMALDG", "UTMALDG.2D", false),
+            ("A*B*C", "AxxBxxC", true),
+            ("A*B*C", "AC", false),
+            ("A*A", "A", false),
+        ];
+        for (p, t, want) in cases {
+            assert_eq!(glob_match(p, t), want, "{p} vs {t}");
+        }
+    }
+}

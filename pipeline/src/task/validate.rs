@@ -1,0 +1,936 @@
+//! Task file text into a validated [`Task`]: YAML syntax, structure (unknown or duplicate keys),
+//! then meaning. Every problem found is reported, each naming its file and the dotted path of
+//! the field (`outputs.O.tolerance.rtol`, `workloads[3].axes.M`); validation does not stop at
+//! the first.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::document;
+use super::file::{
+    DistributionFile, OpFile, OrderedMap, SCHEMA, TargetFile, TaskFile, TensorFile, ToleranceFile,
+    WorkloadFile,
+};
+use super::model::{
+    Axis, BASELINE_LIBRARIES, Baseline, DType, Distribution, KNOWN_FAMILIES, Op, Target,
+    TargetFamily, Task, TaskFamily, TaskId, TensorSpec, Tolerance, Workload, WorkloadKind,
+    family_available,
+};
+use super::signature;
+use crate::arch::Arch;
+use crate::expr::{Expr, FUNCTIONS};
+
+/// One thing wrong with a task file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Problem {
+    pub file: PathBuf,
+    /// Dotted path of the field (`outputs.O.tolerance.rtol`, `workloads[3].axes.M`); empty when
+    /// the problem is the file itself (unreadable, not YAML).
+    pub field: String,
+    pub reason: String,
+}
+
+impl Problem {
+    pub fn new(file: &Path, field: impl Into<String>, reason: impl Into<String>) -> Problem {
+        Problem {
+            file: file.to_path_buf(),
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.file.display(), self.reason)
+        } else {
+            write!(
+                f,
+                "{}: {}: {}",
+                self.file.display(),
+                self.field,
+                self.reason
+            )
+        }
+    }
+}
+
+/// Parses and validates one task file.
+///
+/// `file` is how problems name the file; `source` (the path relative to the suite directory) is
+/// kept in [`Task::source`], and when it ends in `.yaml` the task id must equal its stem.
+pub fn parse_task(text: &str, file: &Path, source: &Path) -> Result<Task, Vec<Problem>> {
+    let raw = read_yaml::<TaskFile>(text, file)?;
+    validate(&raw, file, source)
+}
+
+/// YAML text into a raw file struct; a syntax error names its line, a structural one its field.
+pub(crate) fn read_yaml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &Path,
+) -> Result<T, Vec<Problem>> {
+    let tree = document::parse(text).map_err(|e| vec![Problem::new(file, "", e.to_string())])?;
+    let dups = document::duplicate_keys(&tree);
+    if !dups.is_empty() {
+        return Err(dups
+            .into_iter()
+            .map(|(field, line)| {
+                Problem::new(file, field, format!("key given twice (line {line})"))
+            })
+            .collect());
+    }
+    document::from_tree::<T>(&tree).map_err(|e| vec![Problem::new(file, e.field(), e.reason())])
+}
+
+/// Checks a raw task file and builds the task, or returns every problem found.
+pub fn validate(raw: &TaskFile, file: &Path, source: &Path) -> Result<Task, Vec<Problem>> {
+    let mut c = Checker {
+        file,
+        problems: Vec::new(),
+    };
+    let task = c.task(raw, source);
+    match task {
+        Some(t) if c.problems.is_empty() => Ok(t),
+        _ if c.problems.is_empty() => Err(vec![Problem::new(file, "", "invalid task")]),
+        _ => Err(c.problems),
+    }
+}
+
+/// Whether `s` can name an axis or tensor (and be used in a formula).
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    let starts_well = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    starts_well
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && s.len() <= 32
+        && !matches!(s, "true" | "false")
+        && !FUNCTIONS.iter().any(|(f, _, _)| *f == s)
+}
+
+/// Whether `s` looks like a uuid: 32 hex digits, dashes allowed between them.
+fn is_uuid(s: &str) -> bool {
+    s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+        && s.chars().filter(char::is_ascii_hexdigit).count() == 32
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_sass_pattern(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '*'))
+}
+
+fn is_workload_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '='))
+}
+
+struct Checker<'a> {
+    file: &'a Path,
+    problems: Vec<Problem>,
+}
+
+impl Checker<'_> {
+    fn bad(&mut self, field: impl Into<String>, reason: impl Into<String>) {
+        self.problems.push(Problem::new(self.file, field, reason));
+    }
+
+    fn task(&mut self, raw: &TaskFile, source: &Path) -> Option<Task> {
+        if raw.schema != SCHEMA {
+            self.bad(
+                "schema",
+                format!("this is schema {SCHEMA}; the file says {}", raw.schema),
+            );
+        }
+        let id = self.id(&raw.id, source);
+        let family = raw
+            .family
+            .parse::<TaskFamily>()
+            .map_err(|e| self.bad("family", e))
+            .ok();
+        self.text_line("title", &raw.title);
+        self.text("description", &raw.description);
+        self.text("reference", &raw.reference);
+
+        let axes = self.axes(&raw.axes);
+        // Names as declared, valid or not: one bad axis is reported once, not at every use.
+        let declared: Vec<&str> = raw.axes.keys().collect();
+        let before = self.problems.len();
+        let inputs = self.tensors("inputs", &raw.inputs, &declared, false);
+        let outputs = self.tensors("outputs", &raw.outputs, &declared, true);
+        let tensors_ok = self.problems.len() == before;
+        self.cross_tensor_names(&raw.inputs, &raw.outputs);
+        self.unused_axes(&axes, &raw.inputs, &raw.outputs);
+
+        let op = self.op(&raw.op, family);
+        if let Some(op) = &op {
+            if tensors_ok {
+                for (field, reason) in signature::check(op, &inputs, &outputs) {
+                    self.bad(field, reason);
+                }
+            }
+            for name in op.derived_inputs() {
+                if raw
+                    .inputs
+                    .get(name)
+                    .is_some_and(|t| t.distribution.is_some())
+                {
+                    self.bad(
+                        format!("inputs.{name}.distribution"),
+                        format!(
+                            "`{name}` is computed from the other inputs by the reference forward pass; it is not drawn"
+                        ),
+                    );
+                }
+            }
+        }
+        let distribution = self.distribution("distribution", &raw.distribution);
+        let baseline = self.baseline(raw);
+        let flops = self.formula("flops", &raw.flops.0, &declared);
+        let bytes = self.formula("bytes", &raw.bytes.0, &declared);
+        let workloads = self.workloads(&raw.workloads, &axes, &declared);
+        let targets = self.targets(&raw.targets);
+
+        // Formulas and tensor sizes must make sense for every workload.
+        let task = Task {
+            id: id?,
+            family: family?,
+            title: raw.title.trim().to_string(),
+            description: raw.description.trim_end().to_string(),
+            axes,
+            inputs,
+            outputs,
+            op: op?,
+            reference: raw.reference.trim_end().to_string(),
+            distribution: distribution?,
+            baseline: baseline?,
+            flops: flops?,
+            bytes: bytes?,
+            workloads,
+            targets,
+            source: source.to_path_buf(),
+        };
+        // Evaluating formulas and sizes over a task that is already wrong only repeats its
+        // problems at every workload.
+        if self.problems.is_empty() {
+            self.per_workload(&task, &raw.workloads);
+        }
+        Some(task)
+    }
+
+    fn id(&mut self, id: &str, source: &Path) -> Option<TaskId> {
+        let parsed = TaskId::new(id).map_err(|e| self.bad("id", e)).ok();
+        let is_yaml = source.extension().is_some_and(|e| e == "yaml");
+        if let (true, Some(stem)) = (is_yaml, source.file_stem().and_then(|s| s.to_str()))
+            && stem != id
+        {
+            self.bad(
+                "id",
+                format!("`{id}` does not match the file name `{stem}.yaml`"),
+            );
+        }
+        parsed
+    }
+
+    fn text_line(&mut self, field: &str, s: &str) {
+        if s.trim().is_empty() {
+            self.bad(field, "must not be empty");
+        } else if s.contains('\n') {
+            self.bad(field, "must be a single line");
+        }
+    }
+
+    fn text(&mut self, field: &str, s: &str) {
+        if s.trim().is_empty() {
+            self.bad(field, "must not be empty");
+        }
+    }
+
+    fn axes(&mut self, raw: &OrderedMap<super::file::AxisFile>) -> Vec<Axis> {
+        if raw.is_empty() {
+            self.bad("axes", "a task needs at least one axis");
+        }
+        let mut out = Vec::new();
+        for (name, a) in raw.iter() {
+            let field = format!("axes.{name}");
+            if !is_identifier(name) {
+                self.bad(
+                    &field,
+                    "an axis name is an identifier ([A-Za-z_][A-Za-z0-9_]*, at most 32 characters, not a function name)",
+                );
+                continue;
+            }
+            let value = match (a.kind.as_str(), a.value) {
+                ("var", None) => None,
+                ("var", Some(_)) => {
+                    self.bad(
+                        format!("{field}.value"),
+                        "a var axis has no value (workloads bind it)",
+                    );
+                    continue;
+                }
+                ("const", Some(v)) if v > 0 => Some(v),
+                ("const", Some(v)) => {
+                    self.bad(
+                        format!("{field}.value"),
+                        format!("must be positive, found {v}"),
+                    );
+                    continue;
+                }
+                ("const", None) => {
+                    self.bad(format!("{field}.value"), "a const axis needs a value");
+                    continue;
+                }
+                (other, _) => {
+                    self.bad(
+                        format!("{field}.type"),
+                        format!("unknown axis type `{other}` (known: var, const)"),
+                    );
+                    continue;
+                }
+            };
+            out.push(Axis {
+                name: name.to_string(),
+                value,
+                description: a.description.clone().unwrap_or_default().trim().to_string(),
+            });
+        }
+        out
+    }
+
+    fn tensors(
+        &mut self,
+        section: &str,
+        raw: &OrderedMap<TensorFile>,
+        declared: &[&str],
+        output: bool,
+    ) -> Vec<TensorSpec> {
+        if raw.is_empty() {
+            self.bad(section, "a task needs at least one tensor here");
+        }
+        let mut out = Vec::new();
+        for (name, t) in raw.iter() {
+            let field = format!("{section}.{name}");
+            let before = self.problems.len();
+            if !is_identifier(name) {
+                self.bad(
+                    &field,
+                    "a tensor name is an identifier ([A-Za-z_][A-Za-z0-9_]*, at most 32 characters)",
+                );
+            }
+            let dtype = t
+                .dtype
+                .parse::<DType>()
+                .map_err(|e| self.bad(format!("{field}.dtype"), e))
+                .ok();
+            if t.shape.is_empty() {
+                self.bad(
+                    format!("{field}.shape"),
+                    "a tensor has at least one dimension (write [1] for a scalar)",
+                );
+            }
+            for (i, entry) in t.shape.iter().enumerate() {
+                let entry = entry.0.as_str();
+                let literal_ok = entry.parse::<i64>().is_ok_and(|v| v > 0);
+                if !literal_ok && !declared.contains(&entry) {
+                    self.bad(
+                        format!("{field}.shape[{i}]"),
+                        format!("`{entry}` is neither a declared axis nor a positive integer"),
+                    );
+                }
+            }
+            let distribution = match (&t.distribution, output) {
+                (Some(_), true) => {
+                    self.bad(
+                        format!("{field}.distribution"),
+                        "outputs are computed, not drawn: only inputs have a distribution",
+                    );
+                    None
+                }
+                (Some(d), false) => self.distribution(&format!("{field}.distribution"), d),
+                (None, _) => None,
+            };
+            let tolerance = match (&t.tolerance, output) {
+                (Some(_), false) => {
+                    self.bad(
+                        format!("{field}.tolerance"),
+                        "inputs are not checked: only outputs have a tolerance",
+                    );
+                    None
+                }
+                (Some(tol), true) => self.tolerance(&format!("{field}.tolerance"), tol),
+                (None, true) => {
+                    self.bad(
+                        format!("{field}.tolerance"),
+                        "every output needs a tolerance (metric allclose or relnorm)",
+                    );
+                    None
+                }
+                (None, false) => None,
+            };
+            if let (Some(dtype), true) = (dtype, self.problems.len() == before) {
+                out.push(TensorSpec {
+                    name: name.to_string(),
+                    dtype,
+                    shape: t.shape.iter().map(|s| s.0.clone()).collect(),
+                    description: t.description.clone().unwrap_or_default().trim().to_string(),
+                    distribution,
+                    tolerance,
+                });
+            }
+        }
+        out
+    }
+
+    fn cross_tensor_names(
+        &mut self,
+        inputs: &OrderedMap<TensorFile>,
+        outputs: &OrderedMap<TensorFile>,
+    ) {
+        for name in outputs.keys() {
+            if inputs.get(name).is_some() {
+                self.bad(
+                    format!("outputs.{name}"),
+                    format!("`{name}` is also an input; tensor names are unique across inputs and outputs"),
+                );
+            }
+        }
+    }
+
+    fn unused_axes(
+        &mut self,
+        axes: &[Axis],
+        inputs: &OrderedMap<TensorFile>,
+        outputs: &OrderedMap<TensorFile>,
+    ) {
+        for a in axes {
+            let used = inputs
+                .iter()
+                .chain(outputs.iter())
+                .any(|(_, t)| t.shape.iter().any(|s| s.0 == a.name));
+            if !used {
+                self.bad(format!("axes.{}", a.name), "no tensor shape uses this axis");
+            }
+        }
+    }
+
+    fn number(&mut self, field: &str, v: f64) -> Option<f64> {
+        if v.is_finite() {
+            Some(v)
+        } else {
+            self.bad(field, format!("must be a finite number, found {v}"));
+            None
+        }
+    }
+
+    /// `value` must be present for this `kind`.
+    fn need(&mut self, field: &str, name: &str, value: Option<f64>, kind: &str) -> Option<f64> {
+        let f = format!("{field}.{name}");
+        match value {
+            Some(v) => self.number(&f, v),
+            None => {
+                self.bad(f, format!("required when {kind}"));
+                None
+            }
+        }
+    }
+
+    /// `value` must be absent for this `kind`.
+    fn forbid(&mut self, field: &str, name: &str, value: Option<f64>, kind: &str) {
+        if value.is_some() {
+            self.bad(format!("{field}.{name}"), format!("not used when {kind}"));
+        }
+    }
+
+    fn distribution(&mut self, field: &str, d: &DistributionFile) -> Option<Distribution> {
+        let kind = format!("kind is `{}`", d.kind);
+        let k = kind.as_str();
+        let before = self.problems.len();
+        let out = match d.kind.as_str() {
+            "randn" => {
+                let std = self.need(field, "std", d.std, k);
+                self.forbid(field, "spike_std", d.spike_std, k);
+                self.forbid(field, "spike_prob", d.spike_prob, k);
+                self.forbid(field, "lo", d.lo, k);
+                self.forbid(field, "hi", d.hi, k);
+                Distribution::Randn { std: std? }
+            }
+            "spiky" => {
+                let std = self.need(field, "std", d.std, k);
+                let spike_std = self.need(field, "spike_std", d.spike_std, k);
+                let spike_prob = self.need(field, "spike_prob", d.spike_prob, k);
+                self.forbid(field, "lo", d.lo, k);
+                self.forbid(field, "hi", d.hi, k);
+                Distribution::Spiky {
+                    std: std?,
+                    spike_std: spike_std?,
+                    spike_prob: spike_prob?,
+                }
+            }
+            "uniform" => {
+                let lo = self.need(field, "lo", d.lo, k);
+                let hi = self.need(field, "hi", d.hi, k);
+                self.forbid(field, "std", d.std, k);
+                self.forbid(field, "spike_std", d.spike_std, k);
+                self.forbid(field, "spike_prob", d.spike_prob, k);
+                Distribution::Uniform { lo: lo?, hi: hi? }
+            }
+            other => {
+                self.bad(
+                    format!("{field}.kind"),
+                    format!("unknown distribution `{other}` (known: randn, spiky, uniform)"),
+                );
+                return None;
+            }
+        };
+        match out {
+            Distribution::Randn { std } | Distribution::Spiky { std, .. } if std <= 0.0 => {
+                self.bad(
+                    format!("{field}.std"),
+                    format!("must be positive, found {std}"),
+                );
+            }
+            _ => {}
+        }
+        if let Distribution::Spiky {
+            spike_std,
+            spike_prob,
+            ..
+        } = out
+        {
+            if spike_std <= 0.0 {
+                self.bad(
+                    format!("{field}.spike_std"),
+                    format!("must be positive, found {spike_std}"),
+                );
+            }
+            if !(spike_prob > 0.0 && spike_prob < 1.0) {
+                self.bad(
+                    format!("{field}.spike_prob"),
+                    format!("must be strictly between 0 and 1, found {spike_prob}"),
+                );
+            }
+        }
+        if let Distribution::Uniform { lo, hi } = out
+            && lo >= hi
+        {
+            self.bad(
+                format!("{field}.hi"),
+                format!("must be greater than lo ({lo}), found {hi}"),
+            );
+        }
+        (self.problems.len() == before).then_some(out)
+    }
+
+    fn tolerance(&mut self, field: &str, t: &ToleranceFile) -> Option<Tolerance> {
+        let kind = format!("metric is `{}`", t.metric);
+        let k = kind.as_str();
+        let before = self.problems.len();
+        let bounds: Vec<(&str, Option<f64>)>;
+        let out = match t.metric.as_str() {
+            "allclose" => {
+                let rtol = self.need(field, "rtol", t.rtol, k);
+                let atol = self.need(field, "atol", t.atol, k);
+                self.forbid(field, "max", t.max, k);
+                bounds = vec![("rtol", rtol), ("atol", atol)];
+                rtol.zip(atol)
+                    .map(|(rtol, atol)| Tolerance::Allclose { rtol, atol })
+            }
+            "relnorm" => {
+                let max = self.need(field, "max", t.max, k);
+                self.forbid(field, "rtol", t.rtol, k);
+                self.forbid(field, "atol", t.atol, k);
+                bounds = vec![("max", max)];
+                max.map(|max| Tolerance::Relnorm { max })
+            }
+            other => {
+                self.bad(
+                    format!("{field}.metric"),
+                    format!("unknown metric `{other}` (known: allclose, relnorm)"),
+                );
+                return None;
+            }
+        };
+        for (name, v) in bounds {
+            match v {
+                Some(v) if v <= 0.0 => self.bad(
+                    format!("{field}.{name}"),
+                    format!("must be positive, found {v}"),
+                ),
+                // A relative bound of 1 accepts an all-zero output; an absolute one of 1 is
+                // meaningless at unit-scale data.
+                Some(v) if v >= 1.0 => self.bad(
+                    format!("{field}.{name}"),
+                    format!(
+                        "must be below 1 (a bound this loose accepts wrong results), found {v}"
+                    ),
+                ),
+                _ => {}
+            }
+        }
+        if self.problems.len() == before {
+            out
+        } else {
+            None
+        }
+    }
+
+    fn op(&mut self, raw: &OpFile, family: Option<TaskFamily>) -> Option<Op> {
+        let kind = match raw.kind.parse::<TaskFamily>() {
+            Ok(k) => k,
+            Err(_) => {
+                let known: Vec<&str> = TaskFamily::ALL.iter().map(|f| f.as_str()).collect();
+                self.bad(
+                    "op.kind",
+                    format!("unknown op `{}` (known: {})", raw.kind, known.join(", ")),
+                );
+                return None;
+            }
+        };
+        let own = match kind {
+            TaskFamily::Gemm => "transpose_b",
+            TaskFamily::GemmFp8 => "per_tensor_scales",
+            TaskFamily::AttentionFwd | TaskFamily::AttentionBwd => "causal",
+        };
+        let flags = [
+            ("transpose_b", raw.transpose_b),
+            ("per_tensor_scales", raw.per_tensor_scales),
+            ("causal", raw.causal),
+        ];
+        for (name, value) in flags {
+            if value.is_some() && name != own {
+                self.bad(
+                    format!("op.{name}"),
+                    format!("not a field of op `{}`", kind.as_str()),
+                );
+            }
+        }
+        let (name, value) = flags.into_iter().find(|(n, _)| *n == own)?;
+        let Some(flag) = value else {
+            self.bad(
+                format!("op.{name}"),
+                format!("op `{}` needs `{name}: true|false`", kind.as_str()),
+            );
+            return None;
+        };
+        if let Some(f) = family
+            && f != kind
+        {
+            self.bad(
+                "op.kind",
+                format!(
+                    "op `{}` does not belong to family `{}`",
+                    kind.as_str(),
+                    f.as_str()
+                ),
+            );
+        }
+        Some(match kind {
+            TaskFamily::Gemm => Op::Gemm { transpose_b: flag },
+            TaskFamily::GemmFp8 => Op::GemmFp8 {
+                per_tensor_scales: flag,
+            },
+            TaskFamily::AttentionFwd => Op::AttentionFwd { causal: flag },
+            TaskFamily::AttentionBwd => Op::AttentionBwd { causal: flag },
+        })
+    }
+
+    fn baseline(&mut self, raw: &TaskFile) -> Option<Baseline> {
+        let b = &raw.baseline;
+        let before = self.problems.len();
+        if !BASELINE_LIBRARIES.contains(&b.library.as_str()) {
+            self.bad(
+                "baseline.library",
+                format!(
+                    "unknown library `{}` (known: {})",
+                    b.library,
+                    BASELINE_LIBRARIES.join(", ")
+                ),
+            );
+        }
+        self.text_line("baseline.operation", &b.operation);
+        (self.problems.len() == before).then(|| Baseline {
+            library: b.library.clone(),
+            operation: b.operation.trim().to_string(),
+        })
+    }
+
+    fn formula(&mut self, field: &str, text: &str, declared: &[&str]) -> Option<Expr> {
+        let e = Expr::parse(text)
+            .map_err(|e| self.bad(field, e.to_string()))
+            .ok()?;
+        e.check_variables(declared.iter().copied())
+            .map_err(|e| self.bad(field, e.to_string()))
+            .ok()?;
+        Some(e)
+    }
+
+    fn workloads(
+        &mut self,
+        raw: &[WorkloadFile],
+        axes: &[Axis],
+        declared: &[&str],
+    ) -> Vec<Workload> {
+        let mut out = Vec::new();
+        let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut uuids: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut seen: Vec<(usize, WorkloadKind, BTreeMap<String, i64>)> = Vec::new();
+        for (i, w) in raw.iter().enumerate() {
+            let field = format!("workloads[{i}]");
+            let before = self.problems.len();
+            if !is_workload_name(&w.name) {
+                self.bad(
+                    format!("{field}.name"),
+                    "a workload name is 1-64 characters of A-Z a-z 0-9 _ - . =",
+                );
+            } else if let Some(j) = names.insert(&w.name, i) {
+                self.bad(
+                    format!("{field}.name"),
+                    format!("`{}` is also the name of workloads[{j}]", w.name),
+                );
+            }
+            let kind = w
+                .kind
+                .parse::<WorkloadKind>()
+                .map_err(|e| self.bad(format!("{field}.kind"), e))
+                .ok();
+            let mut bound = BTreeMap::new();
+            for (name, value) in w.axes.iter() {
+                let f = format!("{field}.axes.{name}");
+                match axes.iter().find(|a| a.name == name) {
+                    // Declared but invalid: already reported at `axes`.
+                    None if declared.contains(&name) => {}
+                    None => self.bad(f, format!("`{name}` is not an axis of this task")),
+                    Some(Axis { value: Some(c), .. }) => self.bad(
+                        f,
+                        format!("`{name}` is a const axis (= {c}); workloads bind only var axes"),
+                    ),
+                    Some(_) if *value <= 0 => {
+                        self.bad(f, format!("must be positive, found {value}"))
+                    }
+                    Some(_) => {
+                        bound.insert(name.to_string(), *value);
+                    }
+                }
+            }
+            for a in axes.iter().filter(|a| a.is_var()) {
+                if w.axes.get(&a.name).is_none() {
+                    self.bad(
+                        format!("{field}.axes"),
+                        format!("missing a value for var axis `{}`", a.name),
+                    );
+                }
+            }
+            if let Some(uuid) = &w.uuid {
+                if !is_uuid(uuid) {
+                    self.bad(
+                        format!("{field}.uuid"),
+                        format!("`{uuid}` is not a uuid (32 hex digits, dashes allowed)"),
+                    );
+                } else if let Some(j) = uuids.insert(uuid, i) {
+                    self.bad(
+                        format!("{field}.uuid"),
+                        format!("`{uuid}` is also the uuid of workloads[{j}]"),
+                    );
+                }
+            }
+            let Some(kind) = kind else { continue };
+            if self.problems.len() != before {
+                continue;
+            }
+            // Compared as written, so axes already reported as invalid do not look equal.
+            let written: BTreeMap<String, i64> =
+                w.axes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            if let Some((j, _, _)) = seen.iter().find(|(_, k, a)| *k == kind && *a == written) {
+                self.bad(
+                    field,
+                    format!("binds the same axes as workloads[{j}] (both {kind})"),
+                );
+                continue;
+            }
+            seen.push((i, kind, written));
+            out.push(Workload {
+                name: w.name.clone(),
+                kind,
+                axes: bound,
+                uuid: w.uuid.clone(),
+            });
+        }
+        for kind in WorkloadKind::ALL {
+            if !raw.iter().any(|w| w.kind == kind.as_str()) {
+                self.bad(
+                    "workloads",
+                    format!("a task needs at least one {kind} workload"),
+                );
+            }
+        }
+        out
+    }
+
+    fn targets(&mut self, raw: &OrderedMap<TargetFile>) -> Vec<Target> {
+        if raw.is_empty() {
+            self.bad("targets", "a task needs a target for at least one arch");
+        }
+        let mut out = Vec::new();
+        for (key, t) in raw.iter() {
+            let field = format!("targets.{key}");
+            let arch = match key.parse::<Arch>() {
+                Ok(a) => a,
+                Err(e) => {
+                    self.bad(&field, e);
+                    continue;
+                }
+            };
+            let before = self.problems.len();
+            if t.required.is_empty() {
+                self.bad(
+                    format!("{field}.required"),
+                    "list at least one instruction family",
+                );
+            }
+            let mut required = Vec::new();
+            for (i, f) in t.required.iter().enumerate() {
+                let ff = format!("{field}.required[{i}]");
+                if !KNOWN_FAMILIES.contains(&f.family.as_str()) {
+                    self.bad(
+                        format!("{ff}.family"),
+                        format!(
+                            "unknown instruction family `{}` (known: {})",
+                            f.family,
+                            KNOWN_FAMILIES.join(", ")
+                        ),
+                    );
+                } else if !family_available(&f.family, arch) {
+                    self.bad(
+                        format!("{ff}.family"),
+                        format!("`{}` does not exist on {arch}", f.family),
+                    );
+                } else if t.required[..i].iter().any(|p| p.family == f.family) {
+                    self.bad(
+                        format!("{ff}.family"),
+                        format!("`{}` is listed twice", f.family),
+                    );
+                }
+                if f.sass.is_empty() {
+                    self.bad(
+                        format!("{ff}.sass"),
+                        "list at least one SASS opcode pattern that proves the family ran",
+                    );
+                }
+                for (j, p) in f.sass.iter().enumerate() {
+                    if !is_sass_pattern(p) {
+                        self.bad(
+                            format!("{ff}.sass[{j}]"),
+                            format!("`{p}` is not a SASS opcode pattern ([A-Z0-9_.*]+)"),
+                        );
+                    }
+                }
+                required.push(TargetFamily {
+                    family: f.family.clone(),
+                    sass: f.sass.clone(),
+                });
+            }
+            if self.problems.len() == before {
+                out.push(Target {
+                    arch,
+                    required,
+                    notes: t.notes.clone().unwrap_or_default().trim().to_string(),
+                });
+            }
+        }
+        out.sort_by_key(|t| t.arch);
+        out
+    }
+
+    /// Formulas positive and tensor sizes representable for every workload.
+    fn per_workload(&mut self, task: &Task, raw: &[WorkloadFile]) {
+        for (field, expr) in [("flops", &task.flops), ("bytes", &task.bytes)] {
+            // One problem per formula, naming every workload it fails for.
+            let mut failures = Vec::new();
+            for w in &task.workloads {
+                let i = raw.iter().position(|r| r.name == w.name).unwrap_or(0);
+                match expr.eval_f64(&task.bindings(w)) {
+                    Ok(v) if v.is_finite() && v > 0.0 => {}
+                    Ok(v) => failures.push(format!("{v} for workloads[{i}] (`{}`)", w.name)),
+                    Err(e) => failures.push(format!("workloads[{i}] (`{}`): {e}", w.name)),
+                }
+            }
+            if !failures.is_empty() {
+                self.bad(
+                    field,
+                    format!(
+                        "must be positive for every workload; it is {}",
+                        failures.join(", ")
+                    ),
+                );
+            }
+        }
+        for w in &task.workloads {
+            let i = raw.iter().position(|r| r.name == w.name).unwrap_or(0);
+            let b = task.bindings(w);
+            for t in task.inputs.iter().chain(&task.outputs) {
+                if let Err(e) = task.size_bytes(t, &b) {
+                    self.bad(format!("workloads[{i}]"), e.to_string());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers() {
+        for ok in ["M", "seq_len", "_x", "D2"] {
+            assert!(is_identifier(ok), "{ok}");
+        }
+        for bad in ["", "2D", "a-b", "min", "true", "a b"] {
+            assert!(!is_identifier(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn uuids_with_and_without_dashes() {
+        assert!(is_uuid("3817345d-2b16-47dc-ae55-710bf42cfd86"));
+        assert!(is_uuid("584d85771a40498fb56ad8b57c4049a4"));
+        assert!(!is_uuid("584d85771a40498fb56ad8b57c4049a"));
+        assert!(!is_uuid("-584d85771a40498fb56ad8b57c4049a4"));
+        assert!(!is_uuid("zz4d85771a40498fb56ad8b57c4049a4"));
+    }
+
+    #[test]
+    fn empty_and_non_map_documents_are_problems_not_panics() {
+        let file = Path::new("x.yaml");
+        for text in ["", "hello", "- 1\n- 2\n", "~", "{}"] {
+            let problems = parse_task(text, file, file).expect_err("not a task");
+            assert!(!problems.is_empty(), "{text:?}");
+            assert!(problems.iter().all(|p| p.file == file), "{problems:?}");
+        }
+    }
+
+    #[test]
+    fn problems_display_file_field_reason() {
+        let p = Problem::new(
+            Path::new("tasks/gemm/x.yaml"),
+            "outputs.C.tolerance",
+            "missing",
+        );
+        assert_eq!(
+            p.to_string(),
+            "tasks/gemm/x.yaml: outputs.C.tolerance: missing"
+        );
+        let p = Problem::new(Path::new("x.yaml"), "", "YAML syntax error at line 3");
+        assert_eq!(p.to_string(), "x.yaml: YAML syntax error at line 3");
+    }
+}

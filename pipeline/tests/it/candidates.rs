@@ -1,0 +1,128 @@
+//! The committed candidates through the whole static check, with ptxas and NVRTC for real.
+
+use ptxbench::arch::Arch;
+use ptxbench::candidate::Candidate;
+use ptxbench::check::{CheckOptions, check};
+
+use crate::{cuda_tools, root, suite};
+
+fn opts() -> CheckOptions {
+    CheckOptions {
+        arch: Arch::Sm90a,
+        compile_for: Arch::ALL.to_vec(),
+    }
+}
+
+#[test]
+fn simt_gemm_in_cuda_cpp_binds_on_every_gemm_workload() {
+    if !cuda_tools("simt_gemm_in_cuda_cpp_binds_on_every_gemm_workload") {
+        return;
+    }
+    let suite = suite();
+    let c = Candidate::load(&root().join("tasks/candidates/simt/gemm")).expect("loads");
+    let task = suite.get("gemm_n7168_k5120").expect("task exists");
+    let r = check(&c, task, &opts());
+    assert!(r.ok(), "{:?}", r.failure);
+    let nvrtc = r.nvrtc.as_ref().expect("compiled with NVRTC");
+    assert_eq!(nvrtc.version, "13.0");
+    assert_eq!(r.workloads.len(), task.workloads.len());
+    // M=70: grid (7168/16, ceil(70/16)) = (448, 5).
+    let m70 = r
+        .workloads
+        .iter()
+        .find(|w| w.workload.contains("70"))
+        .expect("an M=70 workload");
+    assert_eq!(m70.launches[0].grid, [448, 5, 1]);
+    // A plain SIMT kernel: the lint warns that wgmma and TMA are absent, without failing it.
+    assert!(r.required.iter().all(|q| q.count == 0));
+    assert!(
+        r.warnings.iter().any(|w| w.contains("wgmma")),
+        "{:?}",
+        r.warnings
+    );
+    let ptxas = |a: Arch| {
+        r.ptxas
+            .iter()
+            .find(|p| p.arch == a)
+            .expect("ran")
+            .result
+            .as_ref()
+            .expect("ptxas found")
+    };
+    let hopper = ptxas(Arch::Sm90a);
+    assert!(hopper.ok, "{}", hopper.log);
+    assert!(hopper.resources[0].registers > 0);
+    assert_eq!(hopper.resources[0].shared_bytes, 2 * 16 * 17 * 4);
+    // NVRTC compiled for compute_90a: an arch-specific target does not run on Blackwell.
+    let blackwell = ptxas(Arch::Sm100a);
+    assert!(
+        !blackwell.ok
+            && blackwell
+                .log
+                .contains("cannot be compiled to future architecture"),
+        "{}",
+        blackwell.log
+    );
+}
+
+#[test]
+fn triton_tma_gemm_binds_as_triton_emitted_it() {
+    if !cuda_tools("triton_tma_gemm_binds_as_triton_emitted_it") {
+        return;
+    }
+    let suite = suite();
+    let c = Candidate::load(&root().join("tasks/candidates/triton_gemm_tma")).expect("loads");
+    for id in ["gemm_n7168_k5120", "gemm_n128_k2048"] {
+        let task = suite.get(id).expect("task exists");
+        let r = check(&c, task, &opts());
+        assert!(r.ok(), "{id}: {:?}", r.failure);
+        let fam = |f: &str| r.families.get(f).copied().unwrap_or(0);
+        assert!(
+            fam("wgmma") > 0 && fam("tma") > 0 && fam("mbarrier") > 0,
+            "{:?}",
+            r.families
+        );
+        assert!(r.warnings.iter().all(|w| !w.contains("no `wgmma`")));
+        // sm_90a PTX compiles for sm_90a and is refused for sm_100a (a warning, not a failure).
+        let by_arch = |a: Arch| {
+            r.ptxas
+                .iter()
+                .find(|p| p.arch == a)
+                .expect("ran")
+                .result
+                .as_ref()
+                .expect("ptxas found")
+                .ok
+        };
+        assert!(by_arch(Arch::Sm90a));
+        assert!(!by_arch(Arch::Sm100a));
+    }
+}
+
+#[test]
+fn triton_pointer_gemm_binds() {
+    let suite = suite();
+    let c = Candidate::load(&root().join("tasks/candidates/triton_gemm_ptr")).expect("loads");
+    let task = suite.get("gemm_n4096_k4096").expect("task exists");
+    let r = check(
+        &c,
+        task,
+        &CheckOptions {
+            arch: Arch::Sm90a,
+            compile_for: vec![],
+        },
+    );
+    assert!(r.ok(), "{:?}", r.failure);
+    assert!(r.families.get("wgmma").copied().unwrap_or(0) > 0);
+}
+
+#[test]
+fn a_response_that_is_cut_off_is_an_extraction_failure() {
+    let text = "Here is my kernel:\n```ptx\n.version 8.0\n.target sm_90a\n";
+    let err = Candidate::from_response(text).expect_err("truncated");
+    assert!(
+        err.to_string()
+            .contains("ends inside a code block opened on line 2"),
+        "{err}"
+    );
+}

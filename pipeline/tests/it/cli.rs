@@ -1,0 +1,72 @@
+//! The `ptxbench` binary as a user runs it.
+
+use std::process::Command;
+
+use crate::root;
+
+fn ptxbench(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn tasks_check_passes_on_the_committed_suite() {
+    let (code, out, err) = ptxbench(&["tasks", "check"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("ok: "), "{out}");
+}
+
+#[test]
+fn tasks_list_and_show() {
+    let (code, out, _) = ptxbench(&["tasks", "list"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("gemm_n7168_k5120") && out.contains("mha_bwd_d128_causal"));
+    let (code, out, _) = ptxbench(&["tasks", "show", "mha_with_lse_d64"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("LSE"), "{out}");
+    let (code, _, err) = ptxbench(&["tasks", "show", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no task `nope`"), "{err}");
+}
+
+#[test]
+fn prompt_command_prints_the_prompt() {
+    let (code, out, _) = ptxbench(&[
+        "prompt",
+        "gemm_n7168_k5120",
+        "--arch",
+        "sm_90a",
+        "--variant",
+        "3",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("A pipeline pattern that works on Hopper"));
+    let (code, _, err) = ptxbench(&["prompt", "gemm_n7168_k5120", "--variant", "4"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("variant 4 does not exist"), "{err}");
+}
+
+#[test]
+fn check_reports_a_bad_response_as_an_extraction_failure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let resp = dir.path().join("response.md");
+    std::fs::write(&resp, "I could not do it.").expect("write");
+    let (code, out, _) = ptxbench(&[
+        "check",
+        resp.to_str().expect("utf-8"),
+        "--task",
+        "gemm_n7168_k5120",
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["failure"]["class"], "extraction");
+}

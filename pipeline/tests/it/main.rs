@@ -1,0 +1,60 @@
+//! Integration tests, one module per feature, on the real task suite and real PTX fixtures.
+
+mod candidates;
+mod cli;
+mod plan_errors;
+mod prompts;
+
+use std::path::PathBuf;
+
+use ptxbench::task::Suite;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("pipeline/ has a parent")
+        .to_path_buf()
+}
+
+pub fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
+/// A PTX fixture of the PTX front end's tests (real nvcc output, with its source beside it).
+pub fn ptx_fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("ptx/tests/fixtures")
+        .join(name)
+}
+
+pub fn suite() -> Suite {
+    Suite::load(&root().join("tasks")).expect("the committed suite loads")
+}
+
+/// Whether ptxas and NVRTC are installed; with `PTXBENCH_REQUIRE_CUDA_TOOLS=1` (CI) their
+/// absence fails the test instead of skipping it.
+pub fn cuda_tools(test: &str) -> bool {
+    let ptxas = ptxbench::toolchain::locate(ptxbench::toolchain::Tool::Ptxas);
+    let nvrtc = ptxbench::cuda::library::locate(ptxbench::cuda::CudaLibrary::Nvrtc);
+    let missing: Vec<String> = [
+        ptxas.err().map(|e| e.to_string()),
+        nvrtc.err().map(|e| e.to_string()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    if std::env::var_os("PTXBENCH_REQUIRE_CUDA_TOOLS").is_some_and(|v| v == "1") {
+        panic!(
+            "{test}: CUDA tools required but missing: {}",
+            missing.join("; ")
+        );
+    }
+    eprintln!("SKIP {test}: {}", missing.join("; "));
+    false
+}

@@ -1,0 +1,464 @@
+#!/usr/bin/env python3
+"""Writes the PTXBench v1 task files (tasks/<family>/<id>.yaml).
+
+The YAML files are the source of truth; this script only records how v1 was made, so that a
+systematic change (a new target note, a new correctness size) is made the same way everywhere.
+Re-running it over an unchanged suite reproduces the files byte for byte.
+
+The paper's definitions, workload uuids and sizes come from the public PTXBench release
+(GitHub zhang677/PTXBench, commit 491860b, packages/mini-ptx-agent/fib_runtime/multiturn/
+*-problems), copied as gemm_problems.csv, mha_with_lse_problems.csv and mha_bwd_problems.csv:
+
+    python3 tasks/generate.py --upstream ../upstream-ptxbench
+
+Then run `ptxbench tasks check` (or `cargo test -p ptxbench --lib task::`).
+"""
+
+import argparse
+import csv
+import json
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+HEADER = "# Written by tasks/generate.py (PTXBench task suite v1); the YAML is the source of truth.\n"
+
+TMA = '{family: tma, sass: [UTMALDG, UTMASTG, UTMAREDG]}'
+TARGETS = """targets:
+  sm_90a:
+    required:
+      - {family: wgmma, sass: ["*GMMA*"]}
+      - %(tma)s
+    notes: >-
+      Hopper: %(h)s
+  sm_100a:
+    required:
+      - {family: tcgen05, sass: ["UTC*", LDTM, STTM]}
+      - %(tma)s
+    notes: >-
+      Blackwell: %(b)s
+"""
+
+GEMM_H = (
+    "the products run on the warpgroup MMA unit (wgmma.mma_async, SASS HGMMA/QGMMA) and the "
+    "A and B tiles arrive by TMA (cp.async.bulk.tensor, SASS UTMALDG; UTMASTG/UTMAREDG for "
+    "stores). mma.sync (HMMA) alone does not count."
+)
+GEMM_B = (
+    "the products run on the fifth-generation tensor core (tcgen05.mma, SASS UTC*MMA) with the "
+    "accumulator in tensor memory (tcgen05.ld/st, SASS LDTM/STTM), tiles moved by TMA "
+    "(SASS UTMALDG)."
+)
+ATT_H = (
+    "both matrix products (Q K^T and P V; in the backward pass also dP, dV, dQ, dK) run on the "
+    "warpgroup MMA unit (wgmma.mma_async, SASS HGMMA) and the Q, K, V tiles arrive by TMA "
+    "(cp.async.bulk.tensor, SASS UTMALDG). mma.sync (HMMA) alone does not count."
+)
+ATT_B = (
+    "the matrix products run on tcgen05.mma (SASS UTC*MMA) with accumulators in tensor memory "
+    "(tcgen05.ld/st, SASS LDTM/STTM), tiles moved by TMA (SASS UTMALDG)."
+)
+
+
+def q(s):
+    """A YAML double-quoted scalar (JSON strings are valid YAML 1.2)."""
+    return json.dumps(s, ensure_ascii=True)
+
+
+def rewrap(text, width=96):
+    """Re-flows prose lines; lines indented by two spaces (formulas) stay as written."""
+    out, prose = [], []
+
+    def flush():
+        if prose:
+            out.extend(textwrap.wrap(" ".join(prose), width=width, break_on_hyphens=False))
+            prose.clear()
+
+    for line in text.strip("\n").split("\n"):
+        if not line.strip():
+            flush()
+            out.append("")
+        elif line.startswith("  "):
+            flush()
+            out.append(line)
+        else:
+            prose.append(line.strip())
+    flush()
+    return "\n".join(out)
+
+
+def block(text, indent=2):
+    pad = " " * indent
+    return "|\n" + "".join(pad + line + "\n" if line else "\n" for line in rewrap(text).split("\n"))
+
+
+def workload(name, kind, axes, uuid=None):
+    ax = ", ".join(f"{k}: {v}" for k, v in axes.items())
+    u = f", uuid: {q(uuid)}" if uuid else ""
+    return f"  - {{name: {name}, kind: {kind}, axes: {{{ax}}}{u}}}\n"
+
+
+def targets(h, b):
+    return TARGETS % {"tma": TMA, "h": h, "b": b}
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# ---------------------------------------------------------------- GEMM
+
+GEMM_DESC = """\
+C = A @ B^T in bf16 with fp32 accumulation: the paper's gemm_n{N}_k{K}, with N and K fixed and
+M (the number of tokens) varying per workload. A is [M, K] and B is [N, K], both row-major with
+K contiguous (a "TN" GEMM, B holds the weights as nn.Linear does); C is [M, N], row-major.
+Most M values are not multiples of any tile size, so partial tiles must be handled.
+
+FLOPs: 2*M*N*K (one multiply and one add per term). Bytes: A and B read once, C written once.
+
+Tolerance: allclose, rtol 1e-2 and atol 1e-2, against an fp32 reference. Rounding C to bf16
+costs at most 2^-9 (0.2%) relative and fp32 summation order far less, so a correct kernel passes
+with margin; a wrong tile, a skipped K block or a bf16 accumulator does not.
+
+Performance workloads are the paper's (with its workload uuids); correctness workloads are small
+and odd-sized."""
+
+
+def gemm_task(n, k, rows):
+    tid = f"gemm_n{n}_k{k}"
+    perf = sorted((int(r["M"]), r["workload_uuid"]) for r in rows)
+    perf_m = [m for m, _ in perf]
+    corr = [1, 129] + ([70] if 70 not in perf_m else [333])
+    out = [HEADER]
+    out.append(f"schema: 1\nid: {tid}\nfamily: gemm\n")
+    out.append(f"title: {q(f'bf16 GEMM C = A @ B^T, N={n}, K={k}')}\n")
+    out.append("description: " + block(GEMM_DESC.format(N=n, K=k)))
+    out.append(
+        "axes:\n"
+        '  M: {type: var, description: "rows of A and C (tokens)"}\n'
+        f'  N: {{type: const, value: {n}, description: "rows of B, columns of C (output features)"}}\n'
+        f'  K: {{type: const, value: {k}, description: "reduction dimension (input features)"}}\n'
+        "inputs:\n"
+        '  A: {dtype: bf16, shape: [M, K], description: "activations, row-major, K contiguous"}\n'
+        '  B: {dtype: bf16, shape: [N, K], description: "weights, row-major, K contiguous"}\n'
+        "outputs:\n"
+        "  C:\n"
+        "    dtype: bf16\n"
+        "    shape: [M, N]\n"
+        '    description: "row-major, N contiguous"\n'
+        "    tolerance: {metric: allclose, rtol: 0.01, atol: 0.01}\n"
+        "op: {kind: gemm, transpose_b: true}\n"
+        'reference: "C[m, n] = sum_k A[m, k] * B[n, k]: exact products accumulated in fp32; the'
+        ' reference keeps fp32, the kernel writes C rounded to bf16"\n'
+        "distribution: {kind: randn, std: 1.0}\n"
+        'baseline: {library: cublaslt, operation: "bf16 TN matmul, fp32 accumulate, bf16 output"}\n'
+        'flops: "2*M*N*K"\n'
+        'bytes: "2*(M*K + N*K + M*N)"\n'
+        "workloads:\n"
+    )
+    for m in sorted(corr):
+        out.append(workload(f"M{m}", "correctness", {"M": m}))
+    for m, u in perf:
+        out.append(workload(f"M{m}", "performance", {"M": m}, u))
+    out.append(targets(GEMM_H, GEMM_B))
+    return tid, "".join(out)
+
+
+FP8_DESC = """\
+C = scale_a * scale_b * (A @ B^T) with fp8 (e4m3) inputs, fp32 accumulation and bf16 output, at
+the shape of the headline bf16 task (N=7168, K=5120). Beyond the paper, which has bf16 GEMM only:
+it asks for the fp8 tensor-core path (wgmma with e4m3 operands on Hopper, tcgen05.mma kind::f8f6f4
+on Blackwell). A is [M, K] and B is [N, K], row-major with K contiguous (fp8 MMA takes K-major
+operands only); C is [M, N] row-major. scale_a and scale_b are single f32 values in device memory
+(shape [1]), drawn from U(0.5, 2); A and B are N(0, 1) samples rounded to e4m3.
+
+FLOPs: 2*M*N*K. Bytes: A and B read once (1 byte per element), the two scales, C written once.
+
+Tolerance: allclose, rtol 2e-2 and atol 2e-2, against an fp32 reference computed from the same
+e4m3 values (exact products, fp32 accumulation, then the scales). Rounding C to bf16 costs 2^-9;
+the rest is accumulation: Hopper's fp8 MMA accumulates with reduced internal precision, so a
+kernel that never promotes partial sums to fp32 registers over K=5120 risks this bound (promote
+every few k-blocks, as DeepGEMM and cuBLAS do)."""
+
+
+def fp8_task():
+    tid = "gemm_fp8_n7168_k5120"
+    n, k = 7168, 5120
+    out = [HEADER]
+    out.append(f"schema: 1\nid: {tid}\nfamily: gemm_fp8\n")
+    out.append(f"title: {q(f'fp8 e4m3 GEMM C = scale_a*scale_b*(A @ B^T), N={n}, K={k}')}\n")
+    out.append("description: " + block(FP8_DESC))
+    out.append(
+        "axes:\n"
+        '  M: {type: var, description: "rows of A and C (tokens)"}\n'
+        f'  N: {{type: const, value: {n}, description: "rows of B, columns of C"}}\n'
+        f'  K: {{type: const, value: {k}, description: "reduction dimension"}}\n'
+        "inputs:\n"
+        '  A: {dtype: e4m3, shape: [M, K], description: "row-major, K contiguous"}\n'
+        '  B: {dtype: e4m3, shape: [N, K], description: "row-major, K contiguous"}\n'
+        "  scale_a:\n"
+        "    dtype: f32\n"
+        "    shape: [1]\n"
+        '    description: "per-tensor dequantization scale of A"\n'
+        "    distribution: {kind: uniform, lo: 0.5, hi: 2.0}\n"
+        "  scale_b:\n"
+        "    dtype: f32\n"
+        "    shape: [1]\n"
+        '    description: "per-tensor dequantization scale of B"\n'
+        "    distribution: {kind: uniform, lo: 0.5, hi: 2.0}\n"
+        "outputs:\n"
+        "  C:\n"
+        "    dtype: bf16\n"
+        "    shape: [M, N]\n"
+        '    description: "row-major, N contiguous"\n'
+        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02}\n"
+        "op: {kind: gemm_fp8, per_tensor_scales: true}\n"
+        'reference: "C[m, n] = scale_a[0] * scale_b[0] * sum_k A[m, k] * B[n, k], with A and B'
+        ' the e4m3 values as given: exact products accumulated in fp32; the reference keeps fp32,'
+        ' the kernel writes C rounded to bf16"\n'
+        "distribution: {kind: randn, std: 1.0}\n"
+        "baseline: {library: cublaslt, operation: \"fp8 e4m3 TN matmul with per-tensor scales"
+        ' (A/B scale pointers), fp32 accumulate, bf16 output"}\n'
+        'flops: "2*M*N*K"\n'
+        'bytes: "M*K + N*K + 8 + 2*M*N"\n'
+        "workloads:\n"
+    )
+    for m in (1, 77, 129):
+        out.append(workload(f"M{m}", "correctness", {"M": m}))
+    for m in (70, 952, 8192):
+        out.append(workload(f"M{m}", "performance", {"M": m}))
+    out.append(
+        targets(
+            GEMM_H.replace("HGMMA/QGMMA", "QGMMA for fp8"),
+            GEMM_B.replace("tcgen05.mma,", "tcgen05.mma kind::f8f6f4,"),
+        )
+    )
+    return tid, "".join(out)
+
+
+# ---------------------------------------------------------------- attention
+
+ATT_LAYOUT = """\
+Q, K, V are bf16 [B, H, S, D], row-major (D contiguous); queries and keys share the sequence
+length S. The paper fixes B=4 and H=48; here B and H are var axes so that correctness workloads
+can be small, and every performance workload uses B=4, H=48."""
+
+CAUSAL = """\
+Causal: key j is masked for query i when j > i (top-left aligned, S_q = S_k), so every query
+attends to at least itself."""
+
+FWD_DESC = """\
+Multi-head attention forward that also returns the log-sum-exp of the scores: the paper's
+{id}. With scale = 1/sqrt(D):
+  O[b,h,i,:] = sum_j P[i,j] * V[b,h,j,:],  P[i,:] = softmax_j(scale * Q[b,h,i,:] . K[b,h,j,:])
+  LSE[b,h,i] = log(sum_j exp(scale * Q[b,h,i,:] . K[b,h,j,:]))  (natural log, f32)
+
+{layout}
+
+{causal}
+
+FLOPs: {flops} (Q K^T and P V, two FLOPs per multiply-add{halved}). Bytes: Q, K, V read once,
+O and LSE written once.
+
+Tolerances. O: allclose, rtol 2e-2 and atol 2e-2. O is a convex combination of rows of V
+(|O| <= max |V|), a flash-style kernel rounds P to bf16 before the P V product (2^-9 relative per
+term) and O to bf16 at the end; 2e-2 leaves margin for both and still fails a wrong mask, scale
+or row. LSE: allclose, rtol 1e-3 and atol 1e-3. LSE comes from fp32 scores with an fp32 running
+max and sum, so a correct kernel is within about 1e-5; 1e-3 still fails a base-2 logarithm (off
+by a factor ln 2), a missing softmax scale or a dropped max term."""
+
+BWD_DESC = """\
+Multi-head attention backward: the paper's {id}. For O = softmax(scale * Q K^T{mask}) V with
+scale = 1/sqrt(D), given the upstream gradient dO, compute dQ, dK, dV:
+  P = exp(scale * Q K^T - LSE)  (masked entries 0),  Delta[i] = sum_d dO[i,d] * O[i,d]
+  dV = P^T dO,  dP = dO V^T,  dS = P * (dP - Delta),  dQ = scale * dS K,  dK = scale * dS^T Q
+
+{layout} O and dO have the same shape; LSE is f32 [B, H, S]
+(natural log of the row sums of exp(scale * Q K^T)).
+
+O and LSE are not drawn: the harness computes them from the drawn Q, K, V with the fp32
+reference forward (O then rounded to bf16), so they are consistent as in training. Q, K, V and dO
+are drawn "spiky" as in the paper: N(0, 1) plus, with probability 0.001 per element, an extra
+N(0, 10^2); these rare large values make an elementwise check fail even for cuDNN.
+
+{causal}
+
+FLOPs: {flops}, 2.5 times the forward's {fwd} (five S x S x D matmuls: the recomputed
+Q K^T, dV, dP, dQ and dK{halved}). Bytes: Q, K, V, O, dO and LSE read once; dQ, dK, dV written
+once.
+
+Tolerance: relnorm, max 0.02 on each of dQ, dK, dV: ||got - ref||_2 / ||ref||_2, the measure
+the paper found meaningful under spiky inputs."""
+
+
+def att_axes(d):
+    return (
+        "axes:\n"
+        '  B: {type: var, description: "batch"}\n'
+        '  H: {type: var, description: "heads"}\n'
+        '  S: {type: var, description: "sequence length, queries and keys"}\n'
+        f'  D: {{type: const, value: {d}, description: "head dimension"}}\n'
+    )
+
+
+def att_workloads(perf):
+    out = []
+    for b, h, s in ((1, 1, 1), (2, 3, 77), (1, 2, 200)):
+        out.append(workload(f"B{b}_H{h}_S{s}", "correctness", {"B": b, "H": h, "S": s}))
+    for s, u in sorted(perf):
+        out.append(workload(f"B4_H48_S{s}", "performance", {"B": 4, "H": 48, "S": s}, u))
+    return "".join(out)
+
+
+def fwd_task(d, causal, perf):
+    tid = f"mha_with_lse_d{d}" + ("_causal" if causal else "")
+    flops = ("2" if causal else "4") + "*B*H*S*S*D"
+    desc = FWD_DESC.format(
+        id=tid,
+        layout=ATT_LAYOUT,
+        causal=CAUSAL if causal else "Not causal: every query attends to every key.",
+        flops=flops,
+        halved=(", halved for the causal mask as FlashAttention and cuDNN count it" if causal else ""),
+    )
+    kind = "(causal) " if causal else ""
+    out = [HEADER]
+    out.append(f"schema: 1\nid: {tid}\nfamily: attention_fwd\n")
+    out.append(f"title: {q(f'Attention forward with LSE, bf16, D={d}' + (', causal' if causal else ''))}\n")
+    out.append("description: " + block(desc))
+    out.append(att_axes(d))
+    out.append(
+        "inputs:\n"
+        '  Q: {dtype: bf16, shape: [B, H, S, D], description: "queries"}\n'
+        '  K: {dtype: bf16, shape: [B, H, S, D], description: "keys"}\n'
+        '  V: {dtype: bf16, shape: [B, H, S, D], description: "values"}\n'
+        "outputs:\n"
+        "  O:\n"
+        "    dtype: bf16\n"
+        "    shape: [B, H, S, D]\n"
+        '    description: "attention output"\n'
+        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02}\n"
+        "  LSE:\n"
+        "    dtype: f32\n"
+        "    shape: [B, H, S]\n"
+        '    description: "natural-log log-sum-exp of the scaled scores of each query"\n'
+        "    tolerance: {metric: allclose, rtol: 0.001, atol: 0.001}\n"
+        f"op: {{kind: attention_fwd, causal: {'true' if causal else 'false'}}}\n"
+        "reference: "
+        + q(
+            f"scale = 1/sqrt(D); S_ij = scale * Q[b,h,i,:] . K[b,h,j,:]"
+            + ("; S_ij = -inf for j > i" if causal else "")
+            + "; LSE[b,h,i] = log(sum_j exp(S_ij)); O[b,h,i,:] = sum_j exp(S_ij - LSE[b,h,i]) * V[b,h,j,:];"
+            " all in fp32 from the bf16 inputs"
+        )
+        + "\n"
+        "distribution: {kind: randn, std: 1.0}\n"
+        f'baseline: {{library: cudnn, operation: "SDPA forward {kind}in bf16, with softmax stats (LSE)"}}\n'
+        f"flops: {q(flops)}\n"
+        'bytes: "8*B*H*S*D + 4*B*H*S"\n'
+        "workloads:\n"
+    )
+    out.append(att_workloads(perf))
+    out.append(targets(ATT_H, ATT_B))
+    return tid, "".join(out)
+
+
+def bwd_task(d, causal, perf):
+    tid = f"mha_bwd_d{d}" + ("_causal" if causal else "")
+    flops = ("5" if causal else "10") + "*B*H*S*S*D"
+    desc = BWD_DESC.format(
+        id=tid,
+        mask=" + causal mask" if causal else "",
+        layout=ATT_LAYOUT,
+        causal=CAUSAL if causal else "Not causal: every query attends to every key.",
+        flops=flops,
+        fwd="4*B*H*S*S*D",
+        halved=("; halved for the causal mask" if causal else ""),
+    )
+    kind = "(causal) " if causal else ""
+    out = [HEADER]
+    out.append(f"schema: 1\nid: {tid}\nfamily: attention_bwd\n")
+    out.append(f"title: {q(f'Attention backward, bf16, D={d}' + (', causal' if causal else ''))}\n")
+    out.append("description: " + block(desc))
+    out.append(att_axes(d))
+    rel = "    tolerance: {metric: relnorm, max: 0.02}\n"
+    out.append(
+        "inputs:\n"
+        '  Q: {dtype: bf16, shape: [B, H, S, D], description: "queries"}\n'
+        '  K: {dtype: bf16, shape: [B, H, S, D], description: "keys"}\n'
+        '  V: {dtype: bf16, shape: [B, H, S, D], description: "values"}\n'
+        '  O: {dtype: bf16, shape: [B, H, S, D], description: "forward output (computed by the harness)"}\n'
+        '  dO: {dtype: bf16, shape: [B, H, S, D], description: "gradient of the loss with respect to O"}\n'
+        '  LSE: {dtype: f32, shape: [B, H, S], description: "forward log-sum-exp, natural log (computed by the harness)"}\n'
+        "outputs:\n"
+        "  dQ:\n    dtype: bf16\n    shape: [B, H, S, D]\n" + rel +
+        "  dK:\n    dtype: bf16\n    shape: [B, H, S, D]\n" + rel +
+        "  dV:\n    dtype: bf16\n    shape: [B, H, S, D]\n" + rel +
+        f"op: {{kind: attention_bwd, causal: {'true' if causal else 'false'}}}\n"
+        "reference: "
+        + q(
+            "scale = 1/sqrt(D); P_ij = exp(scale * Q_i . K_j - LSE_i)"
+            + (" for j <= i, 0 for j > i" if causal else "")
+            + "; Delta_i = dO_i . O_i; dV_j = sum_i P_ij dO_i; dS_ij = P_ij * (dO_i . V_j - Delta_i);"
+            " dQ_i = scale * sum_j dS_ij K_j; dK_j = scale * sum_i dS_ij Q_i; all in fp32 from the bf16 inputs"
+        )
+        + "\n"
+        "distribution: {kind: spiky, std: 1.0, spike_std: 10.0, spike_prob: 0.001}\n"
+        f'baseline: {{library: cudnn, operation: "SDPA backward {kind}in bf16"}}\n'
+        f"flops: {q(flops)}\n"
+        'bytes: "16*B*H*S*D + 4*B*H*S"\n'
+        "workloads:\n"
+    )
+    out.append(att_workloads(perf))
+    out.append(targets(ATT_H, ATT_B))
+    return tid, "".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--upstream", required=True, type=Path, help="folder with the paper's *_problems.csv")
+    args = ap.parse_args()
+
+    files = {}
+    gemm = defaultdict(list)
+    for r in read_csv(args.upstream / "gemm_problems.csv"):
+        gemm[r["definition_name"]].append(r)
+    for name, rows in gemm.items():
+        _, n, k = name.split("_")
+        tid, text = gemm_task(int(n[1:]), int(k[1:]), rows)
+        files[f"gemm/{tid}.yaml"] = text
+    tid, text = fp8_task()
+    files[f"gemm/{tid}.yaml"] = text
+
+    fwd = defaultdict(list)
+    for r in read_csv(args.upstream / "mha_with_lse_problems.csv"):
+        fwd[r["definition_name"]].append((int(r["seq_len"]), r["workload_uuid"]))
+    for d in (64, 96, 128, 256):
+        for causal in (False, True):
+            name = f"mha_with_lse_d{d}" + ("_causal" if causal else "")
+            perf = list(fwd[name])
+            for s in (2048, 4096):  # both sizes for every definition, uuid where the paper has one
+                if s not in [x for x, _ in perf]:
+                    perf.append((s, None))
+            tid, text = fwd_task(d, causal, perf)
+            files[f"attention_fwd/{tid}.yaml"] = text
+
+    bwd = defaultdict(list)
+    for r in read_csv(args.upstream / "mha_bwd_problems.csv"):
+        bwd[r["definition_name"]].append((int(r["seq_len"]), r["workload_uuid"]))
+    for d in (64, 96, 128):
+        for causal in (False, True):
+            name = f"mha_bwd_d{d}" + ("_causal" if causal else "")
+            tid, text = bwd_task(d, causal, bwd[name])
+            files[f"attention_bwd/{tid}.yaml"] = text
+
+    for rel, text in sorted(files.items()):
+        path = HERE / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    print(f"wrote {len(files)} task files under {HERE}")
+
+
+if __name__ == "__main__":
+    main()
