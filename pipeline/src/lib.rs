@@ -13,6 +13,7 @@ pub mod engine;
 pub mod expr;
 pub mod manifest;
 pub mod prompt;
+pub mod record;
 pub mod store;
 pub mod task;
 pub mod toolchain;

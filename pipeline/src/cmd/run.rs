@@ -21,6 +21,8 @@ use crate::candidate::Candidate;
 use crate::check::{self, CheckOptions};
 use crate::digest::Digest;
 use crate::engine::{Outcome, Protocol, Request, Verdict, worker};
+use crate::record::{RECORD_SCHEMA, RUN_SCHEMA, Record, Role, RunObject};
+use crate::store::Store;
 use crate::task::{Suite, glob_match};
 
 #[derive(Debug, Args)]
@@ -36,6 +38,12 @@ pub struct RunArgs {
     /// GPUs to use (default: all).
     #[arg(long)]
     pub gpus: Option<usize>,
+    /// The artifact store the records go to (default: the nearest `artifacts/`).
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+    /// Evaluate nothing: store the results already in the output folder as records.
+    #[arg(long)]
+    pub publish_only: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,6 +85,9 @@ struct EvaluationSpec {
     /// Overrides the list's worker time limit.
     #[serde(default)]
     timeout_s: Option<u64>,
+    /// `entry` (default) or `harness-test` (known-bad kernels, kept off the leaderboard).
+    #[serde(default)]
+    role: Role,
 }
 
 /// One stored result.
@@ -100,8 +111,21 @@ pub struct RunResult {
 /// Verdict, expected verdict and min speedup of one (evaluation, task) pair.
 type SummaryRow = (Verdict, Option<Verdict>, Option<f64>);
 
+/// What a pair's record stores besides the result: CUDA C++ source, PTX made here, plan.
+struct PairTexts {
+    source: Option<String>,
+    ptx: Option<String>,
+    plan: String,
+    role: Role,
+}
+
 struct Item {
     key: Digest,
+    /// What the record stores by digest: the CUDA C++ source (if any), the PTX, the plan.
+    source: Option<String>,
+    ptx: Option<String>,
+    plan: String,
+    role: Role,
     req: Option<Request>,
     timeout: Duration,
     result: RunResult,
@@ -189,6 +213,11 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             });
             items.push(Item {
                 key,
+                source: (cand.lang == crate::candidate::KernelLang::Cuda)
+                    .then(|| cand.kernel.clone()),
+                ptx: report.ptx.clone(),
+                plan: cand.plan.clone(),
+                role: e.role,
                 req,
                 timeout: Duration::from_secs(e.timeout_s.unwrap_or(list.timeout_s)),
                 result: RunResult {
@@ -222,14 +251,41 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let total = items.len();
     let keys: std::collections::BTreeSet<String> =
         items.iter().map(|it| format!("{}.json", it.key)).collect();
-    let (done, todo): (Vec<Item>, Vec<Item>) = items
+    let texts: BTreeMap<String, PairTexts> = items
+        .iter()
+        .map(|it| {
+            let t = PairTexts {
+                source: it.source.clone(),
+                ptx: it.ptx.clone(),
+                plan: it.plan.clone(),
+                role: it.role,
+            };
+            (format!("{}.json", it.key), t)
+        })
+        .collect();
+    let (done, mut todo): (Vec<Item>, Vec<Item>) = items
         .into_iter()
         .partition(|it| out.join(format!("{}.json", it.key)).is_file());
+    if a.publish_only {
+        for it in &todo {
+            eprintln!(
+                "  not evaluated, not published: {} on {}",
+                it.result.evaluation, it.result.task
+            );
+        }
+        todo.clear();
+    }
     eprintln!(
         "{total} pairs: {} already done, {} to evaluate",
         done.len(),
         todo.len()
     );
+    for it in todo.iter().take(5) {
+        eprintln!(
+            "  to evaluate: {} on {}",
+            it.result.evaluation, it.result.task
+        );
+    }
     let gpus = if todo.iter().any(|it| it.req.is_some()) {
         let n = crate::cuda::driver::device_count().context("counting GPUs")?;
         anyhow::ensure!(n > 0, "no GPU on this machine");
@@ -258,6 +314,15 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                     bar.set_message(format!("{} on {}", it.result.evaluation, it.result.task));
                     if let Some(mut req) = it.req.take() {
                         req.gpu = gpu;
+                        // The PTX that runs is kept beside the result: a record must store
+                        // exactly these bytes (another NVRTC may make other PTX from the source).
+                        let ptx_file = out.join(format!("{}.ptx", Digest::of(req.ptx.as_bytes())));
+                        if let Err(e) = std::fs::write(&ptx_file, &req.ptx) {
+                            failures
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(format!("{}: {e}", ptx_file.display()));
+                        }
                         let outcome = worker::run_isolated(exe, &req, it.timeout);
                         if let Some(cubin) = &outcome.cubin {
                             let d = Digest::of(cubin);
@@ -312,6 +377,15 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ]);
     }
     println!("{table}");
+    let store_root = match &a.store {
+        Some(s) => s.clone(),
+        None => Store::discover(&std::env::current_dir()?)
+            .context("no artifacts/ store here or above; pass --store")?,
+    };
+    let store = Store::open(store_root);
+    let run_digest = publish(&store, &out, &texts, &list, &text, suite.digest())?;
+    println!("run object {run_digest} (add it to a manifest's `runs:` to show it)");
+    std::fs::write(out.join("run.digest"), format!("{run_digest}\n"))?;
     println!(
         "{} results in {}; {} differ from their expected verdict",
         rows.len(),
@@ -323,6 +397,101 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Stores every result of this list as a record (with its source, PTX, plan and cubin) and the
+/// run object listing them. Idempotent: the same results give the same digests.
+fn publish(
+    store: &Store,
+    out: &Path,
+    texts: &BTreeMap<String, PairTexts>,
+    list: &RunList,
+    list_text: &str,
+    suite_hash: Digest,
+) -> anyhow::Result<Digest> {
+    let mut records: Vec<((String, String), Digest)> = Vec::new();
+    for (
+        name,
+        PairTexts {
+            source,
+            ptx,
+            plan,
+            role,
+        },
+    ) in texts
+    {
+        let path = out.join(name);
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let r: RunResult = serde_json::from_slice(&bytes)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let put_text = |t: &Option<String>| t.as_ref().map(|t| store.put(t.as_bytes())).transpose();
+        // The PTX that ran: kept beside the result, or the one made here if it is the same.
+        let ptx_digest = match r.ptx_digest {
+            None => None,
+            Some(d) => {
+                let bytes = match std::fs::read(out.join(format!("{d}.ptx"))) {
+                    Ok(b) => b,
+                    Err(_) => match ptx {
+                        Some(p) if Digest::of(p.as_bytes()) == d => p.clone().into_bytes(),
+                        _ => anyhow::bail!(
+                            "{name}: the PTX {d} that ran is not in {} and this machine's NVRTC makes other PTX; re-run the pair",
+                            out.display()
+                        ),
+                    },
+                };
+                Some(store.put(&bytes)?)
+            }
+        };
+        let cubin_digest = match r.cubin_digest {
+            Some(d) => {
+                let cubin = std::fs::read(out.join(format!("{d}.cubin")))
+                    .with_context(|| format!("the cubin {d} of {name}"))?;
+                Some(store.put(&cubin)?)
+            }
+            None => None,
+        };
+        let record = Record {
+            schema: RECORD_SCHEMA.into(),
+            entry: r.evaluation.clone(),
+            role: *role,
+            model: None,
+            task: r.task.clone(),
+            task_hash: r.task_digest,
+            suite_hash,
+            arch: r.arch,
+            provenance: "measured".into(),
+            kernel_source_digest: put_text(source)?,
+            ptx_digest,
+            plan_digest: store.put(plan.as_bytes())?,
+            cubin_digest,
+            prompt_digest: None,
+            response_digest: None,
+            turn: None,
+            seed: r.seed,
+            protocol: r.protocol.clone(),
+            workloads_selected: r.workloads.clone(),
+            expected: r.expected,
+            verdict: r.outcome.verdict,
+            min_speedup: r.outcome.min_speedup,
+            outcome: r.outcome,
+        };
+        records.push((
+            (record.entry.clone(), record.task.clone()),
+            store.put_object(&record)?,
+        ));
+    }
+    records.sort();
+    let run = RunObject {
+        schema: RUN_SCHEMA.into(),
+        name: list.name.clone(),
+        arch: list.arch,
+        list_digest: store.put(list_text.as_bytes())?,
+        suite_hash,
+        record_digests: records.into_iter().map(|(_, d)| d).collect(),
+    };
+    Ok(store.put_object(&run)?)
 }
 
 fn write_result(out: &Path, it: &Item) -> anyhow::Result<()> {
