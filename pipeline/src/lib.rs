@@ -4,6 +4,7 @@
 //! the `cuda` module is plain CPU code and is tested everywhere.
 
 pub mod arch;
+pub mod audit;
 pub mod candidate;
 pub mod check;
 pub mod cmd;

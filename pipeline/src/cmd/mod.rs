@@ -1,5 +1,6 @@
 //! Subcommands, one file each. This is the CLI edge: errors become `anyhow` with context here.
 
+mod audit;
 mod bench_store;
 mod bundle;
 mod check;
@@ -53,6 +54,8 @@ pub enum Command {
     /// Internal: benchmark the store (verify, bundle, import) on generated data.
     #[command(hide = true)]
     BenchStore(bench_store::BenchStoreArgs),
+    /// Re-run the evaluation a record describes on this GPU and compare with the record.
+    Audit(audit::AuditArgs),
     /// Evaluate a candidate on the GPU: correctness, then timing against the library.
     Eval(eval::EvalArgs),
     /// Evaluate a list of (candidate, task) pairs on every GPU; resumable, shardable.
@@ -78,6 +81,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::ImportReported(a) => import::run_reported(a),
         Command::BenchStore(a) => bench_store::run(a),
         Command::Eval(a) => eval::run(a, tasks_dir),
+        Command::Audit(a) => audit::run(a, tasks_dir),
         Command::Run(a) => run::run(a, tasks_dir),
         Command::Reference(a) => reference::run(a, tasks_dir),
         Command::Worker { dir } => {

@@ -1,0 +1,92 @@
+//! `ptxbench audit HASH`: re-run the evaluation a record describes on this machine's GPU and
+//! compare (see `crate::audit`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::audit;
+use crate::engine::{Request, Verdict, worker};
+use crate::record::Record;
+use crate::store::Store;
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// A record's digest or a unique prefix of it.
+    pub record: String,
+    /// The store (default: the nearest `artifacts/`).
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: AuditArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let root = match &a.store {
+        Some(s) => s.clone(),
+        None => Store::discover(&std::env::current_dir()?)
+            .context("no artifacts/ store here or above; pass --store")?,
+    };
+    let store = Store::open(root);
+    let digest = store.resolve(&a.record)?;
+    let record: Record = store
+        .get_json(&digest)
+        .with_context(|| format!("{digest} is not a record"))?;
+    let suite_dir = std::path::absolute(super::suite_dir(dir)?)?;
+    let suite = super::load_suite(Some(suite_dir.clone()))?;
+    let task = suite
+        .get(&record.task)
+        .with_context(|| format!("the record's task {} is not in this suite", record.task))?;
+    anyhow::ensure!(
+        task.digest() == record.task_hash,
+        "task {} has changed since the record was made (recorded {}, here {}): check out the suite the record names",
+        record.task,
+        record.task_hash,
+        task.digest()
+    );
+    let ptx_digest = record
+        .ptx_digest
+        .context("the record has no PTX (it failed before compiling): nothing to re-run")?;
+    let ptx = String::from_utf8(store.get(&ptx_digest)?).context("the stored PTX is not UTF-8")?;
+    let plan = String::from_utf8(store.get(&record.plan_digest)?)
+        .context("the stored plan is not UTF-8")?;
+    let req = Request {
+        suite_dir,
+        task: record.task.clone(),
+        arch: record.arch,
+        ptx,
+        plan,
+        seed: record.seed,
+        protocol: record.protocol.clone(),
+        workloads: record.workloads_selected.clone(),
+        no_timing: false,
+        gpu: a.gpu,
+    };
+    eprintln!(
+        "re-running record {digest} ({} on {}, seed {})",
+        record.entry, record.task, record.seed
+    );
+    let exe = std::env::current_exe()?;
+    let now = worker::run_isolated(&exe, &req, Duration::from_secs(a.timeout));
+    if now.verdict == Verdict::Other && now.device.is_none() {
+        anyhow::bail!("could not re-run the evaluation here: {}", now.message);
+    }
+    let report = audit::compare(&record, &now);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", audit::render(&report));
+    }
+    Ok(if report.agrees {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
