@@ -67,6 +67,7 @@ pub fn run(a: AuditArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         protocol: record.protocol.clone(),
         workloads: record.workloads_selected.clone(),
         no_timing: false,
+        counted: None,
         gpu: a.gpu,
     };
     eprintln!(

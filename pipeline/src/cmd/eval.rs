@@ -94,6 +94,7 @@ pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 protocol: Protocol::default(),
                 workloads: a.workloads.clone(),
                 no_timing: a.no_timing,
+                counted: None,
                 gpu: a.gpu,
             };
             let exe = std::env::current_exe().context("locating the ptxbench executable")?;

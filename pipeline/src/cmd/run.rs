@@ -209,6 +209,7 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 protocol: protocol.clone(),
                 workloads: e.workloads.clone(),
                 no_timing: e.no_timing,
+                counted: None,
                 gpu: 0,
             });
             items.push(Item {

@@ -473,6 +473,27 @@ impl Gpu {
         Ok(Kernel { handle })
     }
 
+    /// Address and size of a `.global` variable the module defines.
+    pub fn global(&self, module: &Module, name: &str) -> Result<(u64, usize), DriverError> {
+        let cname = CString::new(name.replace('\0', "")).expect("NULs were removed");
+        let mut ptr = 0;
+        let mut bytes = 0usize;
+        // SAFETY: a live module, a NUL-terminated name and out-pointers to locals.
+        check("cuModuleGetGlobal", unsafe {
+            sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, module.handle, cname.as_ptr())
+        })?;
+        Ok((ptr, bytes))
+    }
+
+    /// Copies `len` bytes from a raw device address (a module global) to the host.
+    pub fn download_raw(&self, ptr: u64, len: usize) -> Result<Vec<u8>, DriverError> {
+        self.sync()?;
+        let mut out = vec![0u8; len];
+        // SAFETY: the caller got `ptr`/`len` from `global`; `out` has `len` bytes.
+        check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr, len) })?;
+        Ok(out)
+    }
+
     pub fn attributes(&self, k: Kernel) -> Result<KernelAttributes, DriverError> {
         use sys::CUfunction_attribute as F;
         let get = |a: F| -> Result<i32, DriverError> {

@@ -101,6 +101,31 @@ pub struct Request {
     #[serde(default)]
     pub no_timing: bool,
     pub gpu: usize,
+    /// A copy of the PTX with counters spliced in before each target instruction, run once
+    /// (untimed) to prove which target families executed.
+    #[serde(default)]
+    pub counted: Option<CountedPtx>,
+}
+
+/// The instrumented copy of a candidate's PTX: `symbol` is a `.global .u64` array with one
+/// counter per entry of `families`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CountedPtx {
+    pub ptx: String,
+    pub symbol: String,
+    pub families: Vec<String>,
+}
+
+/// Executed counts of the target families, from one launch sequence of the counted PTX.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DynamicCounts {
+    /// "ptx-splice": counters spliced into a copy of the PTX.
+    pub method: String,
+    pub workload: String,
+    /// Family name -> times a thread issued one of its instructions.
+    pub counts: Vec<(String, u64)>,
+    /// Set when the counted copy could not run (the candidate itself is unaffected).
+    pub error: Option<String>,
 }
 
 /// One output of one trial against its reference.
@@ -178,6 +203,9 @@ pub struct Outcome {
     pub min_speedup: Option<f64>,
     /// Seconds the worker spent, by stage.
     pub seconds: Vec<(String, f64)>,
+    /// Target families executed, from the counted PTX (absent when none was asked for).
+    #[serde(default)]
+    pub dynamic: Option<DynamicCounts>,
     #[serde(skip)]
     pub cubin: Option<Vec<u8>>,
 }
@@ -196,6 +224,7 @@ impl Outcome {
             harness_compiler: String::new(),
             min_speedup: None,
             seconds: Vec::new(),
+            dynamic: None,
             cubin: None,
         }
     }

@@ -70,3 +70,30 @@ fn check_reports_a_bad_response_as_an_extraction_failure() {
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["failure"]["class"], "extraction");
 }
+
+#[test]
+fn tasks_import_writes_a_valid_task_and_never_overwrites() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("gemm_n4096_k4096.yaml");
+    let def = crate::fixture("tasks/flashinfer/gemm_n4096_k4096.json");
+    let wl = crate::fixture("tasks/flashinfer/gemm_n4096_k4096.jsonl");
+    let args = [
+        "tasks",
+        "import",
+        def.to_str().expect("utf-8"),
+        "--workloads",
+        wl.to_str().expect("utf-8"),
+        "-o",
+        out.to_str().expect("utf-8"),
+    ];
+    let (code, _, err) = ptxbench(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("note:"), "the defaults it filled in are listed: {err}");
+    let text = std::fs::read_to_string(&out).expect("written");
+    let task = ptxbench::task::Task::from_yaml(&text, &out).expect("the imported task validates");
+    assert_eq!(task.id.as_str(), "gemm_n4096_k4096");
+    // A second import must not replace the file.
+    let (code, _, err) = ptxbench(&args);
+    assert_eq!(code, 2);
+    assert!(err.contains("refusing to overwrite"), "{err}");
+}
