@@ -204,6 +204,8 @@ mod tests {
                 candidate_tflops: 0.0,
                 baseline_tflops: None,
                 recheck_passed: true,
+                state_before: None,
+                state_after: None,
             }),
         }];
         o

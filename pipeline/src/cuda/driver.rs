@@ -89,6 +89,9 @@ pub struct DeviceInfo {
     pub sm_clock_khz: i32,
     pub memory_clock_khz: i32,
     pub driver_library: String,
+    /// PCI bus id, e.g. `0000:19:00.0` (how NVML finds the same device).
+    #[serde(default)]
+    pub pci_bus_id: String,
 }
 
 /// A device allocation, freed on drop.
@@ -265,6 +268,11 @@ impl Gpu {
             check("cuDeviceTotalMem", sys::cuDeviceTotalMem_v2(&mut mem, dev))?;
             let mut version = 0;
             check("cuDriverGetVersion", sys::cuDriverGetVersion(&mut version))?;
+            let mut bus = [0 as std::ffi::c_char; 64];
+            check(
+                "cuDeviceGetPCIBusId",
+                sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 64, dev),
+            )?;
             let info = DeviceInfo {
                 name: CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned(),
                 ordinal,
@@ -279,6 +287,7 @@ impl Gpu {
                 sm_clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
                 memory_clock_khz: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?,
                 driver_library: lib.path.display().to_string(),
+                pci_bus_id: CStr::from_ptr(bus.as_ptr()).to_string_lossy().into_owned(),
             };
             Ok(Gpu { dev, stream, info })
         }
@@ -490,7 +499,9 @@ impl Gpu {
         self.sync()?;
         let mut out = vec![0u8; len];
         // SAFETY: the caller got `ptr`/`len` from `global`; `out` has `len` bytes.
-        check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr, len) })?;
+        check("cuMemcpyDtoH", unsafe {
+            sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr, len)
+        })?;
         Ok(out)
     }
 
@@ -662,6 +673,11 @@ impl Gpu {
             )?;
             Ok(std::mem::transmute::<sys::CUtensorMap, [u8; 128]>(map))
         }
+    }
+
+    /// Clocks, temperature and power now (NVML), if available.
+    pub fn state(&self) -> Option<super::nvml::GpuState> {
+        super::nvml::state(&self.info.pci_bus_id)
     }
 
     pub fn device(&self) -> i32 {

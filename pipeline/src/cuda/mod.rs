@@ -9,6 +9,7 @@
 pub mod cublaslt;
 pub mod driver;
 pub mod library;
+pub mod nvml;
 pub mod nvrtc;
 
 pub use library::{CudaLibrary, LibraryNotFound, LocatedLibrary};

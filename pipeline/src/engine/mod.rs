@@ -162,6 +162,11 @@ pub struct Timing {
     pub baseline_tflops: Option<f64>,
     /// Whether the outputs of the last timed launches matched the reference.
     pub recheck_passed: bool,
+    /// Device state (NVML) before and after the timed launches, where NVML is available.
+    #[serde(default)]
+    pub state_before: Option<crate::cuda::nvml::GpuState>,
+    #[serde(default)]
+    pub state_after: Option<crate::cuda::nvml::GpuState>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -137,6 +137,7 @@ pub fn time_workload(
     }
     gpu.sync()?;
     let events = [gpu.event()?, gpu.event()?, gpu.event()?, gpu.event()?];
+    let state_before = gpu.state();
     let mut cand = Vec::new();
     let mut base = Vec::new();
     let mut spent = 0.0f64;
@@ -166,6 +167,7 @@ pub fn time_workload(
         }
     }
     gpu.sync()?;
+    let state_after = gpu.state();
     drop(keep);
     // The outputs now hold each set's last timed launch: they must still be right.
     let mut recheck_passed = true;
@@ -200,6 +202,8 @@ pub fn time_workload(
             candidate,
             baseline,
             recheck_passed,
+            state_before,
+            state_after,
         },
         info,
     ))
