@@ -230,6 +230,7 @@ mod tests {
             prompt_digest: None,
             response_digest: None,
             turn: None,
+            previous_digest: None,
             seed: 1,
             protocol: crate::engine::Protocol::default(),
             workloads_selected: vec![],

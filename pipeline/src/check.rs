@@ -88,6 +88,8 @@ pub struct CheckReport {
     pub warnings: Vec<String>,
     pub workloads: Vec<WorkloadLaunches>,
     pub ptxas: Vec<PtxasRun>,
+    /// SASS inventory of each cubin ptxas made, where nvdisasm is installed.
+    pub sass: Vec<crate::evidence::SassSummary>,
     /// The PTX that was checked (from the candidate or NVRTC).
     #[serde(skip)]
     pub ptx: Option<String>,
@@ -130,6 +132,7 @@ fn empty_report(task: &Task, arch: Arch) -> CheckReport {
         warnings: Vec::new(),
         workloads: Vec::new(),
         ptxas: Vec::new(),
+        sass: Vec::new(),
         ptx: None,
     }
 }
@@ -256,6 +259,20 @@ pub fn check(candidate: &Candidate, task: &Task, opts: &CheckOptions) -> CheckRe
                 Err(e.to_string())
             }
         };
+        if let Some(cubin) = run.as_ref().ok().and_then(|res| res.cubin.as_ref()) {
+            use crate::evidence::sass;
+            match sass::disassemble(cubin) {
+                Ok(inv) => r.sass.push(sass::SassSummary {
+                    arch: a,
+                    result: Ok(sass::facts(&inv, task, a)),
+                }),
+                Err(e) if e.is_tool_missing() => {}
+                Err(e) => r.sass.push(sass::SassSummary {
+                    arch: a,
+                    result: Err(e.to_string()),
+                }),
+            }
+        }
         r.ptxas.push(PtxasRun {
             arch: a,
             result: run,
@@ -350,6 +367,13 @@ pub fn render_text(r: &CheckReport) -> String {
             }
         }
     }
+    for line in r
+        .sass
+        .iter()
+        .flat_map(crate::evidence::sass::render_summary)
+    {
+        let _ = writeln!(s, "{line}");
+    }
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
@@ -382,4 +406,26 @@ fn describe_param(p: &ResolvedParam) -> String {
         ),
         ResolvedParam::Null { .. } => "null".into(),
     }
+}
+
+/// The static stage's failure as an engine outcome: the candidate's failure (extraction,
+/// compilation, or a plan that cannot launch: the paper's runtime class), or the harness's
+/// when it could not produce PTX at all (NVRTC missing).
+pub fn static_outcome(report: &CheckReport) -> Option<crate::engine::Outcome> {
+    use crate::engine::{Outcome, Verdict};
+    let Some(f) = report.failure.as_ref() else {
+        return report.ptx.is_none().then(|| {
+            Outcome::failed(
+                Verdict::Other,
+                "static",
+                format!("no PTX to run: {}", report.warnings.join("; ")),
+            )
+        });
+    };
+    let verdict = match f.class {
+        FailureClass::Extraction => Verdict::Extraction,
+        FailureClass::Compilation => Verdict::Compilation,
+        FailureClass::Launch => Verdict::Runtime,
+    };
+    Some(Outcome::failed(verdict, "static", f.reasons.join("\n")))
 }

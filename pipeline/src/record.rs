@@ -51,8 +51,12 @@ pub struct Record {
     pub prompt_digest: Option<Digest>,
     #[serde(default)]
     pub response_digest: Option<Digest>,
+    /// 0-based turn within its trajectory.
     #[serde(default)]
     pub turn: Option<u32>,
+    /// The record of the trajectory's previous turn.
+    #[serde(default)]
+    pub previous_digest: Option<Digest>,
     pub seed: u64,
     pub protocol: Protocol,
     pub workloads_selected: Vec<String>,

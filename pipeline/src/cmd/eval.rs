@@ -11,7 +11,7 @@ use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 
 use crate::arch::Arch;
 use crate::candidate::Candidate;
-use crate::check::{self, CheckOptions, FailureClass};
+use crate::check::{self, CheckOptions};
 use crate::engine::{Outcome, Protocol, Request, Verdict, worker};
 
 #[derive(Debug, Args)]
@@ -42,26 +42,6 @@ pub struct EvalArgs {
     pub json: bool,
 }
 
-/// The static stage's failure as an engine outcome: the candidate's failure, or the harness's
-/// when it could not produce PTX at all (NVRTC missing).
-pub fn static_outcome(report: &check::CheckReport) -> Option<Outcome> {
-    let Some(f) = report.failure.as_ref() else {
-        return report.ptx.is_none().then(|| {
-            Outcome::failed(
-                Verdict::Other,
-                "static",
-                format!("no PTX to run: {}", report.warnings.join("; ")),
-            )
-        });
-    };
-    let verdict = match f.class {
-        FailureClass::Extraction => Verdict::Extraction,
-        FailureClass::Compilation => Verdict::Compilation,
-        FailureClass::Launch => Verdict::Runtime,
-    };
-    Some(Outcome::failed(verdict, "static", f.reasons.join("\n")))
-}
-
 pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let suite_dir = super::suite_dir(dir)?;
     let suite = super::load_suite(Some(suite_dir.clone()))?;
@@ -80,25 +60,33 @@ pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let (report, candidate) = report;
-    let outcome = match (static_outcome(&report), candidate) {
+    let outcome = match (check::static_outcome(&report), candidate) {
         (Some(o), _) => o,
         (None, None) => Outcome::failed(Verdict::Other, "static", "no candidate was loaded"),
         (None, Some(c)) => {
+            let ptx = report.ptx.clone().unwrap_or_default();
+            let counted =
+                crate::evidence::engine::counted_copy(task, a.arch, &ptx).unwrap_or_else(|e| {
+                    eprintln!("warning: no dynamic target evidence: {e}");
+                    None
+                });
             let req = Request {
                 suite_dir: std::path::absolute(&suite_dir).unwrap_or(suite_dir.clone()),
                 task: a.task.clone(),
                 arch: a.arch,
-                ptx: report.ptx.clone().unwrap_or_default(),
+                ptx,
                 plan: c.plan,
                 seed: a.seed,
                 protocol: Protocol::default(),
                 workloads: a.workloads.clone(),
                 no_timing: a.no_timing,
-                counted: None,
+                counted,
                 gpu: a.gpu,
             };
             let exe = std::env::current_exe().context("locating the ptxbench executable")?;
-            worker::run_isolated(&exe, &req, Duration::from_secs(a.timeout))
+            let mut o = worker::run_isolated(&exe, &req, Duration::from_secs(a.timeout));
+            o.evidence = crate::evidence::engine::evidence_of(task, a.arch, &o);
+            o
         }
     };
     if a.json {
@@ -171,6 +159,26 @@ pub fn render(o: &Outcome) -> String {
     ));
     if !o.message.is_empty() {
         s.push_str(&format!("{}\n", o.message));
+    }
+    if let Some(ev) = &o.evidence {
+        let fams: Vec<String> = ev
+            .families
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {} (SASS {}, executed {})",
+                    f.family,
+                    f.status.as_str(),
+                    f.static_count,
+                    f.dynamic_count.map_or("-".into(), |n| n.to_string())
+                )
+            })
+            .collect();
+        s.push_str(&format!(
+            "target evidence: {} [{}]\n",
+            ev.status.as_str(),
+            fams.join("; ")
+        ));
     }
     if let Some(m) = o.min_speedup {
         s.push_str(&format!("min speedup over performance workloads: {m:.3}\n"));

@@ -1,15 +1,20 @@
 //! Subcommands, one file each. This is the CLI edge: errors become `anyhow` with context here.
 
 mod audit;
+mod bench_site;
 mod bench_store;
 mod bundle;
 mod check;
 mod eval;
+mod evidence;
+mod export;
+mod generate;
 mod import;
 mod prompt;
 mod reference;
 mod run;
 mod show;
+mod site;
 mod tasks;
 mod verify;
 
@@ -54,12 +59,27 @@ pub enum Command {
     /// Internal: benchmark the store (verify, bundle, import) on generated data.
     #[command(hide = true)]
     BenchStore(bench_store::BenchStoreArgs),
+    /// Build the static leaderboard site from a manifest and its store (no GPU needed).
+    Site(site::SiteArgs),
+    /// Export data of a manifest (the metrics table as Parquet or CSV).
+    #[command(subcommand)]
+    Export(export::ExportCommand),
+    /// Internal: benchmark the site build and the metric aggregation on generated data.
+    #[command(hide = true)]
+    BenchSite(bench_site::BenchSiteArgs),
     /// Re-run the evaluation a record describes on this GPU and compare with the record.
     Audit(audit::AuditArgs),
     /// Evaluate a candidate on the GPU: correctness, then timing against the library.
     Eval(eval::EvalArgs),
+    /// Prove a kernel's target instructions: SASS inventory, and Nsight Compute counts if given.
+    Evidence(evidence::EvidenceArgs),
     /// Evaluate a list of (candidate, task) pairs on every GPU; resumable, shardable.
     Run(run::RunArgs),
+    /// Prompt models through a chat endpoint, evaluate, feed back; resumable.
+    Generate(generate::GenerateArgs),
+    /// Internal: a loopback chat server replaying canned answers (tests, dry runs).
+    #[command(hide = true)]
+    ServeCanned(generate::ServeCannedArgs),
     /// Run the harness's fp32 reference for one workload and write inputs and outputs.
     Reference(reference::ReferenceArgs),
     /// Internal: evaluate one request from stdin in this process (used by `eval` and `run`).
@@ -80,9 +100,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(a) => import::run(a),
         Command::ImportReported(a) => import::run_reported(a),
         Command::BenchStore(a) => bench_store::run(a),
+        Command::Site(a) => site::run(a, tasks_dir),
+        Command::Export(c) => export::run(c, tasks_dir),
+        Command::BenchSite(a) => bench_site::run(a, tasks_dir),
         Command::Eval(a) => eval::run(a, tasks_dir),
+        Command::Evidence(a) => evidence::run(a, tasks_dir),
         Command::Audit(a) => audit::run(a, tasks_dir),
         Command::Run(a) => run::run(a, tasks_dir),
+        Command::Generate(a) => generate::run(a, tasks_dir),
+        Command::ServeCanned(a) => generate::serve_canned(a),
         Command::Reference(a) => reference::run(a, tasks_dir),
         Command::Worker { dir } => {
             crate::engine::worker::serve(&dir)

@@ -198,7 +198,18 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 key.update(b"\0");
             }
             let key = Digest::from_hasher(&key);
-            let static_fail = super::eval::static_outcome(&report);
+            let static_fail = check::static_outcome(&report);
+            let counted = match (&static_fail, &report.ptx) {
+                (None, Some(ptx)) => crate::evidence::engine::counted_copy(task, list.arch, ptx)
+                    .unwrap_or_else(|err| {
+                        eprintln!(
+                            "warning: {} on {}: no dynamic target evidence: {err}",
+                            e.name, task.id
+                        );
+                        None
+                    }),
+                _ => None,
+            };
             let req = static_fail.is_none().then(|| Request {
                 suite_dir: suite_dir.clone(),
                 task: task.id.to_string(),
@@ -209,7 +220,7 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 protocol: protocol.clone(),
                 workloads: e.workloads.clone(),
                 no_timing: e.no_timing,
-                counted: None,
+                counted: counted.clone(),
                 gpu: 0,
             });
             items.push(Item {
@@ -306,7 +317,7 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         for gpu in 0..gpus {
             let queue = Arc::clone(&queue);
             let failures = Arc::clone(&failures);
-            let (exe, out, bar) = (&exe, &out, &bar);
+            let (exe, out, bar, suite) = (&exe, &out, &bar, &suite);
             scope.spawn(move || {
                 loop {
                     let Some(mut it) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
@@ -324,7 +335,14 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                                 .unwrap_or_else(|e| e.into_inner())
                                 .push(format!("{}: {e}", ptx_file.display()));
                         }
-                        let outcome = worker::run_isolated(exe, &req, it.timeout);
+                        let mut outcome = worker::run_isolated(exe, &req, it.timeout);
+                        if let Some(task) = suite.get(&it.result.task) {
+                            outcome.evidence = crate::evidence::engine::evidence_of(
+                                task,
+                                it.result.arch,
+                                &outcome,
+                            );
+                        }
                         if let Some(cubin) = &outcome.cubin {
                             let d = Digest::of(cubin);
                             it.result.cubin_digest = Some(d);
@@ -470,6 +488,7 @@ fn publish(
             prompt_digest: None,
             response_digest: None,
             turn: None,
+            previous_digest: None,
             seed: r.seed,
             protocol: r.protocol.clone(),
             workloads_selected: r.workloads.clone(),

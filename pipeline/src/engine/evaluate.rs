@@ -332,8 +332,12 @@ fn count_targets(
         return result;
     };
     let run = || -> Result<Vec<u64>, String> {
-        let launches = bind::resolve(plan, module, task, w, req.arch)
-            .map_err(|p| p.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))?;
+        let launches = bind::resolve(plan, module, task, w, req.arch).map_err(|p| {
+            p.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
         let jitted = gpu.jit(&counted.ptx).map_err(|e| e.to_string())?;
         let m = gpu.load(&jitted.cubin).map_err(|e| e.to_string())?;
         let mut kernels = BTreeMap::new();
@@ -345,16 +349,30 @@ fn count_targets(
         let stop = |s: Stop| s.0.message;
         let support = Support::load(gpu).map_err(|e| e.to_string())?;
         let set = allocate(gpu, task, plan, &env).map_err(stop)?;
-        fill_inputs(gpu, &support, task, &env, &set, seed_for(req.seed, &w.name, 0)).map_err(stop)?;
+        fill_inputs(
+            gpu,
+            &support,
+            task,
+            &env,
+            &set,
+            seed_for(req.seed, &w.name, 0),
+        )
+        .map_err(stop)?;
         prepare_outputs(gpu, task, &set).map_err(|e| e.to_string())?;
         run_plan(gpu, &kernels, &launches, &set).map_err(stop)?;
         let (ptr, bytes) = gpu.global(&m, &counted.symbol).map_err(|e| e.to_string())?;
         let n = counted.families.len();
         if bytes < 8 * n {
-            return Err(format!("counter array {} has {bytes} bytes for {n} counters", counted.symbol));
+            return Err(format!(
+                "counter array {} has {bytes} bytes for {n} counters",
+                counted.symbol
+            ));
         }
         let raw = gpu.download_raw(ptr, 8 * n).map_err(|e| e.to_string())?;
-        Ok(raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+        Ok(raw
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect())
     };
     match run() {
         Ok(counts) => result.counts = counted.families.iter().cloned().zip(counts).collect(),

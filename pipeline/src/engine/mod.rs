@@ -211,6 +211,9 @@ pub struct Outcome {
     /// Target families executed, from the counted PTX (absent when none was asked for).
     #[serde(default)]
     pub dynamic: Option<DynamicCounts>,
+    /// Static SASS plus dynamic counts per required family (filled by the parent process).
+    #[serde(default)]
+    pub evidence: Option<crate::evidence::TargetEvidence>,
     #[serde(skip)]
     pub cubin: Option<Vec<u8>>,
 }
@@ -230,6 +233,7 @@ impl Outcome {
             min_speedup: None,
             seconds: Vec::new(),
             dynamic: None,
+            evidence: None,
             cubin: None,
         }
     }

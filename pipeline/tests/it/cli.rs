@@ -1,21 +1,6 @@
 //! The `ptxbench` binary as a user runs it.
 
-use std::process::Command;
-
-use crate::root;
-
-fn ptxbench(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::ptxbench;
 
 #[test]
 fn tasks_check_passes_on_the_committed_suite() {
@@ -88,7 +73,10 @@ fn tasks_import_writes_a_valid_task_and_never_overwrites() {
     ];
     let (code, _, err) = ptxbench(&args);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("note:"), "the defaults it filled in are listed: {err}");
+    assert!(
+        err.contains("note:"),
+        "the defaults it filled in are listed: {err}"
+    );
     let text = std::fs::read_to_string(&out).expect("written");
     let task = ptxbench::task::Task::from_yaml(&text, &out).expect("the imported task validates");
     assert_eq!(task.id.as_str(), "gemm_n4096_k4096");

@@ -2,8 +2,10 @@
 
 mod candidates;
 mod cli;
+mod evidence;
 mod plan_errors;
 mod prompts;
+mod zoo;
 
 use std::path::PathBuf;
 
@@ -34,8 +36,7 @@ pub fn suite() -> Suite {
     Suite::load(&root().join("tasks")).expect("the committed suite loads")
 }
 
-/// Whether ptxas and NVRTC are installed; with `PTXBENCH_REQUIRE_CUDA_TOOLS=1` (CI) their
-/// absence fails the test instead of skipping it.
+/// Whether ptxas and NVRTC are installed (see [`tools_present`]).
 pub fn cuda_tools(test: &str) -> bool {
     let ptxas = ptxbench::toolchain::locate(ptxbench::toolchain::Tool::Ptxas);
     let nvrtc = ptxbench::cuda::library::locate(ptxbench::cuda::CudaLibrary::Nvrtc);
@@ -46,6 +47,12 @@ pub fn cuda_tools(test: &str) -> bool {
     .into_iter()
     .flatten()
     .collect();
+    tools_present(test, &missing)
+}
+
+/// True when nothing is `missing`; otherwise skips with a notice, or fails when
+/// `PTXBENCH_REQUIRE_CUDA_TOOLS=1` (CI) says the tools must be there.
+pub fn tools_present(test: &str, missing: &[String]) -> bool {
     if missing.is_empty() {
         return true;
     }
@@ -57,4 +64,18 @@ pub fn cuda_tools(test: &str) -> bool {
     }
     eprintln!("SKIP {test}: {}", missing.join("; "));
     false
+}
+
+/// The `ptxbench` binary run from the repository root: exit code, stdout, stderr.
+pub fn ptxbench(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

@@ -1,0 +1,130 @@
+//! `ptxbench bench-site` (hidden): generates a store of synthetic records and a manifest
+//! naming them, times loading and building the site from it, and times the metric
+//! aggregation on a number of generated samples. Peak memory: run it (or `ptxbench site` on
+//! the generated manifest) under `/usr/bin/time -v`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+
+use crate::metrics::{self, Provenance, Sample, Samples};
+use crate::site::SiteInput;
+use crate::site::output::write_site;
+use crate::site::synthetic::{self, Rng};
+use crate::store::Store;
+
+#[derive(Debug, Args)]
+pub struct BenchSiteArgs {
+    /// A folder for the generated store, manifest and site (created; must not exist unless
+    /// --reuse).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Synthetic records (role `entry`); 0 skips the site benchmark.
+    #[arg(long, default_value_t = 100_000)]
+    pub records: usize,
+    /// Entries (models) they are spread over.
+    #[arg(long, default_value_t = 20)]
+    pub entries: usize,
+    /// Tasks of the suite to use (0: every sm_90a task).
+    #[arg(long, default_value_t = 0)]
+    pub task_count: usize,
+    /// Samples for the aggregation benchmark; 0 skips it.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: usize,
+    /// Use the store already in --dir (made by an earlier run) instead of generating one.
+    #[arg(long)]
+    pub reuse: bool,
+    /// Only generate the store and manifest (time the build yourself with `ptxbench site`).
+    #[arg(long)]
+    pub generate_only: bool,
+}
+
+pub fn run(a: BenchSiteArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let store_dir = a.dir.join("artifacts");
+    let manifest = a.dir.join("manifest.yaml");
+    let out = a.dir.join("public");
+    let suite = super::load_suite(tasks_dir)?;
+    if a.records > 0 {
+        if a.reuse {
+            if !manifest.is_file() {
+                bail!("--reuse: no {} from an earlier run", manifest.display());
+            }
+        } else {
+            if a.dir.exists() {
+                bail!("{} exists; pass a new folder (or --reuse)", a.dir.display());
+            }
+            std::fs::create_dir_all(&a.dir)
+                .with_context(|| format!("creating {}", a.dir.display()))?;
+            let store = Store::open(&store_dir).without_sync();
+            let t = Instant::now();
+            let opts = synthetic::Options {
+                records: a.records,
+                entries: a.entries,
+                harness_tests: 8,
+                tasks: a.task_count,
+                seed: 2026,
+            };
+            synthetic::generate(&store, &suite, &opts, &manifest, None)?;
+            println!(
+                "generate: {} records into {} in {:.2} s",
+                a.records,
+                store_dir.display(),
+                t.elapsed().as_secs_f64()
+            );
+        }
+        if !a.generate_only {
+            let store = Store::open(&store_dir);
+            let t = Instant::now();
+            let input = SiteInput::load(&manifest, &store, suite.clone())?;
+            let load = t.elapsed().as_secs_f64();
+            let files = write_site(&input, &out)?;
+            let total = t.elapsed().as_secs_f64();
+            println!(
+                "site: {} records, {files} files: load {load:.2} s, render and write {:.2} s, total {total:.2} s",
+                input.records.len(),
+                total - load
+            );
+        }
+    }
+    if a.rows > 0 {
+        let mut rng = Rng::new(99);
+        let t = Instant::now();
+        let mut samples = Samples::with_capacity(a.rows);
+        let tasks: Vec<String> = suite.tasks.iter().map(|t| t.id.to_string()).collect();
+        for i in 0..a.rows {
+            let correct = rng.unit() < 0.4;
+            let s = 0.1 + 1.5 * rng.unit();
+            samples.push(Sample {
+                provenance: if i % 10 == 0 {
+                    Provenance::Reported
+                } else {
+                    Provenance::Measured
+                },
+                entry: format!("model-{:02}", i % 40),
+                arch: if i % 3 == 0 { "sm_100a" } else { "sm_90a" }.to_string(),
+                task: tasks[(i / 40) % tasks.len()].clone(),
+                trajectory: format!("t{}", i / 8),
+                turn: (i % 8) as u32,
+                correct,
+                correct_with_arch: (i % 10 == 0).then_some(correct && rng.unit() < 0.5),
+                speedup_min: Some(s),
+                speedup_best: Some(s * 1.2),
+                peak_fraction: Some(s / 3.0),
+            });
+        }
+        let built = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let m = metrics::compute(samples)?;
+        println!(
+            "aggregate: {} rows → {} task rows, {} overall rows in {:.2} s (building the samples took {built:.2} s)",
+            a.rows,
+            m.tasks.len(),
+            m.overall.len(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

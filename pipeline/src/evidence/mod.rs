@@ -1,0 +1,20 @@
+//! Target evidence: proof that a kernel's architecture-specific instructions were compiled into
+//! its cubin and executed.
+//!
+//! - [`sass`]: the static SASS inventory of a cubin (nvdisasm), per function and per opcode.
+//! - [`ncu`]: Nsight Compute's per-SASS-instruction executed counts (the paper's dynamic method).
+//! - [`splice`]: counters spliced into a copy of the PTX (a dynamic method with no profiler).
+//! - [`status`]: the paper's status per required family, and the "correct with arch" rule.
+
+pub mod engine;
+pub mod ncu;
+pub mod sass;
+pub mod splice;
+pub mod status;
+
+pub use sass::{SassError, SassFunction, SassInventory, SassSummary};
+pub use splice::{COUNTER_SYMBOL, SpliceError, Spliced, splice};
+pub use status::{
+    DynamicCounts, DynamicMethod, EvidenceStatus, FamilyEvidence, StaticSass, TargetEvidence,
+    assess, correct_with_arch,
+};

@@ -1,0 +1,469 @@
+//! Dynamic evidence without a profiler: a copy of the candidate's PTX with an atomic counter
+//! increment spliced in front of every target instruction.
+//!
+//! The copy declares `.visible .global .align 8 .u64 ptxbench_evidence_counters[N];` (one
+//! counter per family, in [`Spliced::families_in_order`]) after the module header, and puts
+//! `red.global.add.u64 [ptxbench_evidence_counters+8*i], 1;` on the same line just before each
+//! counted instruction, after its labels and with its guard predicate (`@%p2 cp.async...`
+//! becomes `@%p2 red...; @%p2 cp.async...`). Because the increment is written in place, it sits
+//! in the instruction's own `{ }` scope (inline asm), so a predicate declared there is in scope;
+//! it addresses the counter array by symbol, so it needs no register and no kernel parameter.
+//!
+//! # What it proves, and what it does not
+//! - It proves that, in the copy, the PTX instruction was *reached with a true guard* by that
+//!   many threads (the count is thread-level: a warpgroup's `wgmma.mma_async` adds 128).
+//! - It does not prove that ptxas emitted the target SASS opcode for it (it could lower the
+//!   instruction differently, or the copy could compile differently from the original): pair it
+//!   with the SASS inventory of the *original* cubin, as [`super::status::assess`] does.
+//! - Control flow that depends on timing (spin loops on mbarriers) may take a different path
+//!   in the copy; the extra atomics perturb timing, so timed runs use the unmodified PTX.
+//!
+//! # How the engine reads the counters back
+//! Load the spliced module, then `cuModuleGetGlobal(module, "ptxbench_evidence_counters")`
+//! gives the array's device pointer and size (`8 * families_in_order.len()` bytes); zero it
+//! (`cuMemsetD8`) before the launches to count, run them, synchronize, and copy the array down
+//! (`cuMemcpyDtoH`): element `i` is the count of `families_in_order[i]`. Feed the counts to
+//! [`super::status::DynamicCounts::Families`] with `DynamicMethod::SplicedCounters`.
+
+use std::collections::BTreeMap;
+
+use ptxbench_ptx::{Family, ParseError, opcode_key};
+
+/// The symbol of the counter array in the spliced copy.
+pub const COUNTER_SYMBOL: &str = "ptxbench_evidence_counters";
+
+/// The spliced copy of a module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spliced {
+    pub ptx: String,
+    /// The `.global .u64` array to read back (see the module docs).
+    pub counter_symbol: String,
+    /// Counter `i` counts `families_in_order[i]`.
+    pub families_in_order: Vec<Family>,
+    /// How many instructions were instrumented per family (same order).
+    pub sites: Vec<u64>,
+}
+
+impl Spliced {
+    /// The counter array read back as bytes (little-endian u64s), keyed by family name.
+    pub fn counts_from_bytes(&self, bytes: &[u8]) -> BTreeMap<String, u64> {
+        self.families_in_order
+            .iter()
+            .zip(bytes.chunks_exact(8))
+            .map(|(f, b)| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(b);
+                (f.as_str().to_string(), u64::from_le_bytes(w))
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpliceError {
+    #[error("no family to count")]
+    NoFamilies,
+    #[error("the PTX does not parse: {0}")]
+    Parse(ParseError),
+    #[error("the PTX already defines `{0}`")]
+    SymbolTaken(String),
+    #[error("no `.address_size` or `.target` directive to declare the counters after")]
+    NoHeader,
+    #[error(
+        "splicing found {found} `{family}` instructions where the parser counts {expected}; refusing a copy that would miscount"
+    )]
+    Mismatch {
+        family: Family,
+        expected: u64,
+        found: u64,
+    },
+    #[error("the spliced copy does not parse: {0}")]
+    Reparse(ParseError),
+}
+
+/// Whether an instruction with this opcode is counted for `family`: the instructions that do
+/// the family's work and map to its proving SASS (`wgmma.mma_async` -> `HGMMA`; tensor bulk
+/// copies -> `UTMALDG`/`UTMASTG`/`UTMAREDG`; `tcgen05.mma/ld/st/cp` -> `UTC*`/`LDTM`/`STTM`),
+/// not its fences, commits and waits. Other families count every member.
+pub fn counted(family: Family, opcode: &str) -> bool {
+    if ptxbench_ptx::family_of(opcode) != Some(family) {
+        return false;
+    }
+    let key = opcode_key(opcode);
+    let first_two = key.split('.').take(2).collect::<Vec<_>>().join(".");
+    match family {
+        Family::Wgmma => key.starts_with("wgmma.mma_async"),
+        Family::Tma => key == "cp.async.bulk.tensor" || key == "cp.reduce.async.bulk.tensor",
+        Family::Tcgen05 => matches!(
+            first_two.as_str(),
+            "tcgen05.mma" | "tcgen05.ld" | "tcgen05.st" | "tcgen05.cp"
+        ),
+        _ => true,
+    }
+}
+
+/// One instruction found by the scanner.
+struct Site {
+    /// Byte offset of the instruction (its `@` guard, else its opcode).
+    at: usize,
+    predicate: Option<String>,
+    counter: usize,
+}
+
+/// Produces the instrumented copy of `ptx` counting `families` (duplicates ignored).
+pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
+    let mut order: Vec<Family> = Vec::new();
+    for f in families {
+        if !order.contains(f) {
+            order.push(*f);
+        }
+    }
+    if order.is_empty() {
+        return Err(SpliceError::NoFamilies);
+    }
+    let module = ptxbench_ptx::parse(ptx).map_err(SpliceError::Parse)?;
+    if ptx.contains(COUNTER_SYMBOL) {
+        return Err(SpliceError::SymbolTaken(COUNTER_SYMBOL.into()));
+    }
+    let expected: Vec<u64> = order
+        .iter()
+        .map(|f| {
+            module
+                .instructions()
+                .filter(|i| counted(*f, &i.opcode))
+                .count() as u64
+        })
+        .collect();
+
+    let sites = scan(ptx, &order);
+    let mut found = vec![0u64; order.len()];
+    for s in &sites {
+        found[s.counter] += 1;
+    }
+    for (i, f) in order.iter().enumerate() {
+        if found[i] != expected[i] {
+            return Err(SpliceError::Mismatch {
+                family: *f,
+                expected: expected[i],
+                found: found[i],
+            });
+        }
+    }
+
+    let header_end = header_end(ptx).ok_or(SpliceError::NoHeader)?;
+    let mut out = String::with_capacity(ptx.len() + sites.len() * 64 + 128);
+    let mut last = 0usize;
+    let mut inserts: Vec<(usize, String)> = vec![(
+        header_end,
+        format!(
+            "\n.visible .global .align 8 .u64 {COUNTER_SYMBOL}[{}];",
+            order.len()
+        ),
+    )];
+    for s in &sites {
+        let guard = s
+            .predicate
+            .as_ref()
+            .map(|p| format!("@{p} "))
+            .unwrap_or_default();
+        inserts.push((
+            s.at,
+            format!(
+                "{guard}red.global.add.u64 [{COUNTER_SYMBOL}+{}], 1; ",
+                8 * s.counter
+            ),
+        ));
+    }
+    inserts.sort_by_key(|(at, _)| *at);
+    for (at, text) in inserts {
+        out.push_str(&ptx[last..at]);
+        out.push_str(&text);
+        last = at;
+    }
+    out.push_str(&ptx[last..]);
+
+    let copy = ptxbench_ptx::parse(&out).map_err(SpliceError::Reparse)?;
+    let added = copy
+        .instructions()
+        .filter(|i| i.mnemonic() == "red" && i.operands.contains(COUNTER_SYMBOL))
+        .count();
+    if added != sites.len() {
+        return Err(SpliceError::Mismatch {
+            family: order[0],
+            expected: sites.len() as u64,
+            found: added as u64,
+        });
+    }
+    Ok(Spliced {
+        ptx: out,
+        counter_symbol: COUNTER_SYMBOL.into(),
+        families_in_order: order,
+        sites: found,
+    })
+}
+
+/// Byte offset just after the `.address_size` directive (else `.target`) line.
+fn header_end(ptx: &str) -> Option<usize> {
+    let mut offset = 0usize;
+    let mut target_end = None;
+    for line in ptx.split_inclusive('\n') {
+        let t = line.trim_start();
+        let end = offset + line.trim_end_matches(['\n', '\r']).len();
+        if t.starts_with(".address_size") {
+            return Some(end);
+        }
+        if t.starts_with(".target") && target_end.is_none() {
+            target_end = Some(end);
+        }
+        if t.starts_with(".visible") || t.starts_with(".entry") || t.starts_with(".func") {
+            break;
+        }
+        offset += line.len();
+    }
+    target_end
+}
+
+/// Finds the counted instructions: walks statements (ended by `;`), skipping comments and
+/// strings, telling scope braces (where a statement may start) from vector-operand braces.
+fn scan(ptx: &str, order: &[Family]) -> Vec<Site> {
+    let b = ptx.as_bytes();
+    let mut sites = Vec::new();
+    let mut i = 0usize;
+    let mut start: Option<usize> = None;
+    let mut vector_depth = 0u32;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 2;
+                continue;
+            }
+            b'"' => {
+                start.get_or_insert(i);
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += 1;
+                }
+            }
+            b';' => {
+                if let Some(s) = start.take() {
+                    statement(ptx, s, i, order, &mut sites);
+                }
+                vector_depth = 0;
+            }
+            b'{' => {
+                let scope = match start {
+                    None => true,
+                    Some(s) => {
+                        let pending = ptx[s..i].trim_start();
+                        pending.starts_with('.') || only_labels(&ptx[s..i])
+                    }
+                };
+                if scope && vector_depth == 0 {
+                    start = None;
+                } else {
+                    vector_depth += 1;
+                }
+            }
+            b'}' => {
+                if vector_depth > 0 {
+                    vector_depth -= 1;
+                } else {
+                    start = None;
+                }
+            }
+            c if c.is_ascii_whitespace() => {}
+            _ => {
+                start.get_or_insert(i);
+            }
+        }
+        i += 1;
+    }
+    sites
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'%' | b'.')
+}
+
+/// Skips whitespace and comments from `i`.
+fn skip_blank(b: &[u8], mut i: usize) -> usize {
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if b.get(i) == Some(&b'/') && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b.get(i) == Some(&b'/') && b.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                i += 1;
+            }
+            i = (i + 2).min(b.len());
+        } else {
+            return i;
+        }
+    }
+}
+
+/// Skips labels (`name:` not followed by another `:`) from `i`.
+fn skip_labels(b: &[u8], mut i: usize) -> usize {
+    loop {
+        i = skip_blank(b, i);
+        let mut j = i;
+        while j < b.len() && is_ident(b[j]) {
+            j += 1;
+        }
+        if j > i && b.get(j) == Some(&b':') && b.get(j + 1) != Some(&b':') {
+            i = j + 1;
+        } else {
+            return i;
+        }
+    }
+}
+
+fn only_labels(text: &str) -> bool {
+    let b = text.as_bytes();
+    skip_labels(b, 0) >= b.len()
+}
+
+/// Reads one statement `ptx[s..end]` and records it when it is a counted instruction.
+fn statement(ptx: &str, s: usize, end: usize, order: &[Family], sites: &mut Vec<Site>) {
+    let b = &ptx.as_bytes()[..end];
+    let at = skip_labels(b, s);
+    let mut i = at;
+    let mut predicate = None;
+    if b.get(i) == Some(&b'@') {
+        let p0 = i + 1;
+        while i < b.len() && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        predicate = Some(ptx[p0..i].to_string());
+        i = skip_blank(b, i);
+    }
+    let o0 = i;
+    while i < b.len() && (is_ident(b[i]) || b[i] == b':') {
+        i += 1;
+    }
+    let opcode = &ptx[o0..i];
+    if opcode.is_empty() || opcode.starts_with('.') {
+        return;
+    }
+    if let Some(counter) = order.iter().position(|f| counted(*f, opcode)) {
+        sites.push(Site {
+            at,
+            predicate,
+            counter,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = ".version 8.0\n.target sm_90a\n.address_size 64\n\n\
+.visible .entry k(.param .u64 p)\n.maxntid 128, 1, 1\n{\n\
+  .reg .pred %p<2>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<4>;\n\
+  // wgmma.mma_async in a comment is not counted;\n\
+  wgmma.fence.sync.aligned;\n\
+$L1:\n  @!%p1 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r1];\n\
+  {\n  .reg .pred p;\n  setp.ne.b32 p, %r1, 0;\n\
+  wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%r0, %r1, %r2, %r3}, %rd1, %rd2, p, 1, 1, 0, 0;\n  }\n\
+  wgmma.commit_group.sync.aligned;\n  ret;\n}\n";
+
+    #[test]
+    fn splices_in_place_with_predicates_and_labels() {
+        let s = splice(PTX, &[Family::Wgmma, Family::Tma, Family::Wgmma]).expect("splices");
+        assert_eq!(s.families_in_order, vec![Family::Wgmma, Family::Tma]);
+        assert_eq!(s.sites, vec![1, 1]);
+        assert!(s.ptx.contains(
+            ".address_size 64\n.visible .global .align 8 .u64 ptxbench_evidence_counters[2];\n"
+        ));
+        assert!(s.ptx.contains(
+            "$L1:\n  @!%p1 red.global.add.u64 [ptxbench_evidence_counters+8], 1; @!%p1 cp.async"
+        ));
+        assert!(
+            s.ptx
+                .contains("red.global.add.u64 [ptxbench_evidence_counters+0], 1; wgmma.mma_async")
+        );
+        assert!(!s.ptx.contains("1; wgmma.fence"));
+        assert!(!s.ptx.contains("1; wgmma.commit"));
+        // Line numbers of the original are kept after the declaration's line.
+        assert_eq!(s.ptx.lines().count(), PTX.lines().count() + 1);
+    }
+
+    #[test]
+    fn counters_read_back_in_order() {
+        let s = splice(PTX, &[Family::Tma, Family::Wgmma]).expect("splices");
+        let mut bytes = 5u64.to_le_bytes().to_vec();
+        bytes.extend(128u64.to_le_bytes());
+        let c = s.counts_from_bytes(&bytes);
+        assert_eq!(c.get("tma"), Some(&5));
+        assert_eq!(c.get("wgmma"), Some(&128));
+    }
+
+    #[test]
+    fn refusals() {
+        assert_eq!(splice(PTX, &[]), Err(SpliceError::NoFamilies));
+        assert!(matches!(
+            splice("garbage {", &[Family::Wgmma]),
+            Err(SpliceError::Parse(_))
+        ));
+        let taken = PTX.replace(
+            ".address_size 64\n",
+            ".address_size 64\n.global .u64 ptxbench_evidence_counters[1];\n",
+        );
+        assert!(matches!(
+            splice(&taken, &[Family::Wgmma]),
+            Err(SpliceError::SymbolTaken(_))
+        ));
+        // A family with no instruction is spliced with zero sites (its counter stays 0).
+        let s = splice(PTX, &[Family::Tcgen05]).expect("splices");
+        assert_eq!(s.sites, vec![0]);
+    }
+
+    #[test]
+    fn what_is_counted() {
+        assert!(counted(
+            Family::Wgmma,
+            "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.bf16.bf16"
+        ));
+        assert!(!counted(Family::Wgmma, "wgmma.wait_group.sync.aligned"));
+        assert!(counted(
+            Family::Tma,
+            "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
+        ));
+        assert!(!counted(
+            Family::Tma,
+            "cp.async.bulk.prefetch.tensor.2d.L2.global"
+        ));
+        assert!(counted(
+            Family::Tcgen05,
+            "tcgen05.ld.sync.aligned.32x32b.x8.b32"
+        ));
+        assert!(counted(
+            Family::Tcgen05,
+            "tcgen05.mma.cta_group::1.kind::f16"
+        ));
+        assert!(!counted(
+            Family::Tcgen05,
+            "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"
+        ));
+        assert!(counted(
+            Family::Mbarrier,
+            "mbarrier.try_wait.parity.shared::cta.b64"
+        ));
+    }
+}

@@ -1,0 +1,320 @@
+//! Target evidence: for each required instruction family, what the SASS holds and what ran, and
+//! the paper's status for it. Records carry [`TargetEvidence`] as it is (serde both ways).
+//!
+//! The rule the leaderboard counts ("correct with arch", [`correct_with_arch`]): the verdict is
+//! correct AND every required family has status [`EvidenceStatus::DynamicPresent`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::sass::{self, SassInventory};
+use crate::arch::Arch;
+use crate::engine::Verdict;
+use crate::task::Target;
+
+/// The paper's evidence status values, plus `StaticOnly`.
+///
+/// Variants are declared from weakest to strongest evidence; [`EvidenceStatus::rank`] and `Ord`
+/// follow that order, so the status of a whole target is the minimum over its families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceStatus {
+    /// There is no compiled code to inspect (no PTX, or ptxas failed): nothing can be said.
+    SourceMissing,
+    /// The code exists but the inspection could not be made (no nvdisasm, nvdisasm failed).
+    InspectionFailed,
+    /// The cubin was disassembled and no opcode matches the family's patterns.
+    SassAbsent,
+    /// The opcodes are in the SASS, and a dynamic method ran and counted zero executions.
+    DynamicNotExecuted,
+    /// The opcodes are in the SASS; no dynamic method has run (or none covered this family).
+    StaticOnly,
+    /// The opcodes are in the SASS and a dynamic method counted at least one execution.
+    DynamicPresent,
+}
+
+impl EvidenceStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvidenceStatus::SourceMissing => "source_missing",
+            EvidenceStatus::InspectionFailed => "inspection_failed",
+            EvidenceStatus::SassAbsent => "sass_absent",
+            EvidenceStatus::DynamicNotExecuted => "dynamic_not_executed",
+            EvidenceStatus::StaticOnly => "static_only",
+            EvidenceStatus::DynamicPresent => "dynamic_present",
+        }
+    }
+}
+
+impl std::fmt::Display for EvidenceStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How executed counts were obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DynamicMethod {
+    /// Nsight Compute per-SASS-instruction counts, as the paper: `thread_inst_executed_true`
+    /// (threads with a true guard) where collected, else `inst_executed` (warps).
+    Ncu,
+    /// Atomic counters spliced into a copy of the PTX before each target instruction
+    /// (thread-level issue counts of the PTX instruction; see `evidence::splice`).
+    SplicedCounters,
+}
+
+/// Executed counts from one dynamic method.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DynamicCounts {
+    /// Per SASS mnemonic (full, as printed: `HGMMA.64x128x16.F32.BF16`); a family's count is
+    /// the sum over the mnemonics its patterns match.
+    SassOpcodes {
+        method: DynamicMethod,
+        counts: BTreeMap<String, u64>,
+    },
+    /// Per PTX family name (`wgmma`, `tma`, `tcgen05`): a family absent from the map was not
+    /// measured.
+    Families {
+        method: DynamicMethod,
+        counts: BTreeMap<String, u64>,
+    },
+}
+
+impl DynamicCounts {
+    pub fn method(&self) -> DynamicMethod {
+        match self {
+            DynamicCounts::SassOpcodes { method, .. } | DynamicCounts::Families { method, .. } => {
+                *method
+            }
+        }
+    }
+
+    /// The executed count of `family`, `None` when this method did not measure it.
+    fn count(&self, family: &crate::task::TargetFamily) -> Option<u64> {
+        match self {
+            DynamicCounts::SassOpcodes { counts, .. } => Some(sass::matching(counts, family).0),
+            DynamicCounts::Families { counts, .. } => counts.get(&family.family).copied(),
+        }
+    }
+}
+
+/// What the static SASS inspection produced, as input to [`assess`].
+#[derive(Debug, Clone)]
+pub enum StaticSass {
+    /// No code to inspect, with the reason (extraction or compilation failed).
+    SourceMissing(String),
+    /// The inspection could not be made, with the reason.
+    InspectionFailed(String),
+    Inventory(SassInventory),
+}
+
+/// The evidence for one required family.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FamilyEvidence {
+    pub family: String,
+    pub sass_patterns: Vec<String>,
+    pub status: EvidenceStatus,
+    /// Matching SASS instructions in the cubin (0 when it could not be inspected).
+    pub static_count: u64,
+    /// The full SASS mnemonics that matched, sorted.
+    pub static_opcodes: Vec<String>,
+    /// Executions counted by `method` (thread-level; ncu falls back to warps without
+    /// `thread_inst_executed_true`).
+    pub dynamic_count: Option<u64>,
+    pub method: Option<DynamicMethod>,
+}
+
+/// The evidence for a task's target on one architecture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetEvidence {
+    pub arch: Arch,
+    /// The weakest family status (`SourceMissing` when the target requires nothing).
+    pub status: EvidenceStatus,
+    pub families: Vec<FamilyEvidence>,
+    /// The disassembler's version line, empty when none ran.
+    pub disassembler: String,
+    /// How the evidence was gathered and what limits it (method caveats, failures).
+    pub notes: Vec<String>,
+}
+
+impl TargetEvidence {
+    /// Whether every required family was seen executing.
+    pub fn all_dynamic_present(&self) -> bool {
+        !self.families.is_empty()
+            && self
+                .families
+                .iter()
+                .all(|f| f.status == EvidenceStatus::DynamicPresent)
+    }
+}
+
+/// The leaderboard's "correct with arch": a correct verdict and every required family executed.
+pub fn correct_with_arch(verdict: Verdict, evidence: &TargetEvidence) -> bool {
+    verdict == Verdict::Correct && evidence.all_dynamic_present()
+}
+
+/// Combines the static inventory and (optionally) dynamic counts into the target's evidence.
+pub fn assess(
+    target: &Target,
+    sass: &StaticSass,
+    dynamic: Option<&DynamicCounts>,
+) -> TargetEvidence {
+    let mut notes = Vec::new();
+    let mut disassembler = String::new();
+    match sass {
+        StaticSass::SourceMissing(why) => notes.push(format!("no code to inspect: {why}")),
+        StaticSass::InspectionFailed(why) => notes.push(format!("SASS not inspected: {why}")),
+        StaticSass::Inventory(inv) => disassembler = inv.disassembler.clone(),
+    }
+    if let Some(d) = dynamic {
+        notes.push(match d.method() {
+            DynamicMethod::Ncu => "dynamic: Nsight Compute per-SASS-instruction counts \
+                 (threads with a true guard where thread_inst_executed_true was collected, \
+                 else warp-level inst_executed)"
+                .into(),
+            DynamicMethod::SplicedCounters => "dynamic: counters spliced into a copy of the PTX \
+                 (thread-level issue of the PTX instruction; SASS presence from the static \
+                 inventory)"
+                .into(),
+        });
+    }
+    let families: Vec<FamilyEvidence> = target
+        .required
+        .iter()
+        .map(|f| {
+            let (status, static_count, static_opcodes, dynamic_count) = match sass {
+                StaticSass::SourceMissing(_) => (EvidenceStatus::SourceMissing, 0, vec![], None),
+                StaticSass::InspectionFailed(_) => {
+                    (EvidenceStatus::InspectionFailed, 0, vec![], None)
+                }
+                StaticSass::Inventory(inv) => {
+                    let (n, ops) = inv.family_count(f);
+                    let dyn_n = dynamic.and_then(|d| d.count(f));
+                    let status = match (n, dyn_n) {
+                        (0, _) => EvidenceStatus::SassAbsent,
+                        (_, None) => EvidenceStatus::StaticOnly,
+                        (_, Some(0)) => EvidenceStatus::DynamicNotExecuted,
+                        (_, Some(_)) => EvidenceStatus::DynamicPresent,
+                    };
+                    (status, n, ops, dyn_n)
+                }
+            };
+            FamilyEvidence {
+                family: f.family.clone(),
+                sass_patterns: f.sass.clone(),
+                status,
+                static_count,
+                static_opcodes,
+                method: dynamic_count.and(dynamic.map(DynamicCounts::method)),
+                dynamic_count,
+            }
+        })
+        .collect();
+    TargetEvidence {
+        arch: target.arch,
+        status: families
+            .iter()
+            .map(|f| f.status)
+            .min()
+            .unwrap_or(EvidenceStatus::SourceMissing),
+        families,
+        disassembler,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::sass::parse_listing;
+    use crate::task::TargetFamily;
+
+    fn target() -> Target {
+        Target {
+            arch: Arch::Sm90a,
+            required: vec![
+                TargetFamily {
+                    family: "wgmma".into(),
+                    sass: vec!["*GMMA*".into()],
+                },
+                TargetFamily {
+                    family: "tma".into(),
+                    sass: vec!["UTMALDG".into(), "UTMASTG".into(), "UTMAREDG".into()],
+                },
+            ],
+            notes: String::new(),
+        }
+    }
+
+    fn inventory() -> StaticSass {
+        StaticSass::Inventory(SassInventory {
+            disassembler: "nvdisasm test".into(),
+            functions: parse_listing(
+                ".section .text.k,\"ax\"\n/*0000*/ HGMMA.64x64x16.F32.BF16 R24, gdesc[UR8], R24, gsb0 ;\n/*0010*/ UTMALDG.2D [UR4], [UR8] ;\n",
+            ),
+        })
+    }
+
+    #[test]
+    fn statuses_follow_the_evidence() {
+        let t = target();
+        let e = assess(&t, &inventory(), None);
+        assert_eq!(e.status, EvidenceStatus::StaticOnly);
+        assert_eq!(e.families[0].static_count, 1);
+        assert!(!correct_with_arch(Verdict::Correct, &e));
+
+        let mut counts = BTreeMap::new();
+        counts.insert("HGMMA.64x64x16.F32.BF16".to_string(), 64);
+        counts.insert("UTMALDG.2D".to_string(), 0);
+        let d = DynamicCounts::SassOpcodes {
+            method: DynamicMethod::Ncu,
+            counts,
+        };
+        let e = assess(&t, &inventory(), Some(&d));
+        assert_eq!(e.families[0].status, EvidenceStatus::DynamicPresent);
+        assert_eq!(e.families[0].dynamic_count, Some(64));
+        assert_eq!(e.families[0].method, Some(DynamicMethod::Ncu));
+        assert_eq!(e.families[1].status, EvidenceStatus::DynamicNotExecuted);
+        assert_eq!(e.status, EvidenceStatus::DynamicNotExecuted);
+        assert!(!correct_with_arch(Verdict::Correct, &e));
+
+        let d = DynamicCounts::Families {
+            method: DynamicMethod::SplicedCounters,
+            counts: [("wgmma".to_string(), 128), ("tma".to_string(), 2)].into(),
+        };
+        let e = assess(&t, &inventory(), Some(&d));
+        assert_eq!(e.status, EvidenceStatus::DynamicPresent);
+        assert!(correct_with_arch(Verdict::Correct, &e));
+        assert!(!correct_with_arch(Verdict::Numerical, &e));
+
+        let back: TargetEvidence =
+            serde_json::from_str(&serde_json::to_string(&e).expect("serializes"))
+                .expect("deserializes");
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn missing_code_and_failed_inspection() {
+        let t = target();
+        let e = assess(&t, &StaticSass::SourceMissing("ptxas failed".into()), None);
+        assert_eq!(e.status, EvidenceStatus::SourceMissing);
+        let e = assess(
+            &t,
+            &StaticSass::InspectionFailed("no nvdisasm".into()),
+            None,
+        );
+        assert_eq!(e.status, EvidenceStatus::InspectionFailed);
+        assert_eq!(e.families[1].status, EvidenceStatus::InspectionFailed);
+        let empty = StaticSass::Inventory(SassInventory::default());
+        let d = DynamicCounts::Families {
+            method: DynamicMethod::SplicedCounters,
+            counts: [("wgmma".to_string(), 9)].into(),
+        };
+        let e = assess(&t, &empty, Some(&d));
+        // Executed PTX with no matching SASS is still "SASS absent": the SASS decides.
+        assert_eq!(e.families[0].status, EvidenceStatus::SassAbsent);
+    }
+}

@@ -1,0 +1,587 @@
+//! One trajectory: prompt, ask, extract, check, evaluate, feed back, up to the turn limit.
+//!
+//! Every turn stores, before its journal entry is written: the request and reply bodies of
+//! every attempt, an exchange object (`ptxbench.exchange/1`: usage, reasoning tokens, latency,
+//! attempts), the conversation sent (a JSON array of messages), the response text, the
+//! candidate's source, PTX, plan and cubin, and a `ptxbench.record/1` linked to the previous
+//! turn's record. A trajectory that ends writes a `ptxbench.trajectory/1` object listing its
+//! records and exchanges in order. A trajectory stops when the kernel is correct and at least as
+//! fast as the library (or correct with timing off), at the turn limit, after a harness failure
+//! (verdict `other`: never blamed on the model, never fed back), or, with `--no-eval`, after its
+//! first turn. A spend cap or a request that keeps failing leaves it unfinished: the next run
+//! continues from the journal without asking for a finished turn again.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::TrajectorySpec;
+use super::backoff;
+use super::chat::{AttemptError, ChatClient, Completion, Message, Usage, parse_completion};
+use super::feedback;
+use super::journal::{Journal, JournalError, Spend, TurnEntry, turn_key};
+use super::manifest::{GenManifest, SpendLimits};
+use crate::candidate::{Candidate, KernelLang};
+use crate::check::{self, CheckOptions, CheckReport};
+use crate::digest::Digest;
+use crate::engine::{Outcome, Protocol, Request, Verdict, worker};
+use crate::record::{RECORD_SCHEMA, Record, Role};
+use crate::store::{Store, StoreError};
+use crate::task::Suite;
+
+pub const EXCHANGE_SCHEMA: &str = "ptxbench.exchange/1";
+pub const TRAJECTORY_SCHEMA: &str = "ptxbench.trajectory/1";
+
+/// Why the conversation of a trajectory ended.
+pub const STOP_SOLVED: &str = "solved";
+pub const STOP_TURN_LIMIT: &str = "turn limit";
+pub const STOP_HARNESS: &str = "harness failure";
+pub const STOP_NOT_EVALUATED: &str = "not evaluated (--no-eval)";
+
+/// One failed or accepted HTTP attempt.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptNote {
+    /// `ok`, `http 429`, `timeout`, `connection`, `malformed`, ...
+    pub outcome: String,
+    pub detail: String,
+    /// The reply body, if one came.
+    pub body_digest: Option<Digest>,
+    /// How long the client waited before the next attempt.
+    pub waited_ms: u64,
+}
+
+/// One request to the model and its accepted reply: an observation, stored as is.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExchangeObject {
+    pub schema: String,
+    pub model: String,
+    /// The exact request body sent (the API key is a header, never in it).
+    pub request_body_digest: Digest,
+    /// The exact body of the accepted reply.
+    pub response_body_digest: Digest,
+    pub status: u16,
+    pub latency_ms: u64,
+    pub usage: Usage,
+    pub finish_reason: Option<String>,
+    /// Every attempt, the accepted one last.
+    pub attempts: Vec<AttemptNote>,
+}
+
+/// A finished trajectory.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrajectoryObject {
+    pub schema: String,
+    pub key: String,
+    pub entry: String,
+    pub model: String,
+    pub task: String,
+    pub task_hash: Digest,
+    pub arch: crate::arch::Arch,
+    pub variant: u8,
+    pub replica: u32,
+    pub seed: u64,
+    pub turn_limits: Vec<u32>,
+    pub stop: String,
+    /// Records of turns 0, 1, ... in order.
+    pub record_digests: Vec<Digest>,
+    /// The exchange of each turn, in the same order.
+    pub exchange_digests: Vec<Digest>,
+}
+
+/// How a trajectory ended in this invocation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum End {
+    /// Ended (now or before); its trajectory object.
+    Finished { trajectory: Digest, stop: String },
+    /// A spend cap was reached; resumable.
+    Capped(String),
+    /// A request kept failing or the store failed; resumable.
+    Failed(String),
+}
+
+/// Everything the trajectories of one run share.
+pub struct Context<'a> {
+    pub store: &'a Store,
+    pub suite: &'a Suite,
+    /// Absolute, as the worker needs it.
+    pub suite_dir: PathBuf,
+    pub manifest: &'a GenManifest,
+    pub out: PathBuf,
+    /// The `ptxbench` executable evaluations run in.
+    pub exe: PathBuf,
+    pub no_eval: bool,
+    pub limits: SpendLimits,
+    pub journal: Mutex<Journal>,
+    /// One lock per GPU: one evaluation at a time on each.
+    pub gpus: Vec<Mutex<()>>,
+    /// Set once a cap is reached, so that every thread stops asking.
+    pub capped: AtomicBool,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum TurnError {
+    #[error("{0}")]
+    Capped(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<StoreError> for TurnError {
+    fn from(e: StoreError) -> TurnError {
+        TurnError::Failed(format!("store: {e}"))
+    }
+}
+
+impl From<JournalError> for TurnError {
+    fn from(e: JournalError) -> TurnError {
+        TurnError::Failed(format!("journal: {e}"))
+    }
+}
+
+impl std::fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("manifest", &self.manifest.name)
+            .field("out", &self.out)
+            .field("no_eval", &self.no_eval)
+            .finish()
+    }
+}
+
+impl Context<'_> {
+    fn lock_journal(&self) -> std::sync::MutexGuard<'_, Journal> {
+        self.journal.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one request against the caps, or says which cap is spent.
+    fn reserve_request(&self) -> Result<(), TurnError> {
+        let mut j = self.lock_journal();
+        let Spend { requests, tokens } = j.spent;
+        let over = match (self.limits.max_requests, self.limits.max_tokens) {
+            (Some(m), _) if requests >= m => Some(format!(
+                "request cap reached ({requests} of {m} requests sent)"
+            )),
+            (_, Some(m)) if tokens >= m => {
+                Some(format!("token cap reached ({tokens} of {m} tokens used)"))
+            }
+            _ => None,
+        };
+        if let Some(why) = over {
+            self.capped.store(true, Ordering::SeqCst);
+            return Err(TurnError::Capped(why));
+        }
+        j.spent.requests += 1;
+        Ok(())
+    }
+
+    fn add_tokens(&self, n: u64) {
+        self.lock_journal().spent.tokens += n;
+    }
+
+    fn save_journal(&self) -> Result<(), TurnError> {
+        let j = self.lock_journal();
+        j.save(&self.out)?;
+        Ok(())
+    }
+}
+
+/// Runs (or resumes) one trajectory.
+pub fn run(ctx: &Context, client: &ChatClient, spec: &TrajectorySpec) -> End {
+    match run_inner(ctx, client, spec) {
+        Ok((trajectory, stop)) => End::Finished { trajectory, stop },
+        Err(TurnError::Capped(why)) => {
+            let _ = ctx.save_journal();
+            End::Capped(why)
+        }
+        Err(TurnError::Failed(why)) => {
+            let _ = ctx.save_journal();
+            End::Failed(why)
+        }
+    }
+}
+
+fn run_inner(
+    ctx: &Context,
+    client: &ChatClient,
+    spec: &TrajectorySpec,
+) -> Result<(Digest, String), TurnError> {
+    let m = ctx.manifest;
+    let model = &m.models[spec.model];
+    let task = ctx
+        .suite
+        .get(&spec.task)
+        .ok_or_else(|| TurnError::Failed(format!("no task `{}` in the suite", spec.task)))?;
+    let max_turns = if ctx.no_eval { 1 } else { m.max_turns() };
+
+    // Resume from the journal.
+    let (done, mut records, mut exchanges, mut next) = {
+        let j = ctx.lock_journal();
+        if let Some(d) = j.trajectories.get(&spec.key) {
+            let stop = j
+                .turns_of(&spec.key)
+                .last()
+                .and_then(|t| t.stop.clone())
+                .unwrap_or_default();
+            return Ok((*d, stop));
+        }
+        let turns = j.turns_of(&spec.key);
+        let records: Vec<Digest> = turns.iter().map(|t| t.record_digest).collect();
+        let exchanges: Vec<Digest> = turns.iter().map(|t| t.exchange_digest).collect();
+        let next = match turns.last() {
+            None => Next::Start,
+            Some(t) => match (&t.stop, t.next_prompt_digest) {
+                (Some(stop), _) => Next::Stopped(stop.clone()),
+                (None, Some(p)) => Next::Continue(p),
+                (None, None) => Next::Stopped(STOP_TURN_LIMIT.into()),
+            },
+        };
+        (turns.len() as u32, records, exchanges, next)
+    };
+    let mut turn = done;
+    let stop = loop {
+        let messages: Vec<Message> = match &next {
+            Next::Stopped(stop) => break stop.clone(),
+            Next::Start => {
+                let prompt = crate::prompt::render(task, spec.arch, spec.variant)
+                    .map_err(TurnError::Failed)?;
+                let mut v = Vec::new();
+                if let Some(s) = &m.system {
+                    v.push(Message::new("system", s.clone()));
+                }
+                v.push(Message::new("user", prompt));
+                v
+            }
+            Next::Continue(d) => {
+                let bytes = ctx.store.get(d)?;
+                serde_json::from_slice(&bytes).map_err(|e| {
+                    TurnError::Failed(format!("the conversation {d} does not parse: {e}"))
+                })?
+            }
+        };
+        if ctx.capped.load(Ordering::SeqCst) {
+            return Err(TurnError::Capped("a spend cap was reached".into()));
+        }
+        let entry = one_turn(
+            ctx,
+            client,
+            spec,
+            task,
+            &messages,
+            turn,
+            records.last().copied(),
+            max_turns,
+        )?;
+        records.push(entry.record_digest);
+        exchanges.push(entry.exchange_digest);
+        next = match (&entry.stop, entry.next_prompt_digest) {
+            (Some(s), _) => Next::Stopped(s.clone()),
+            (None, Some(p)) => Next::Continue(p),
+            (None, None) => Next::Stopped(STOP_TURN_LIMIT.into()),
+        };
+        {
+            let mut j = ctx.lock_journal();
+            j.turns.insert(turn_key(&spec.key, turn), entry);
+            j.save(&ctx.out)?;
+        }
+        turn += 1;
+    };
+    let object = TrajectoryObject {
+        schema: TRAJECTORY_SCHEMA.into(),
+        key: spec.key.clone(),
+        entry: model.entry().to_string(),
+        model: model.name.clone(),
+        task: spec.task.clone(),
+        task_hash: task.digest(),
+        arch: spec.arch,
+        variant: spec.variant.number(),
+        replica: spec.replica,
+        seed: spec.seed,
+        turn_limits: m.turn_limits.clone(),
+        stop: stop.clone(),
+        record_digests: records,
+        exchange_digests: exchanges,
+    };
+    let digest = ctx.store.put_object(&object)?;
+    let mut j = ctx.lock_journal();
+    j.trajectories.insert(spec.key.clone(), digest);
+    j.save(&ctx.out)?;
+    Ok((digest, stop))
+}
+
+enum Next {
+    Start,
+    Continue(Digest),
+    Stopped(String),
+}
+
+/// The request body: model, messages, sampling settings, pass-through extras.
+fn request_body(
+    ctx: &Context,
+    spec: &TrajectorySpec,
+    messages: &[Message],
+) -> Result<Vec<u8>, TurnError> {
+    let model = &ctx.manifest.models[spec.model];
+    let mut body = serde_json::Map::new();
+    body.insert("model".into(), model.name.clone().into());
+    body.insert(
+        "messages".into(),
+        serde_json::to_value(messages).map_err(|e| TurnError::Failed(e.to_string()))?,
+    );
+    let s = &model.sampling;
+    if let Some(t) = s.temperature {
+        body.insert("temperature".into(), t.into());
+    }
+    if let Some(p) = s.top_p {
+        body.insert("top_p".into(), p.into());
+    }
+    if let Some(n) = s.max_tokens {
+        body.insert("max_tokens".into(), n.into());
+    }
+    for (k, v) in &s.extra {
+        body.insert(k.clone(), v.clone());
+    }
+    serde_json::to_vec(&serde_json::Value::Object(body))
+        .map_err(|e| TurnError::Failed(e.to_string()))
+}
+
+/// Sends one request with retries; stores every body and the exchange object.
+fn exchange(
+    ctx: &Context,
+    client: &ChatClient,
+    spec: &TrajectorySpec,
+    turn: u32,
+    body: &[u8],
+) -> Result<(Digest, Completion), TurnError> {
+    let policy = &ctx.manifest.retry;
+    let request_body_digest = ctx.store.put(body)?;
+    let mut attempts = Vec::new();
+    for attempt in 0..policy.max_attempts {
+        ctx.reserve_request()?;
+        let (err, body_digest) = match client.attempt(body) {
+            Ok(reply) => match parse_completion(&reply.body) {
+                Ok(completion) => {
+                    ctx.add_tokens(completion.usage.total_tokens);
+                    let response_body_digest = ctx.store.put(&reply.body)?;
+                    attempts.push(AttemptNote {
+                        outcome: "ok".into(),
+                        detail: String::new(),
+                        body_digest: Some(response_body_digest),
+                        waited_ms: 0,
+                    });
+                    let object = ExchangeObject {
+                        schema: EXCHANGE_SCHEMA.into(),
+                        model: ctx.manifest.models[spec.model].name.clone(),
+                        request_body_digest,
+                        response_body_digest,
+                        status: reply.status,
+                        latency_ms: reply.latency_ms,
+                        usage: completion.usage,
+                        finish_reason: completion.finish_reason.clone(),
+                        attempts,
+                    };
+                    return Ok((ctx.store.put_object(&object)?, completion));
+                }
+                Err(e) => (e, Some(ctx.store.put(&reply.body)?)),
+            },
+            Err(e) => {
+                let d = match &e {
+                    AttemptError::Status { body, .. } if !body.is_empty() => {
+                        Some(ctx.store.put(body)?)
+                    }
+                    _ => None,
+                };
+                (e, d)
+            }
+        };
+        let last = attempt + 1 == policy.max_attempts;
+        let wait = if err.retryable() && !last {
+            backoff::delay(
+                policy,
+                ctx.manifest.seed,
+                &turn_key(&spec.key, turn),
+                attempt,
+                err.retry_after(),
+            )
+        } else {
+            Duration::ZERO
+        };
+        attempts.push(AttemptNote {
+            outcome: err.summary(),
+            detail: err.to_string(),
+            body_digest,
+            waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        });
+        if !err.retryable() || last {
+            return Err(TurnError::Failed(format!(
+                "{} turn {turn}: {} attempt(s) failed, the last: {err}",
+                spec.key,
+                attempts.len()
+            )));
+        }
+        std::thread::sleep(wait);
+    }
+    Err(TurnError::Failed(format!(
+        "{} turn {turn}: no attempt allowed",
+        spec.key
+    )))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_turn(
+    ctx: &Context,
+    client: &ChatClient,
+    spec: &TrajectorySpec,
+    task: &crate::task::Task,
+    messages: &[Message],
+    turn: u32,
+    previous: Option<Digest>,
+    max_turns: u32,
+) -> Result<TurnEntry, TurnError> {
+    let m = ctx.manifest;
+    let model = &m.models[spec.model];
+    let body = request_body(ctx, spec, messages)?;
+    let (exchange_digest, completion) = exchange(ctx, client, spec, turn, &body)?;
+    let content = completion.content.clone();
+
+    // Static check (CPU), then the engine.
+    let opts = CheckOptions {
+        arch: spec.arch,
+        compile_for: Vec::new(),
+    };
+    let (report, candidate) = match Candidate::from_response(&content) {
+        Ok(c) => (check::check(&c, task, &opts), Some(c)),
+        Err(e) => (
+            check::extraction_failed(task, spec.arch, e.to_string()),
+            None,
+        ),
+    };
+    let outcome = match (check::static_outcome(&report), &candidate) {
+        (Some(o), _) => o,
+        (None, None) => Outcome::failed(Verdict::Other, "static", "no candidate was extracted"),
+        (None, Some(_)) if ctx.no_eval => Outcome::failed(
+            Verdict::Other,
+            "not-evaluated",
+            "not evaluated (--no-eval): evaluate it later with `ptxbench run`",
+        ),
+        (None, Some(c)) => evaluate(ctx, spec, &report, c),
+    };
+
+    let put_text = |t: &str| ctx.store.put(t.as_bytes());
+    let prompt_bytes =
+        serde_json::to_vec(messages).map_err(|e| TurnError::Failed(e.to_string()))?;
+    let record = Record {
+        schema: RECORD_SCHEMA.into(),
+        entry: model.entry().to_string(),
+        role: Role::Entry,
+        model: Some(model.name.clone()),
+        task: spec.task.clone(),
+        task_hash: task.digest(),
+        suite_hash: ctx.suite.digest(),
+        arch: spec.arch,
+        provenance: "measured".into(),
+        kernel_source_digest: match &candidate {
+            Some(c) if c.lang == KernelLang::Cuda => Some(put_text(&c.kernel)?),
+            _ => None,
+        },
+        ptx_digest: report.ptx.as_deref().map(put_text).transpose()?,
+        plan_digest: put_text(candidate.as_ref().map_or("", |c| c.plan.as_str()))?,
+        cubin_digest: outcome
+            .cubin
+            .as_deref()
+            .map(|b| ctx.store.put(b))
+            .transpose()?,
+        prompt_digest: Some(ctx.store.put(&prompt_bytes)?),
+        response_digest: Some(put_text(&content)?),
+        turn: Some(turn),
+        previous_digest: previous,
+        seed: spec.seed,
+        protocol: Protocol::default(),
+        workloads_selected: m.eval.workloads.clone(),
+        expected: None,
+        verdict: outcome.verdict,
+        min_speedup: outcome.min_speedup,
+        outcome: outcome.clone(),
+    };
+    let record_digest = ctx.store.put_object(&record)?;
+
+    let stop = if outcome.verdict == Verdict::Other && outcome.stage == "not-evaluated" {
+        Some(STOP_NOT_EVALUATED.to_string())
+    } else if outcome.verdict == Verdict::Other {
+        Some(format!("{STOP_HARNESS}: {}", first_line(&outcome.message)))
+    } else if outcome.verdict == Verdict::Correct && outcome.min_speedup.is_none_or(|s| s >= 1.0) {
+        Some(STOP_SOLVED.to_string())
+    } else if ctx.no_eval {
+        Some(STOP_NOT_EVALUATED.to_string())
+    } else if turn + 1 >= max_turns {
+        Some(STOP_TURN_LIMIT.to_string())
+    } else {
+        None
+    };
+    let next_prompt_digest = match stop {
+        Some(_) => None,
+        None => {
+            let mut next = messages.to_vec();
+            next.push(Message::new("assistant", content));
+            next.push(Message::new(
+                "user",
+                feedback::build(&report, &outcome, completion.finish_reason.as_deref()),
+            ));
+            let bytes = serde_json::to_vec(&next).map_err(|e| TurnError::Failed(e.to_string()))?;
+            Some(ctx.store.put(&bytes)?)
+        }
+    };
+    Ok(TurnEntry {
+        record_digest,
+        exchange_digest,
+        verdict: outcome.verdict,
+        min_speedup: outcome.min_speedup,
+        next_prompt_digest,
+        stop,
+    })
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// Runs the engine on a free GPU (one evaluation per GPU at a time).
+fn evaluate(ctx: &Context, spec: &TrajectorySpec, report: &CheckReport, c: &Candidate) -> Outcome {
+    let e = &ctx.manifest.eval;
+    let ptx = report.ptx.clone().unwrap_or_default();
+    // The counted copy proves which target families execute; without it, none is claimed.
+    let task = ctx.suite.get(&spec.task);
+    let counted = task.and_then(|t| {
+        crate::evidence::engine::counted_copy(t, spec.arch, &ptx)
+            .ok()
+            .flatten()
+    });
+    let mut req = Request {
+        suite_dir: ctx.suite_dir.clone(),
+        task: spec.task.clone(),
+        arch: spec.arch,
+        ptx,
+        plan: c.plan.clone(),
+        seed: spec.seed,
+        protocol: Protocol::default(),
+        workloads: e.workloads.clone(),
+        no_timing: e.no_timing,
+        gpu: 0,
+        counted,
+    };
+    loop {
+        for (gpu, lock) in ctx.gpus.iter().enumerate() {
+            if let Ok(_guard) = lock.try_lock() {
+                req.gpu = gpu;
+                let mut o = worker::run_isolated(&ctx.exe, &req, Duration::from_secs(e.timeout_s));
+                if let Some(t) = task {
+                    o.evidence = crate::evidence::engine::evidence_of(t, spec.arch, &o);
+                }
+                return o;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

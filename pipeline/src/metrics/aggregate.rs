@@ -1,0 +1,541 @@
+//! The aggregation: samples → trajectories → per-task metrics → per-entry metrics, for each
+//! turn limit, as Polars lazy queries. Results are sorted by their keys, so the same samples
+//! always give the same metrics in the same order.
+
+use polars::prelude::*;
+
+use super::estimator::{geometric_mean_from_logs, pass_at_k};
+use super::sample::{Keys, Provenance, Samples, provenance_of_code};
+use super::{FAST_P, MetricsError, PASS_K, TURN_LIMITS};
+
+/// Metrics of one (provenance, entry, arch, task) at one turn limit.
+///
+/// A trajectory counts as correct when any of its turns below the limit is correct; its
+/// speedup is the best over those correct turns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskMetrics {
+    pub provenance: Provenance,
+    pub entry: String,
+    pub arch: String,
+    pub task: String,
+    pub turn_limit: u32,
+    pub trajectories: u32,
+    pub correct: u32,
+    /// Trajectories correct with the target instructions shown to execute; `None` when no
+    /// trajectory of the group had that evidence measured.
+    pub correct_with_arch: Option<u32>,
+    /// The most turns any trajectory of the group used (at most the limit).
+    pub turns_seen: u32,
+    /// Best speedup over correct trajectories, on their best workload.
+    pub best_speedup: Option<f64>,
+    /// Best over correct trajectories of the smallest speedup over the workloads.
+    pub min_speedup: Option<f64>,
+    /// Geometric mean of the trajectories' speedups (smallest over the workloads), over the
+    /// correct trajectories that have one.
+    pub geomean_speedup: Option<f64>,
+    /// Correct trajectories that have a speedup.
+    pub timed: u32,
+    /// For each p of [`FAST_P`], trajectories correct and faster than p times the library.
+    pub fast: [u32; FAST_P.len()],
+    /// Best fraction of the measured peak over correct trajectories.
+    pub peak_fraction: Option<f64>,
+    /// Sum of the logarithms behind `geomean_speedup` (for pooling).
+    pub ln_speedup_sum: f64,
+}
+
+impl TaskMetrics {
+    pub fn correctness_rate(&self) -> f64 {
+        ratio(self.correct, self.trajectories)
+    }
+
+    pub fn correct_with_arch_rate(&self) -> Option<f64> {
+        self.correct_with_arch.map(|c| ratio(c, self.trajectories))
+    }
+
+    /// fast_p as a fraction of all trajectories, for each p of [`FAST_P`].
+    pub fn fast_rates(&self) -> [f64; FAST_P.len()] {
+        self.fast.map(|f| ratio(f, self.trajectories))
+    }
+
+    /// pass@k for each k of [`PASS_K`] (`None` where k exceeds the trajectories).
+    pub fn pass_at(&self) -> [Option<f64>; PASS_K.len()] {
+        PASS_K.map(|k| pass_at_k(self.trajectories, self.correct, k))
+    }
+}
+
+/// Metrics of one (provenance, entry, arch) over all its tasks at one turn limit. Rates are
+/// macro averages over tasks (each task weighs the same); speedup maxima are over tasks; the
+/// geometric mean pools every timed correct trajectory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverallMetrics {
+    pub provenance: Provenance,
+    pub entry: String,
+    pub arch: String,
+    pub turn_limit: u32,
+    pub tasks: u32,
+    /// Tasks with at least one correct trajectory.
+    pub tasks_solved: u32,
+    pub trajectories: u32,
+    pub correct: u32,
+    pub correctness_rate: f64,
+    /// Mean over the tasks where it was measured; `None` when it was measured for none.
+    pub correct_with_arch_rate: Option<f64>,
+    pub pass_at: [Option<f64>; PASS_K.len()],
+    pub fast: [f64; FAST_P.len()],
+    pub best_speedup: Option<f64>,
+    pub min_speedup: Option<f64>,
+    pub geomean_speedup: Option<f64>,
+    pub peak_fraction: Option<f64>,
+    pub turns_seen: u32,
+}
+
+/// One correct, timed trajectory's speedup at the largest turn limit (for distributions).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeedupPoint {
+    pub provenance: Provenance,
+    pub entry: String,
+    pub arch: String,
+    pub task: String,
+    pub turn_limit: u32,
+    /// Smallest over the workloads.
+    pub speedup: f64,
+}
+
+/// Everything the leaderboard shows, computed once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metrics {
+    /// Sorted by (provenance, entry, arch, task, turn limit).
+    pub tasks: Vec<TaskMetrics>,
+    /// Sorted by (provenance, entry, arch, turn limit).
+    pub overall: Vec<OverallMetrics>,
+    /// At the largest turn limit, sorted by (provenance, entry, arch, task, speedup).
+    pub speedups: Vec<SpeedupPoint>,
+}
+
+fn ratio(a: u32, b: u32) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        f64::from(a) / f64::from(b)
+    }
+}
+
+const TASK_KEYS: [&str; 5] = ["provenance", "entry", "arch", "task", "turn_limit"];
+
+fn cols(names: &[&str]) -> Vec<Expr> {
+    names.iter().map(|n| col(*n)).collect()
+}
+
+fn fast_name(i: usize) -> String {
+    format!("fast_{i}")
+}
+
+/// One row per trajectory at turn limit `limit`: correct if any turn below it is.
+fn trajectories(samples: LazyFrame, limit: u32) -> LazyFrame {
+    samples
+        .filter(col("turn").lt(lit(limit)))
+        .group_by(cols(&["provenance", "entry", "arch", "task", "trajectory"]))
+        .agg([
+            col("correct").any(true).alias("correct"),
+            col("correct_with_arch")
+                .cast(DataType::UInt32)
+                .max()
+                .alias("correct_with_arch"),
+            col("speedup_min").max().alias("speedup_min"),
+            col("speedup_best").max().alias("speedup_best"),
+            col("ln_speedup_min").max().alias("ln_speedup_min"),
+            col("peak_fraction").max().alias("peak_fraction"),
+            col("turn").max().alias("last_turn"),
+        ])
+        .with_column(lit(limit).cast(DataType::UInt32).alias("turn_limit"))
+}
+
+/// Computes every metric from `samples`.
+pub fn compute(samples: Samples) -> Result<Metrics, MetricsError> {
+    let (frame, keys) = samples.into_frame()?;
+    if frame.height() == 0 {
+        return Ok(Metrics::default());
+    }
+    let lazy = frame.lazy();
+    let per_limit: Vec<LazyFrame> = TURN_LIMITS
+        .iter()
+        .map(|&l| trajectories(lazy.clone(), l))
+        .collect();
+    // Sorted, so every later sum sees its values in one order: float sums are not
+    // associative, and the group-by's own output order varies from run to run.
+    let trajectories = concat(per_limit, UnionArgs::default())?
+        .sort(
+            [
+                "provenance",
+                "entry",
+                "arch",
+                "task",
+                "turn_limit",
+                "trajectory",
+            ],
+            SortMultipleOptions::default(),
+        )
+        .collect()?;
+
+    let mut aggs = vec![
+        len().cast(DataType::UInt32).alias("trajectories"),
+        col("correct")
+            .cast(DataType::UInt32)
+            .sum()
+            .cast(DataType::UInt32)
+            .alias("correct"),
+        col("correct_with_arch")
+            .count()
+            .cast(DataType::UInt32)
+            .alias("arch_measured"),
+        col("correct_with_arch")
+            .sum()
+            .cast(DataType::UInt32)
+            .alias("correct_with_arch"),
+        (col("last_turn").max().cast(DataType::UInt32) + lit(1u32)).alias("turns_seen"),
+        col("speedup_best").max().alias("best_speedup"),
+        col("speedup_min").max().alias("min_speedup"),
+        col("ln_speedup_min")
+            .sort(SortOptions::default())
+            .sum()
+            .alias("ln_sum"),
+        col("ln_speedup_min")
+            .count()
+            .cast(DataType::UInt32)
+            .alias("timed"),
+        col("peak_fraction").max().alias("peak_fraction"),
+    ];
+    for (i, p) in FAST_P.iter().enumerate() {
+        let fast = if *p == 0.0 {
+            col("correct")
+        } else {
+            col("correct").and(col("speedup_min").gt(lit(*p)).fill_null(lit(false)))
+        };
+        aggs.push(
+            fast.cast(DataType::UInt32)
+                .sum()
+                .cast(DataType::UInt32)
+                .alias(fast_name(i)),
+        );
+    }
+    let per_task = trajectories
+        .clone()
+        .lazy()
+        .group_by(cols(&TASK_KEYS))
+        .agg(aggs)
+        .sort(TASK_KEYS, SortMultipleOptions::default())
+        .collect()?;
+    let tasks = task_rows(&per_task, &keys)?;
+    let overall = overall(&tasks)?;
+    let speedups = speedup_points(trajectories, &keys)?;
+    Ok(Metrics {
+        tasks,
+        overall,
+        speedups,
+    })
+}
+
+fn str_col<'a>(df: &'a DataFrame, name: &str) -> PolarsResult<&'a StringChunked> {
+    df.column(name)?.str()
+}
+
+fn u32_col<'a>(df: &'a DataFrame, name: &str) -> PolarsResult<&'a UInt32Chunked> {
+    df.column(name)?.u32()
+}
+
+fn f64_col<'a>(df: &'a DataFrame, name: &str) -> PolarsResult<&'a Float64Chunked> {
+    df.column(name)?.f64()
+}
+
+fn provenance_at(c: &StringChunked, i: usize) -> Result<Provenance, MetricsError> {
+    let s = c.get(i).unwrap_or_default();
+    Provenance::parse(s).ok_or_else(|| MetricsError::Internal(format!("provenance `{s}`")))
+}
+
+fn provenance_of(c: &UInt32Chunked, i: usize) -> Result<Provenance, MetricsError> {
+    let code = c.get(i).unwrap_or(u32::MAX);
+    provenance_of_code(code)
+        .ok_or_else(|| MetricsError::Internal(format!("provenance code {code}")))
+}
+
+/// The text of key code `i` of column `c`.
+fn key_at(values: &[String], c: &UInt32Chunked, i: usize) -> Result<String, MetricsError> {
+    let code = c.get(i).unwrap_or(u32::MAX);
+    values
+        .get(code as usize)
+        .cloned()
+        .ok_or_else(|| MetricsError::Internal(format!("key code {code}")))
+}
+
+fn text_at(c: &StringChunked, i: usize) -> String {
+    c.get(i).unwrap_or_default().to_string()
+}
+
+fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsError> {
+    let provenance = u32_col(df, "provenance")?;
+    let entry = u32_col(df, "entry")?;
+    let arch = u32_col(df, "arch")?;
+    let task = u32_col(df, "task")?;
+    let limit = u32_col(df, "turn_limit")?;
+    let n = u32_col(df, "trajectories")?;
+    let correct = u32_col(df, "correct")?;
+    let arch_measured = u32_col(df, "arch_measured")?;
+    let cwa = u32_col(df, "correct_with_arch")?;
+    let turns = u32_col(df, "turns_seen")?;
+    let best = f64_col(df, "best_speedup")?;
+    let min = f64_col(df, "min_speedup")?;
+    let ln_sum = f64_col(df, "ln_sum")?;
+    let timed = u32_col(df, "timed")?;
+    let peak = f64_col(df, "peak_fraction")?;
+    let fast: Vec<&UInt32Chunked> = (0..FAST_P.len())
+        .map(|i| u32_col(df, &fast_name(i)))
+        .collect::<PolarsResult<_>>()?;
+    let mut out = Vec::with_capacity(df.height());
+    for i in 0..df.height() {
+        let timed_i = timed.get(i).unwrap_or(0);
+        let ln = ln_sum.get(i).unwrap_or(0.0);
+        let mut fast_i = [0u32; FAST_P.len()];
+        for (slot, c) in fast_i.iter_mut().zip(&fast) {
+            *slot = c.get(i).unwrap_or(0);
+        }
+        out.push(TaskMetrics {
+            provenance: provenance_of(provenance, i)?,
+            entry: key_at(&keys.entry, entry, i)?,
+            arch: key_at(&keys.arch, arch, i)?,
+            task: key_at(&keys.task, task, i)?,
+            turn_limit: limit.get(i).unwrap_or(0),
+            trajectories: n.get(i).unwrap_or(0),
+            correct: correct.get(i).unwrap_or(0),
+            correct_with_arch: (arch_measured.get(i).unwrap_or(0) > 0)
+                .then(|| cwa.get(i).unwrap_or(0)),
+            turns_seen: turns.get(i).unwrap_or(0),
+            best_speedup: best.get(i),
+            min_speedup: min.get(i),
+            geomean_speedup: geometric_mean_from_logs(ln, timed_i),
+            timed: timed_i,
+            fast: fast_i,
+            peak_fraction: peak.get(i),
+            ln_speedup_sum: ln,
+        });
+    }
+    Ok(out)
+}
+
+/// The per-task metrics as a frame (one row per task and turn limit), with derived rates.
+pub fn task_frame(tasks: &[TaskMetrics]) -> PolarsResult<DataFrame> {
+    let n = tasks.len();
+    let strs = |f: fn(&TaskMetrics) -> &str| -> Vec<String> {
+        tasks.iter().map(|t| f(t).to_string()).collect()
+    };
+    let u32s = |f: fn(&TaskMetrics) -> u32| -> Vec<u32> { tasks.iter().map(f).collect() };
+    let opt = |f: &dyn Fn(&TaskMetrics) -> Option<f64>| -> Vec<Option<f64>> {
+        tasks.iter().map(f).collect()
+    };
+    let mut columns = vec![
+        Column::new(
+            "provenance".into(),
+            tasks
+                .iter()
+                .map(|t| t.provenance.as_str())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new("entry".into(), strs(|t| &t.entry)),
+        Column::new("arch".into(), strs(|t| &t.arch)),
+        Column::new("task".into(), strs(|t| &t.task)),
+        Column::new("turn_limit".into(), u32s(|t| t.turn_limit)),
+        Column::new("trajectories".into(), u32s(|t| t.trajectories)),
+        Column::new("correct".into(), u32s(|t| t.correct)),
+        Column::new(
+            "correctness_rate".into(),
+            tasks
+                .iter()
+                .map(TaskMetrics::correctness_rate)
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "correct_with_arch".into(),
+            tasks
+                .iter()
+                .map(|t| t.correct_with_arch)
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "correct_with_arch_rate".into(),
+            opt(&|t| t.correct_with_arch_rate()),
+        ),
+        Column::new("turns_seen".into(), u32s(|t| t.turns_seen)),
+        Column::new("best_speedup".into(), opt(&|t| t.best_speedup)),
+        Column::new("min_speedup".into(), opt(&|t| t.min_speedup)),
+        Column::new("geomean_speedup".into(), opt(&|t| t.geomean_speedup)),
+        Column::new("timed".into(), u32s(|t| t.timed)),
+        Column::new(
+            "ln_speedup_sum".into(),
+            tasks.iter().map(|t| t.ln_speedup_sum).collect::<Vec<_>>(),
+        ),
+        Column::new("peak_fraction".into(), opt(&|t| t.peak_fraction)),
+    ];
+    for (i, p) in FAST_P.iter().enumerate() {
+        columns.push(Column::new(
+            fast_column(*p).into(),
+            tasks.iter().map(|t| t.fast_rates()[i]).collect::<Vec<_>>(),
+        ));
+    }
+    for (i, k) in PASS_K.iter().enumerate() {
+        columns.push(Column::new(
+            format!("pass_at_{k}").into(),
+            tasks.iter().map(|t| t.pass_at()[i]).collect::<Vec<_>>(),
+        ));
+    }
+    DataFrame::new(n, columns)
+}
+
+/// The mean of a float column over a group, summed in sorted order: the same values always
+/// give the same bits, whatever order the parallel group-by delivers them in.
+fn mean_of(name: &str) -> Expr {
+    col(name).sort(SortOptions::default()).mean().alias(name)
+}
+
+/// The column name of fast_p: `fast_0.0`, `fast_0.5`, `fast_1.0`.
+pub fn fast_column(p: f64) -> String {
+    format!("fast_{p:?}")
+}
+
+fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsError> {
+    const KEYS: [&str; 4] = ["provenance", "entry", "arch", "turn_limit"];
+    let frame = task_frame(tasks)?;
+    let mut aggs = vec![
+        len().cast(DataType::UInt32).alias("tasks"),
+        col("correct")
+            .gt(lit(0u32))
+            .cast(DataType::UInt32)
+            .sum()
+            .cast(DataType::UInt32)
+            .alias("tasks_solved"),
+        col("trajectories")
+            .sum()
+            .cast(DataType::UInt32)
+            .alias("trajectories"),
+        col("correct").sum().cast(DataType::UInt32).alias("correct"),
+        mean_of("correctness_rate"),
+        mean_of("correct_with_arch_rate"),
+        col("best_speedup").max().alias("best_speedup"),
+        col("min_speedup").max().alias("min_speedup"),
+        col("ln_speedup_sum")
+            .sort(SortOptions::default())
+            .sum()
+            .alias("ln_sum"),
+        col("timed").sum().cast(DataType::UInt32).alias("timed"),
+        col("peak_fraction").max().alias("peak_fraction"),
+        col("turns_seen").max().alias("turns_seen"),
+    ];
+    for p in FAST_P {
+        aggs.push(mean_of(&fast_column(p)));
+    }
+    for k in PASS_K {
+        aggs.push(mean_of(&format!("pass_at_{k}")));
+    }
+    let df = frame
+        .lazy()
+        .group_by(cols(&KEYS))
+        .agg(aggs)
+        .sort(KEYS, SortMultipleOptions::default())
+        .collect()?;
+    let provenance = str_col(&df, "provenance")?;
+    let entry = str_col(&df, "entry")?;
+    let arch = str_col(&df, "arch")?;
+    let limit = u32_col(&df, "turn_limit")?;
+    let n_tasks = u32_col(&df, "tasks")?;
+    let solved = u32_col(&df, "tasks_solved")?;
+    let n = u32_col(&df, "trajectories")?;
+    let correct = u32_col(&df, "correct")?;
+    let rate = f64_col(&df, "correctness_rate")?;
+    let cwa = f64_col(&df, "correct_with_arch_rate")?;
+    let best = f64_col(&df, "best_speedup")?;
+    let min = f64_col(&df, "min_speedup")?;
+    let ln_sum = f64_col(&df, "ln_sum")?;
+    let timed = u32_col(&df, "timed")?;
+    let peak = f64_col(&df, "peak_fraction")?;
+    let turns = u32_col(&df, "turns_seen")?;
+    let fast: Vec<&Float64Chunked> = FAST_P
+        .iter()
+        .map(|p| f64_col(&df, &fast_column(*p)))
+        .collect::<PolarsResult<_>>()?;
+    let pass: Vec<&Float64Chunked> = PASS_K
+        .iter()
+        .map(|k| f64_col(&df, &format!("pass_at_{k}")))
+        .collect::<PolarsResult<_>>()?;
+    let mut out = Vec::with_capacity(df.height());
+    for i in 0..df.height() {
+        let mut fast_i = [0.0; FAST_P.len()];
+        for (slot, c) in fast_i.iter_mut().zip(&fast) {
+            *slot = c.get(i).unwrap_or(0.0);
+        }
+        let mut pass_i = [None; PASS_K.len()];
+        for (slot, c) in pass_i.iter_mut().zip(&pass) {
+            *slot = c.get(i);
+        }
+        out.push(OverallMetrics {
+            provenance: provenance_at(provenance, i)?,
+            entry: text_at(entry, i),
+            arch: text_at(arch, i),
+            turn_limit: limit.get(i).unwrap_or(0),
+            tasks: n_tasks.get(i).unwrap_or(0),
+            tasks_solved: solved.get(i).unwrap_or(0),
+            trajectories: n.get(i).unwrap_or(0),
+            correct: correct.get(i).unwrap_or(0),
+            correctness_rate: rate.get(i).unwrap_or(0.0),
+            correct_with_arch_rate: cwa.get(i),
+            pass_at: pass_i,
+            fast: fast_i,
+            best_speedup: best.get(i),
+            min_speedup: min.get(i),
+            geomean_speedup: geometric_mean_from_logs(
+                ln_sum.get(i).unwrap_or(0.0),
+                timed.get(i).unwrap_or(0),
+            ),
+            peak_fraction: peak.get(i),
+            turns_seen: turns.get(i).unwrap_or(0),
+        });
+    }
+    Ok(out)
+}
+
+fn speedup_points(trajectories: DataFrame, keys: &Keys) -> Result<Vec<SpeedupPoint>, MetricsError> {
+    let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
+    let sort = [
+        "provenance",
+        "entry",
+        "arch",
+        "task",
+        "speedup_min",
+        "trajectory",
+    ];
+    let df = trajectories
+        .lazy()
+        .filter(
+            col("turn_limit")
+                .eq(lit(limit))
+                .and(col("correct"))
+                .and(col("speedup_min").is_not_null()),
+        )
+        .select(cols(&sort))
+        .sort(sort, SortMultipleOptions::default())
+        .collect()?;
+    let provenance = u32_col(&df, "provenance")?;
+    let entry = u32_col(&df, "entry")?;
+    let arch = u32_col(&df, "arch")?;
+    let task = u32_col(&df, "task")?;
+    let speedup = f64_col(&df, "speedup_min")?;
+    let mut out = Vec::with_capacity(df.height());
+    for i in 0..df.height() {
+        out.push(SpeedupPoint {
+            provenance: provenance_of(provenance, i)?,
+            entry: key_at(&keys.entry, entry, i)?,
+            arch: key_at(&keys.arch, arch, i)?,
+            task: key_at(&keys.task, task, i)?,
+            turn_limit: limit,
+            speedup: speedup.get(i).unwrap_or(0.0),
+        });
+    }
+    Ok(out)
+}

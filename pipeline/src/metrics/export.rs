@@ -1,0 +1,144 @@
+//! Writing the metrics table to Parquet or CSV (`ptxbench export results`). The table is
+//! [`results_frame`]: one row per (provenance, entry, arch, task, turn limit), then one per
+//! (provenance, entry, arch, turn limit) over all tasks with `task` = `*`.
+
+use std::io::Write;
+use std::path::Path;
+
+use polars::prelude::*;
+use polars_io::SerWriter;
+use polars_io::csv::write::CsvWriter;
+use polars_io::parquet::write::{ParquetCompression, ParquetWriter};
+
+use super::{FAST_P, Metrics, MetricsError, PASS_K, task_frame};
+
+/// The file formats `export results` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Parquet,
+    Csv,
+}
+
+/// The results table: per-task rows (`level` = `task`), then all-task rows (`level` = `all`).
+pub fn results_frame(metrics: &Metrics) -> Result<DataFrame, MetricsError> {
+    let mut tasks = task_frame(&metrics.tasks)?;
+    tasks.drop_in_place("ln_speedup_sum")?;
+    tasks.drop_in_place("timed")?;
+    let level = Column::new("level".into(), vec!["task"; tasks.height()]);
+    tasks.with_column(level)?;
+
+    let o = &metrics.overall;
+    let n = o.len();
+    let mut columns = vec![
+        Column::new(
+            "provenance".into(),
+            o.iter().map(|r| r.provenance.as_str()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "entry".into(),
+            o.iter().map(|r| r.entry.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "arch".into(),
+            o.iter().map(|r| r.arch.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new("task".into(), vec!["*"; n]),
+        Column::new(
+            "turn_limit".into(),
+            o.iter().map(|r| r.turn_limit).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "trajectories".into(),
+            o.iter().map(|r| r.trajectories).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "correct".into(),
+            o.iter().map(|r| r.correct).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "correctness_rate".into(),
+            o.iter().map(|r| r.correctness_rate).collect::<Vec<_>>(),
+        ),
+        Column::new("correct_with_arch".into(), vec![None::<u32>; n]),
+        Column::new(
+            "correct_with_arch_rate".into(),
+            o.iter()
+                .map(|r| r.correct_with_arch_rate)
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "turns_seen".into(),
+            o.iter().map(|r| r.turns_seen).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "best_speedup".into(),
+            o.iter().map(|r| r.best_speedup).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "min_speedup".into(),
+            o.iter().map(|r| r.min_speedup).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "geomean_speedup".into(),
+            o.iter().map(|r| r.geomean_speedup).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "peak_fraction".into(),
+            o.iter().map(|r| r.peak_fraction).collect::<Vec<_>>(),
+        ),
+    ];
+    for (i, p) in FAST_P.iter().enumerate() {
+        columns.push(Column::new(
+            super::aggregate::fast_column(*p).into(),
+            o.iter().map(|r| r.fast[i]).collect::<Vec<_>>(),
+        ));
+    }
+    for (i, k) in PASS_K.iter().enumerate() {
+        columns.push(Column::new(
+            format!("pass_at_{k}").into(),
+            o.iter().map(|r| r.pass_at[i]).collect::<Vec<_>>(),
+        ));
+    }
+    columns.push(Column::new("level".into(), vec!["all"; n]));
+    let overall = DataFrame::new(n, columns)?;
+    let overall = overall.select(tasks.get_column_names_owned())?;
+    Ok(tasks.vstack(&overall)?)
+}
+
+/// Writes `frame` to `out` in `format`.
+pub fn write_frame(
+    frame: &mut DataFrame,
+    format: Format,
+    out: &mut dyn Write,
+) -> Result<(), MetricsError> {
+    match format {
+        Format::Csv => CsvWriter::new(out).include_header(true).finish(frame)?,
+        Format::Parquet => {
+            ParquetWriter::new(out)
+                .with_compression(ParquetCompression::Uncompressed)
+                .finish(frame)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the results table of `metrics` to the file `path` (replaced atomically).
+pub fn write_results(metrics: &Metrics, format: Format, path: &Path) -> Result<(), MetricsError> {
+    let io = |source| MetricsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut frame = results_frame(metrics)?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    {
+        let mut buf = std::io::BufWriter::new(tmp.as_file_mut());
+        write_frame(&mut frame, format, &mut buf)?;
+        buf.flush().map_err(io)?;
+    }
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}

@@ -1,0 +1,429 @@
+//! What the pages are built from: the loaded input plus everything derived from it once
+//! (metrics, the peak proxies, entries and their slugs, record indexes). Building it is the
+//! only place records and reported data become metric samples.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::digest::Digest;
+use crate::metrics::reported::{Grouping, reported_arch, reported_samples};
+use crate::metrics::{self, Metrics, Provenance, Sample, Samples};
+use crate::store::reported::ReportedResult;
+use crate::task::{Task, WorkloadKind};
+
+use super::SiteError;
+use super::input::{LoadedRecord, SiteInput};
+use super::paths;
+use super::record::RecordDoc;
+
+/// A submission on the leaderboard: a model of the reported data or an entry of the records.
+#[derive(Debug, Clone)]
+pub struct EntryInfo {
+    pub name: String,
+    pub slug: String,
+    pub display_name: String,
+    pub organisation: Option<String>,
+    pub release_date: Option<String>,
+    pub provenances: BTreeSet<Provenance>,
+    /// GPUs seen, per (provenance, arch).
+    pub gpus: BTreeMap<(Provenance, String), BTreeSet<String>>,
+}
+
+/// The peak proxy of one (arch, precision): the best library throughput seen in any record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Peak {
+    pub arch: String,
+    /// The dtype of the task's first input (`bf16`, `e4m3`).
+    pub precision: String,
+    pub tflops: f64,
+    pub task: String,
+    pub workload: String,
+    pub record: Digest,
+}
+
+/// One timed performance workload of a record, with rates from the task's FLOP formula.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadRate {
+    pub workload: String,
+    pub speedup: Option<f64>,
+    pub candidate_tflops: Option<f64>,
+    pub baseline_tflops: Option<f64>,
+}
+
+#[derive(Debug)]
+pub struct Context<'a> {
+    pub input: &'a SiteInput,
+    pub metrics: Metrics,
+    /// By name.
+    pub entries: BTreeMap<String, EntryInfo>,
+    /// Architectures with any data, sorted (`sm_100a` < `sm_90a` as text; see [`Context::archs`]).
+    pub archs: Vec<String>,
+    pub peaks: Vec<Peak>,
+    /// Task ids of the suite and of the data, sorted.
+    pub tasks: Vec<String>,
+    /// Indices into `input.records` of role `entry`, by entry name.
+    pub entry_records: BTreeMap<String, Vec<usize>>,
+    /// Indices into `input.records` of every role, by task.
+    pub task_records: BTreeMap<String, Vec<usize>>,
+    /// Indices into `input.records` of role `harness-test`.
+    pub harness: Vec<usize>,
+    /// The paper's own per-run aggregates, per reported data set (as published).
+    pub published: Vec<Vec<ReportedResult>>,
+    /// `Suite::digest()` of the suite, computed once (it hashes every task).
+    pub suite_digest: Digest,
+    /// `Task::digest()` of every task of the suite, by id.
+    pub task_digests: BTreeMap<String, Digest>,
+    pub flops: FlopTable,
+    /// Text blobs shown on a page of their own (see [`Context::is_shared`]), with the records
+    /// that name them (indices, sorted) and what they hold there.
+    pub shared_blobs: BTreeMap<Digest, SharedBlob>,
+}
+
+/// A text blob named by several records: rendered once, linked from each.
+#[derive(Debug, Clone, Default)]
+pub struct SharedBlob {
+    pub records: Vec<usize>,
+    pub kinds: BTreeSet<super::record::BlobKind>,
+}
+
+/// A text blob named by at least this many records and at least [`SHARED_MIN_BYTES`] long gets
+/// a page of its own instead of being repeated on every record page (prompts are shared by
+/// every replica; one compiled kernel often serves many tasks).
+pub const SHARED_MIN_RECORDS: usize = 2;
+pub const SHARED_MIN_BYTES: usize = 1024;
+
+/// Order of architectures on pages: by SM generation.
+fn arch_rank(arch: &str) -> (u32, String) {
+    let sm = arch
+        .trim_start_matches("sm_")
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .parse()
+        .unwrap_or(u32::MAX);
+    (sm, arch.to_string())
+}
+
+/// The precision class of a task, for the peak proxy.
+pub fn precision(task: &Task) -> String {
+    task.inputs
+        .first()
+        .map_or_else(|| "?".to_string(), |t| t.dtype.as_str().to_string())
+}
+
+/// TFLOP/s of one run of `flops` taking `ms` milliseconds.
+fn tflops(flops: f64, ms: f64) -> Option<f64> {
+    (ms.is_finite() && ms > 0.0 && flops.is_finite()).then(|| flops / ms / 1e9)
+}
+
+/// FLOPs of one run of every workload of the suite, evaluated once (a formula evaluation per
+/// record and workload would dominate a large site's build). By task, then workload.
+#[derive(Debug, Clone, Default)]
+pub struct FlopTable(BTreeMap<String, BTreeMap<String, f64>>);
+
+impl FlopTable {
+    pub fn new(suite: &crate::task::Suite) -> FlopTable {
+        let mut m: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+        for t in &suite.tasks {
+            for w in &t.workloads {
+                if let Ok(f) = t.flops_of(w) {
+                    m.entry(t.id.to_string())
+                        .or_default()
+                        .insert(w.name.clone(), f);
+                }
+            }
+        }
+        FlopTable(m)
+    }
+
+    pub fn get(&self, task: &str, workload: &str) -> Option<f64> {
+        self.0.get(task)?.get(workload).copied()
+    }
+}
+
+/// The timed workloads of `doc`, rates computed with its task's FLOP formula.
+pub fn workload_rates(doc: &RecordDoc, flops: &FlopTable) -> Vec<WorkloadRate> {
+    let mut out = Vec::new();
+    for w in &doc.outcome.workloads {
+        let Some(t) = &w.timing else { continue };
+        let flops = flops.get(&doc.task, &w.workload);
+        let cand = t.candidate.as_ref().map(|s| s.median_ms);
+        let base = t.baseline.as_ref().map(|s| s.median_ms);
+        out.push(WorkloadRate {
+            workload: w.workload.clone(),
+            speedup: t.speedup.filter(|s| s.is_finite() && *s > 0.0).or_else(|| {
+                match (cand, base) {
+                    (Some(c), Some(b)) if c > 0.0 && b > 0.0 => Some(b / c),
+                    _ => None,
+                }
+            }),
+            candidate_tflops: flops.zip(cand).and_then(|(f, ms)| tflops(f, ms)),
+            baseline_tflops: flops.zip(base).and_then(|(f, ms)| tflops(f, ms)),
+        });
+    }
+    out
+}
+
+impl<'a> Context<'a> {
+    pub fn new(input: &'a SiteInput) -> Result<Context<'a>, SiteError> {
+        let suite = &input.suite;
+        let records = &input.records;
+        let flops = FlopTable::new(suite);
+
+        let mut peak_at: BTreeMap<(String, String), Peak> = BTreeMap::new();
+        for r in records {
+            let Some(task) = suite.get(&r.doc.task) else {
+                continue;
+            };
+            for w in workload_rates(&r.doc, &flops) {
+                let Some(tf) = w.baseline_tflops else {
+                    continue;
+                };
+                let key = (r.doc.arch.clone(), precision(task));
+                let better = peak_at.get(&key).is_none_or(|p| tf > p.tflops);
+                if better {
+                    peak_at.insert(
+                        key.clone(),
+                        Peak {
+                            arch: key.0,
+                            precision: key.1,
+                            tflops: tf,
+                            task: task.id.to_string(),
+                            workload: w.workload.clone(),
+                            record: r.digest,
+                        },
+                    );
+                }
+            }
+        }
+
+        let mut samples = Samples::with_capacity(records.len());
+        let mut entries: BTreeMap<String, EntryInfo> = BTreeMap::new();
+        let mut entry_records: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut task_records: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut harness = Vec::new();
+        let mut archs = BTreeSet::new();
+        let mut tasks: BTreeSet<String> = suite.tasks.iter().map(|t| t.id.to_string()).collect();
+        let add_entry = |entries: &mut BTreeMap<String, EntryInfo>,
+                         name: &str,
+                         prov: Provenance,
+                         arch: &str,
+                         gpu: &str| {
+            let e = entries
+                .entry(name.to_string())
+                .or_insert_with(|| EntryInfo {
+                    name: name.to_string(),
+                    slug: String::new(),
+                    display_name: name.to_string(),
+                    organisation: None,
+                    release_date: None,
+                    provenances: BTreeSet::new(),
+                    gpus: BTreeMap::new(),
+                });
+            e.provenances.insert(prov);
+            let gpus = e.gpus.entry((prov, arch.to_string())).or_default();
+            if !gpu.is_empty() {
+                gpus.insert(gpu.to_string());
+            }
+        };
+
+        let roots = trajectory_roots(records);
+        for (i, r) in records.iter().enumerate() {
+            tasks.insert(r.doc.task.clone());
+            task_records.entry(r.doc.task.clone()).or_default().push(i);
+            if r.doc.is_harness_test() {
+                harness.push(i);
+                continue;
+            }
+            archs.insert(r.doc.arch.clone());
+            let gpu = r
+                .doc
+                .outcome
+                .device
+                .as_ref()
+                .map(|d| d.name.clone())
+                .unwrap_or_default();
+            add_entry(
+                &mut entries,
+                &r.doc.entry,
+                Provenance::Measured,
+                &r.doc.arch,
+                &gpu,
+            );
+            entry_records
+                .entry(r.doc.entry.clone())
+                .or_default()
+                .push(i);
+            let task = suite.get(&r.doc.task);
+            samples.push(record_sample(r, roots[i], task, &flops, &peak_at));
+        }
+
+        let mut published = Vec::new();
+        for rep in &input.reported {
+            let rows = rep.data.results().map_err(|source| SiteError::Reported {
+                label: rep.label.clone(),
+                digest: rep.data.import_digest,
+                source: Box::new(source),
+            })?;
+            for row in &rows {
+                if let Some((arch, gpu)) = reported_arch(&row.arch) {
+                    archs.insert(arch.to_string());
+                    add_entry(&mut entries, &row.model, Provenance::Reported, arch, gpu);
+                    tasks.insert(row.definition.clone());
+                }
+            }
+            published.push(rows);
+            if let Some(s) = reported_samples(&rep.data, Grouping::Task)? {
+                samples.extend(s);
+            }
+        }
+
+        let slugs = paths::unique_slugs(entries.keys().map(String::as_str));
+        for (name, e) in entries.iter_mut() {
+            e.slug = slugs
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| paths::slug(name));
+            if let Some(m) = input.manifest.models.get(name) {
+                e.display_name = m.display_name.clone();
+                e.organisation = Some(m.organisation.clone());
+                e.release_date = m.release_date.clone();
+            }
+        }
+
+        let metrics = metrics::compute(samples)?;
+        let mut shared_blobs: BTreeMap<Digest, SharedBlob> = BTreeMap::new();
+        for (i, r) in records.iter().enumerate() {
+            for (kind, d) in r.doc.text_blobs() {
+                let big = matches!(input.blobs.get(&d), Some(super::input::Blob::Text(t)) if t.len() >= SHARED_MIN_BYTES);
+                if big {
+                    let e = shared_blobs.entry(d).or_default();
+                    if e.records.last() != Some(&i) {
+                        e.records.push(i);
+                    }
+                    e.kinds.insert(kind);
+                }
+            }
+        }
+        shared_blobs.retain(|_, b| b.records.len() >= SHARED_MIN_RECORDS);
+        let task_digests = suite
+            .tasks
+            .iter()
+            .map(|t| (t.id.to_string(), t.digest()))
+            .collect();
+        let mut archs: Vec<String> = archs.into_iter().collect();
+        archs.sort_by_key(|a| arch_rank(a));
+        Ok(Context {
+            input,
+            metrics,
+            entries,
+            archs,
+            peaks: peak_at.into_values().collect(),
+            tasks: tasks.into_iter().collect(),
+            entry_records,
+            task_records,
+            harness,
+            published,
+            suite_digest: suite.digest(),
+            task_digests,
+            flops,
+            shared_blobs,
+        })
+    }
+
+    /// Whether blob `d` is shown on its own page rather than inline.
+    pub fn is_shared(&self, d: &Digest) -> bool {
+        self.shared_blobs.contains_key(d)
+    }
+
+    pub fn entry(&self, name: &str) -> Option<&EntryInfo> {
+        self.entries.get(name)
+    }
+
+    pub fn peak(&self, arch: &str, precision: &str) -> Option<&Peak> {
+        self.peaks
+            .iter()
+            .find(|p| p.arch == arch && p.precision == precision)
+    }
+
+    /// The GPUs of an entry's results on `arch` under `prov`, joined for display.
+    pub fn gpus(&self, entry: &str, prov: Provenance, arch: &str) -> String {
+        self.entries
+            .get(entry)
+            .and_then(|e| e.gpus.get(&(prov, arch.to_string())))
+            .map(|g| g.iter().cloned().collect::<Vec<_>>().join(", "))
+            .unwrap_or_default()
+    }
+}
+
+/// For each record (by index), the digest of the first record of its trajectory: the end of
+/// its `previous_digest` chain among the loaded records (itself when it has none).
+fn trajectory_roots(records: &[LoadedRecord]) -> Vec<Digest> {
+    let index: BTreeMap<Digest, usize> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.digest, i))
+        .collect();
+    records
+        .iter()
+        .map(|r| {
+            let mut at = r;
+            // A chain longer than the records is a cycle: stop there.
+            for _ in 0..records.len() {
+                match at.doc.previous_digest.and_then(|p| index.get(&p)) {
+                    Some(&j) => at = &records[j],
+                    None => break,
+                }
+            }
+            at.digest
+        })
+        .collect()
+}
+
+/// The metric sample of one record (role `entry`).
+///
+/// A trajectory is a chain of records linked by `previous_digest`, named by its first record;
+/// a record without a turn is a single-turn trajectory (turn 0). `correct_with_arch` is
+/// `None` unless the record carries dynamic target evidence.
+fn record_sample(
+    r: &LoadedRecord,
+    root: Digest,
+    task: Option<&Task>,
+    flops: &FlopTable,
+    peaks: &BTreeMap<(String, String), Peak>,
+) -> Sample {
+    let doc = &r.doc;
+    let perf: Vec<WorkloadRate> = workload_rates(doc, flops)
+        .into_iter()
+        .filter(|w| {
+            task.and_then(|t| t.workload(&w.workload))
+                .is_none_or(|wl| wl.kind == WorkloadKind::Performance)
+        })
+        .collect();
+    let speedups: Vec<f64> = perf.iter().filter_map(|w| w.speedup).collect();
+    let min = speedups
+        .iter()
+        .copied()
+        .min_by(f64::total_cmp)
+        .or(doc.min_speedup);
+    let best = speedups.iter().copied().max_by(f64::total_cmp).or(min);
+    let peak = task.and_then(|t| peaks.get(&(doc.arch.clone(), precision(t))));
+    let peak_fraction = peak.and_then(|p| {
+        perf.iter()
+            .filter_map(|w| w.candidate_tflops)
+            .max_by(f64::total_cmp)
+            .map(|tf| tf / p.tflops)
+    });
+    let trajectory = root.to_string();
+    let turn = doc.turn.unwrap_or(0);
+    Sample {
+        provenance: Provenance::Measured,
+        entry: doc.entry.clone(),
+        arch: doc.arch.clone(),
+        task: doc.task.clone(),
+        trajectory,
+        turn,
+        correct: doc.is_correct(),
+        correct_with_arch: doc.correct_with_arch(),
+        speedup_min: min,
+        speedup_best: best,
+        peak_fraction,
+    }
+}

@@ -1,0 +1,262 @@
+//! Loading what a site shows: a manifest's runs and records, the text blobs the records name,
+//! and its reported data, every byte read through the store (so re-hashed), plus the task
+//! suite. Anything missing, corrupt or of the wrong kind is an error naming its digest and
+//! where the manifest or a run refers to it: a published number always has its evidence.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::digest::Digest;
+use crate::manifest::Manifest;
+use crate::store::Store;
+use crate::store::reported::ReportedData;
+use crate::task::Suite;
+
+use super::SiteError;
+use super::record::{RecordDoc, RunDoc};
+
+/// Everything a site is rendered from. Records are unique and sorted by digest; runs are in
+/// manifest order.
+#[derive(Debug, Clone)]
+pub struct SiteInput {
+    pub manifest: Manifest,
+    /// The manifest's file name (pages never show paths of the building machine).
+    pub manifest_name: String,
+    /// blake3 of the manifest file.
+    pub manifest_digest: Digest,
+    pub suite: Suite,
+    pub runs: Vec<LoadedRun>,
+    pub records: Vec<LoadedRecord>,
+    pub reported: Vec<LoadedReported>,
+    /// Blobs named by records, by digest.
+    pub blobs: BTreeMap<Digest, Blob>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadedRun {
+    pub digest: Digest,
+    pub doc: RunDoc,
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadedRecord {
+    pub digest: Digest,
+    pub doc: RecordDoc,
+    /// Indices into [`SiteInput::runs`] of the runs that list it.
+    pub runs: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadedReported {
+    pub label: String,
+    pub data: ReportedData,
+}
+
+/// A blob's content as pages show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blob {
+    Text(String),
+    /// Not UTF-8 (a cubin): only its size is shown.
+    Binary {
+        bytes: u64,
+    },
+}
+
+/// Where a record was named, for error messages.
+fn record_origin(manifest_name: &str, runs: &[LoadedRun], rec_runs: &[usize]) -> String {
+    match rec_runs.first().and_then(|&i| runs.get(i)) {
+        Some(run) => format!("listed by run {} ({})", run.digest, run.doc.name),
+        None => format!("listed in {manifest_name} `records`"),
+    }
+}
+
+impl SiteInput {
+    /// Reads the manifest at `manifest_path`, then everything it names from `store`.
+    pub fn load(manifest_path: &Path, store: &Store, suite: Suite) -> Result<SiteInput, SiteError> {
+        let bytes = std::fs::read(manifest_path).map_err(|source| SiteError::Io {
+            path: manifest_path.to_path_buf(),
+            source,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| SiteError::Manifest {
+            message: format!("{}: not UTF-8", manifest_path.display()),
+        })?;
+        let manifest = Manifest::parse(&text, manifest_path).map_err(|e| SiteError::Manifest {
+            message: e.to_string(),
+        })?;
+        let manifest_name = manifest_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "manifest".to_string());
+        SiteInput::from_manifest(
+            manifest,
+            manifest_name,
+            Digest::of(text.as_bytes()),
+            store,
+            suite,
+        )
+    }
+
+    /// Loads everything `manifest` names from `store`.
+    pub fn from_manifest(
+        manifest: Manifest,
+        manifest_name: String,
+        manifest_digest: Digest,
+        store: &Store,
+        suite: Suite,
+    ) -> Result<SiteInput, SiteError> {
+        let mut runs = Vec::with_capacity(manifest.runs.len());
+        for (i, d) in manifest.runs.iter().enumerate() {
+            let what = || format!("run {d} ({manifest_name} `runs[{i}]`)");
+            let bytes = store.get(d).map_err(|source| SiteError::Store {
+                what: what(),
+                source,
+            })?;
+            let doc: RunDoc = serde_json::from_slice(&bytes).map_err(|e| SiteError::Decode {
+                what: what(),
+                message: e.to_string(),
+            })?;
+            if !doc.schema.starts_with("ptxbench.run/") {
+                return Err(SiteError::Decode {
+                    what: what(),
+                    message: format!("a `{}` object, not a ptxbench.run", doc.schema),
+                });
+            }
+            runs.push(LoadedRun { digest: *d, doc });
+        }
+
+        let mut wanted: BTreeMap<Digest, Vec<usize>> = BTreeMap::new();
+        for (i, run) in runs.iter().enumerate() {
+            for d in &run.doc.record_digests {
+                let v = wanted.entry(*d).or_default();
+                if !v.contains(&i) {
+                    v.push(i);
+                }
+            }
+        }
+        for d in &manifest.records {
+            wanted.entry(*d).or_default();
+        }
+        let wanted: Vec<(Digest, Vec<usize>)> = wanted.into_iter().collect();
+        let records = parallel_map(&wanted, |(digest, rec_runs)| {
+            let what = || {
+                format!(
+                    "record {digest} ({})",
+                    record_origin(&manifest_name, &runs, rec_runs)
+                )
+            };
+            let bytes = store.get(digest).map_err(|source| SiteError::Store {
+                what: what(),
+                source,
+            })?;
+            let doc: RecordDoc = serde_json::from_slice(&bytes).map_err(|e| SiteError::Decode {
+                what: what(),
+                message: e.to_string(),
+            })?;
+            if !doc.schema.starts_with("ptxbench.record/") {
+                return Err(SiteError::Decode {
+                    what: what(),
+                    message: format!("a `{}` object, not a ptxbench.record", doc.schema),
+                });
+            }
+            Ok(LoadedRecord {
+                digest: *digest,
+                doc,
+                runs: rec_runs.clone(),
+            })
+        })?;
+
+        let mut blob_refs: BTreeMap<Digest, (Digest, &'static str)> = BTreeMap::new();
+        for r in &records {
+            for (kind, d) in r.doc.text_blobs() {
+                blob_refs.entry(d).or_insert((r.digest, kind.field()));
+            }
+            if let Some(d) = r.doc.cubin_digest {
+                blob_refs.entry(d).or_insert((r.digest, "cubin_digest"));
+            }
+        }
+        let blob_refs: Vec<(Digest, (Digest, &'static str))> = blob_refs.into_iter().collect();
+        let blob_list = parallel_map(&blob_refs, |(d, (record, field))| {
+            let bytes = store.get(d).map_err(|source| SiteError::Store {
+                what: format!("blob {d} (record {record} field `{field}`)"),
+                source,
+            })?;
+            let len = bytes.len() as u64;
+            Ok((
+                *d,
+                match String::from_utf8(bytes) {
+                    Ok(s) => Blob::Text(s),
+                    Err(_) => Blob::Binary { bytes: len },
+                },
+            ))
+        })?;
+        let blobs: BTreeMap<Digest, Blob> = blob_list.into_iter().collect();
+
+        let mut reported = Vec::with_capacity(manifest.reported.len());
+        let mut seen = BTreeSet::new();
+        for r in &manifest.reported {
+            if !seen.insert(r.import_digest) {
+                continue;
+            }
+            let data = ReportedData::load(store, &r.import_digest).map_err(|source| {
+                SiteError::Reported {
+                    label: r.label.clone(),
+                    digest: r.import_digest,
+                    source: Box::new(source),
+                }
+            })?;
+            reported.push(LoadedReported {
+                label: r.label.clone(),
+                data,
+            });
+        }
+        Ok(SiteInput {
+            manifest,
+            manifest_name,
+            manifest_digest,
+            suite,
+            runs,
+            records,
+            reported,
+            blobs,
+        })
+    }
+}
+
+/// Threads used to read and render (the output never depends on it): twice the cores, as
+/// the work waits on file reads and writes about as much as it computes.
+pub(crate) fn threads() -> usize {
+    2 * std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 16)
+}
+
+/// Maps `f` over `items` on all cores, keeping the order; the first error (in item order) wins.
+pub(crate) fn parallel_map<T: Sync, U: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> Result<U, SiteError> + Sync,
+) -> Result<Vec<U>, SiteError> {
+    let threads = threads();
+    if threads == 1 || items.len() < 64 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let results: Vec<Result<Vec<U>, SiteError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| s.spawn(|| part.iter().map(&f).collect::<Result<Vec<U>, SiteError>>()))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(SiteError::Internal("a worker thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(items.len());
+    for r in results {
+        out.extend(r?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,308 @@
+//! The static leaderboard site: a manifest and its store in, a folder of HTML, CSS, JS and SVG
+//! out, with no GPU and no network.
+//!
+//! Rendering is a pure function of the loaded [`SiteInput`] to pages (relative path → bytes):
+//! [`build`] collects them, [`render_each`] hands each to a sink as it is made (records are
+//! rendered on all cores, so a large site need not sit in memory), and [`output::write_site`]
+//! is the separate step that puts them on disk. The same input always gives the same bytes:
+//! everything is sorted with total orders, numbers are formatted with fixed precision, and no
+//! clock, host, absolute path or unseeded randomness reaches a page.
+//!
+//! `input` (loading), `record` (the site's view of records), `context` (metrics and indexes
+//! derived once), `pages` (view models and templates), `plots` (SVG), `format` and `paths`
+//! (numbers and links), `linkcheck` (the output's links), `output` (writing), `synthetic`
+//! (generated data for tests and benchmarks).
+
+pub mod context;
+pub mod format;
+pub mod input;
+pub mod linkcheck;
+pub mod output;
+pub mod pages;
+pub mod paths;
+pub mod plots;
+pub mod record;
+pub mod synthetic;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use askama::Template;
+
+use crate::digest::Digest;
+use crate::metrics::MetricsError;
+use crate::store::StoreError;
+use crate::store::reported::ReportedError;
+
+pub use context::Context;
+pub use input::SiteInput;
+
+/// The stylesheet and the page script, compiled in (they are part of the output's bytes).
+pub const STYLE_CSS: &str = include_str!("../../../site/static/style.css");
+pub const SITE_JS: &str = include_str!("../../../site/static/site.js");
+pub const FAVICON_SVG: &str = include_str!("../../../site/static/favicon.svg");
+
+/// Why a site could not be built. Every variant names what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    #[error("{what}: {source}")]
+    Store {
+        what: String,
+        #[source]
+        source: StoreError,
+    },
+    #[error("{what} does not decode: {message}")]
+    Decode { what: String, message: String },
+    #[error("manifest: {message}")]
+    Manifest { message: String },
+    #[error("reported data `{label}` ({digest}): {source}")]
+    Reported {
+        label: String,
+        digest: Digest,
+        #[source]
+        source: Box<ReportedError>,
+    },
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    #[error("rendering {page}: {message}")]
+    Render { page: String, message: String },
+    #[error("drawing plot {plot}: {message}")]
+    Plot { plot: String, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Output { path: PathBuf, message: String },
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+/// A rendered site: relative path → bytes, sorted.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Pages {
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+impl Pages {
+    pub fn get(&self, path: &str) -> Option<&[u8]> {
+        self.files.get(path).map(Vec::as_slice)
+    }
+
+    pub fn text(&self, path: &str) -> Option<&str> {
+        self.get(path).and_then(|b| std::str::from_utf8(b).ok())
+    }
+}
+
+/// Renders the whole site into memory.
+pub fn build(input: &SiteInput) -> Result<Pages, SiteError> {
+    let files = Mutex::new(BTreeMap::new());
+    render_each(input, &|path, bytes| {
+        files
+            .lock()
+            .map_err(|_| SiteError::Internal("page map poisoned".into()))?
+            .insert(path, bytes);
+        Ok(())
+    })?;
+    Ok(Pages {
+        files: files
+            .into_inner()
+            .map_err(|_| SiteError::Internal("page map poisoned".into()))?,
+    })
+}
+
+/// Where rendered pages go: called once per file, possibly from several threads.
+pub type Sink<'a> = dyn Fn(String, Vec<u8>) -> Result<(), SiteError> + Sync + 'a;
+
+fn html<T: Template>(t: &T, path: &str) -> Result<Vec<u8>, SiteError> {
+    // Most pages are tens of KiB: start there rather than grow from the template's hint.
+    let mut out = String::with_capacity(32 * 1024);
+    t.render_into(&mut out).map_err(|e| SiteError::Render {
+        page: path.to_string(),
+        message: e.to_string(),
+    })?;
+    Ok(out.into_bytes())
+}
+
+/// Renders every file of the site and hands each to `sink`; returns how many there were.
+pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteError> {
+    use pages::*;
+    let ctx = Context::new(input)?;
+    let mut count = 0usize;
+    let mut emit = |path: String, bytes: Vec<u8>| -> Result<(), SiteError> {
+        count += 1;
+        sink(path, bytes)
+    };
+    emit(paths::STYLE.into(), STYLE_CSS.as_bytes().to_vec())?;
+    emit(paths::SCRIPT.into(), SITE_JS.as_bytes().to_vec())?;
+    emit(paths::FAVICON.into(), FAVICON_SVG.as_bytes().to_vec())?;
+    // GitHub Pages: serve files as they are (no Jekyll).
+    emit(".nojekyll".into(), Vec::new())?;
+
+    let mut results = crate::metrics::export::results_frame(&ctx.metrics)?;
+    let mut csv = Vec::new();
+    crate::metrics::export::write_frame(
+        &mut results,
+        crate::metrics::export::Format::Csv,
+        &mut csv,
+    )?;
+    emit(DATA_CSV.into(), csv)?;
+    emit(DATA_RECORDS_CSV.into(), records_csv(input)?)?;
+
+    for arch in &ctx.archs {
+        let drawn = [
+            plots::best_speedup_per_task(&ctx, arch)?,
+            plots::rates_by_turn_limit(&ctx, arch)?,
+            plots::speedup_by_release_date(&ctx, arch)?,
+            plots::speedup_distribution(&ctx, arch)?,
+        ];
+        let drawn: Vec<plots::Plot> = drawn.into_iter().flatten().collect();
+        for p in &drawn {
+            emit(paths::plot(&p.name), p.svg.as_str().as_bytes().to_vec())?;
+        }
+        let path = paths::arch(arch);
+        let v = arch::view(&ctx, arch, &drawn);
+        let page = Page::new(&ctx, &path, format!("{arch} leaderboard"));
+        emit(
+            path.clone(),
+            html(&arch::ArchPage { page: &page, v: &v }, &path)?,
+        )?;
+    }
+    let v = index::view(&ctx);
+    let page = Page::new(&ctx, paths::INDEX, "Overview");
+    emit(
+        paths::INDEX.into(),
+        html(&index::IndexPage { page: &page, v: &v }, paths::INDEX)?,
+    )?;
+
+    let v = methodology::view(&ctx);
+    let page = Page::new(&ctx, paths::METHODOLOGY, "Methodology");
+    emit(
+        paths::METHODOLOGY.into(),
+        html(
+            &methodology::MethodologyPage { page: &page, v: &v },
+            paths::METHODOLOGY,
+        )?,
+    )?;
+
+    let v = harness::view(&ctx);
+    let page = Page::new(&ctx, paths::HARNESS_TESTS, "Harness tests");
+    emit(
+        paths::HARNESS_TESTS.into(),
+        html(
+            &harness::HarnessPage { page: &page, v: &v },
+            paths::HARNESS_TESTS,
+        )?,
+    )?;
+    for e in ctx.entries.values() {
+        let path = paths::entry(&e.slug);
+        let v = entry::view(&ctx, e);
+        let page = Page::new(&ctx, &path, e.display_name.clone());
+        emit(
+            path.clone(),
+            html(&entry::EntryPage { page: &page, v: &v }, &path)?,
+        )?;
+    }
+    for t in &ctx.tasks {
+        let path = paths::task(t);
+        let v = task::view(&ctx, t);
+        let page = Page::new(&ctx, &path, format!("Task {t}"));
+        emit(
+            path.clone(),
+            html(&task::TaskPage { page: &page, v: &v }, &path)?,
+        )?;
+    }
+
+    for (i, r) in input.runs.iter().enumerate() {
+        let path = paths::run(&r.digest);
+        let v = run::view(&ctx, i);
+        let page = Page::new(&ctx, &path, format!("Run {}", r.doc.name));
+        emit(
+            path.clone(),
+            html(&run::RunPage { page: &page, v: &v }, &path)?,
+        )?;
+    }
+    let indices: Vec<usize> = (0..input.records.len()).collect();
+    let rendered = input::parallel_map(&indices, |&i| {
+        let r = &input.records[i];
+        let path = paths::record(&r.digest);
+        let v = record::view(&ctx, i);
+        let page = Page::new(
+            &ctx,
+            &path,
+            format!(
+                "Record {} · {} · {}",
+                r.digest.short(12),
+                r.doc.entry,
+                r.doc.task
+            ),
+        );
+        let bytes = html(&record::RecordPage { page: &page, v: &v }, &path)?;
+        sink(path, bytes)?;
+        Ok(())
+    })?;
+    let shared: Vec<Digest> = ctx.shared_blobs.keys().copied().collect();
+    let blobs = input::parallel_map(&shared, |d| {
+        let path = paths::blob(d);
+        let v = blob::view(&ctx, d);
+        let page = Page::new(&ctx, &path, format!("Blob {}", d.short(12)));
+        sink(
+            path.clone(),
+            html(&blob::BlobPage { page: &page, v: &v }, &path)?,
+        )
+    })?;
+    Ok(count + rendered.len() + blobs.len())
+}
+
+/// The results table as CSV, for download.
+pub const DATA_CSV: &str = "data/results.csv";
+/// Every record of the site, one line each, for download (pages list at most
+/// [`pages::record::MAX_LISTED`]).
+pub const DATA_RECORDS_CSV: &str = "data/records.csv";
+
+/// The records of the site as CSV, in digest order.
+fn records_csv(input: &SiteInput) -> Result<Vec<u8>, SiteError> {
+    use polars::prelude::{Column, DataFrame};
+    let r = &input.records;
+    let text =
+        |f: &dyn Fn(&input::LoadedRecord) -> String| -> Vec<String> { r.iter().map(f).collect() };
+    let mut frame = DataFrame::new(
+        r.len(),
+        vec![
+            Column::new("record".into(), text(&|x| x.digest.to_string())),
+            Column::new("entry".into(), text(&|x| x.doc.entry.clone())),
+            Column::new("role".into(), text(&|x| x.doc.role.clone())),
+            Column::new("task".into(), text(&|x| x.doc.task.clone())),
+            Column::new("arch".into(), text(&|x| x.doc.arch.clone())),
+            Column::new(
+                "turn".into(),
+                r.iter().map(|x| x.doc.turn).collect::<Vec<_>>(),
+            ),
+            Column::new("verdict".into(), text(&|x| x.doc.verdict.clone())),
+            Column::new(
+                "expected".into(),
+                r.iter().map(|x| x.doc.expected.clone()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "min_speedup".into(),
+                r.iter()
+                    .map(|x| x.doc.min_speedup.or(x.doc.outcome.min_speedup))
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "correct_with_arch".into(),
+                r.iter()
+                    .map(|x| x.doc.correct_with_arch())
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new("page".into(), text(&|x| paths::record(&x.digest))),
+        ],
+    )
+    .map_err(MetricsError::from)?;
+    let mut out = Vec::new();
+    crate::metrics::export::write_frame(&mut frame, crate::metrics::export::Format::Csv, &mut out)?;
+    Ok(out)
+}

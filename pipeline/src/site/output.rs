@@ -1,0 +1,131 @@
+//! Writing a site to disk, the one step with side effects. The site is rendered into a fresh
+//! sibling folder, then swapped in place of the output folder, so a reader never sees a half
+//! site and stale pages of an earlier build never survive. A non-empty output folder is only
+//! replaced if an earlier build made it (it holds [`MARKER`]): `-o .` cannot wipe a checkout.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{SiteError, SiteInput, render_each};
+
+/// The file that marks a folder as built by `ptxbench site`.
+pub const MARKER: &str = ".ptxbench-site";
+const MARKER_TEXT: &str =
+    "Built by `ptxbench site`; the whole folder is replaced by the next build.\n";
+
+fn io(path: &Path, source: std::io::Error) -> SiteError {
+    SiteError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Checks that `rel` is a plain relative path (no `..`, no root) before it is joined.
+fn safe_join(dir: &Path, rel: &str) -> Result<PathBuf, SiteError> {
+    let p = Path::new(rel);
+    if rel.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(SiteError::Output {
+            path: p.to_path_buf(),
+            message: "not a plain relative path".into(),
+        });
+    }
+    Ok(dir.join(p))
+}
+
+/// Whether `out` may be replaced: absent, an empty folder, or a folder an earlier build made.
+fn check_replaceable(out: &Path) -> Result<bool, SiteError> {
+    match fs::symlink_metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io(out, e)),
+        Ok(m) if !m.is_dir() => Err(SiteError::Output {
+            path: out.to_path_buf(),
+            message: "exists and is not a folder".into(),
+        }),
+        Ok(_) => {
+            let mut entries = fs::read_dir(out).map_err(|e| io(out, e))?;
+            if entries.next().is_none() || out.join(MARKER).is_file() {
+                Ok(true)
+            } else {
+                Err(SiteError::Output {
+                    path: out.to_path_buf(),
+                    message: format!(
+                        "is a folder that `ptxbench site` did not make (no {MARKER}); choose an empty or new folder"
+                    ),
+                })
+            }
+        }
+    }
+}
+
+/// Renders `input` and writes it to `out`; returns the number of files.
+pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
+    let exists = check_replaceable(out)?;
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".ptxbench-site-")
+        .tempdir_in(&parent)
+        .map_err(|e| io(&parent, e))?;
+    let dir = staging.path().to_path_buf();
+    let made: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let count = render_each(input, &|rel, bytes| {
+        let path = safe_join(&dir, &rel)?;
+        if let Some(folder) = path.parent() {
+            let known = made
+                .lock()
+                .map_err(|_| SiteError::Internal("folder set poisoned".into()))?
+                .contains(folder);
+            if !known {
+                fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
+                made.lock()
+                    .map_err(|_| SiteError::Internal("folder set poisoned".into()))?
+                    .insert(folder.to_path_buf());
+            }
+        }
+        fs::write(&path, bytes).map_err(|e| io(&path, e))
+    })?;
+    fs::write(dir.join(MARKER), MARKER_TEXT).map_err(|e| io(&dir, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).map_err(|e| io(&dir, e))?;
+    }
+    let built = staging.keep();
+    if exists {
+        let old = tempfile::Builder::new()
+            .prefix(".ptxbench-site-old-")
+            .tempdir_in(&parent)
+            .map_err(|e| io(&parent, e))?;
+        let old_path = old.path().join("site");
+        fs::rename(out, &old_path).map_err(|e| io(out, e))?;
+        fs::rename(&built, out).map_err(|e| io(out, e))?;
+        // `old` is removed with the previous site in it when it drops.
+        drop(old);
+    } else {
+        fs::rename(&built, out).map_err(|e| io(out, e))?;
+    }
+    Ok(count + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_foreign_folders_and_odd_paths() {
+        let d = tempfile::tempdir().expect("tempdir");
+        std::fs::write(d.path().join("precious.txt"), "x").expect("write");
+        assert!(check_replaceable(d.path()).is_err());
+        std::fs::write(d.path().join(MARKER), "").expect("write");
+        assert!(check_replaceable(d.path()).expect("ours"));
+        assert!(!check_replaceable(&d.path().join("new")).expect("absent"));
+        assert!(safe_join(d.path(), "../x").is_err());
+        assert!(safe_join(d.path(), "/etc/passwd").is_err());
+        assert!(safe_join(d.path(), "a/b.html").is_ok());
+    }
+}

@@ -1,0 +1,154 @@
+//! One architecture's page: its leaderboard, the best speedup per task and entry as a
+//! matrix, and the plots.
+
+use std::collections::BTreeSet;
+
+use askama::Template;
+
+use super::leaderboard::LeaderboardView;
+use super::{Cell, Link, Page, PlotView, badge};
+use crate::metrics::{Provenance, TURN_LIMITS};
+use crate::site::context::Context;
+use crate::site::paths;
+use crate::site::plots::Plot;
+
+#[derive(Debug)]
+pub struct ArchView {
+    pub arch: String,
+    pub gpus: String,
+    pub leaderboards: Vec<LeaderboardView>,
+    pub matrix: Matrix,
+    pub plots: Vec<PlotView>,
+    pub undated: Vec<String>,
+}
+
+/// Best speedup (at the largest turn limit) for every entry and task.
+#[derive(Debug)]
+pub struct Matrix {
+    pub id: String,
+    pub limit: u32,
+    pub tasks: Vec<Link>,
+    pub rows: Vec<MatrixRow>,
+}
+
+#[derive(Debug)]
+pub struct MatrixRow {
+    pub entry: Link,
+    pub provenance: &'static str,
+    pub text: String,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "arch.html")]
+pub struct ArchPage<'a> {
+    pub page: &'a Page,
+    pub v: &'a ArchView,
+}
+
+pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
+    let from = paths::arch(arch);
+    let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
+    let rows: Vec<_> = ctx
+        .metrics
+        .tasks
+        .iter()
+        .filter(|t| t.arch == arch && t.turn_limit == limit)
+        .collect();
+    let tasks: Vec<&str> = rows
+        .iter()
+        .map(|t| t.task.as_str())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let series: Vec<(Provenance, &str)> = rows
+        .iter()
+        .map(|t| (t.provenance, t.entry.as_str()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let matrix_rows = series
+        .iter()
+        .map(|(p, e)| {
+            let (text, href) = match ctx.entry(e) {
+                Some(info) => (
+                    info.display_name.clone(),
+                    paths::link(&from, &paths::entry(&info.slug)),
+                ),
+                None => (e.to_string(), String::new()),
+            };
+            MatrixRow {
+                text: text.to_lowercase(),
+                entry: Link { text, href },
+                provenance: badge(*p),
+                cells: tasks
+                    .iter()
+                    .map(|t| {
+                        let m = rows
+                            .iter()
+                            .find(|r| r.provenance == *p && r.entry == *e && r.task == *t);
+                        match m {
+                            Some(m) if m.best_speedup.is_some() => Cell::speedup(m.best_speedup),
+                            Some(m) => Cell {
+                                text: format!("0/{}", m.trajectories),
+                                v: "0".into(),
+                            },
+                            None => Cell::default(),
+                        }
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let mut undated: Vec<String> = series
+        .iter()
+        .filter(|(_, e)| ctx.entry(e).is_none_or(|i| i.release_date.is_none()))
+        .map(|(_, e)| e.to_string())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    undated.sort();
+    let captions = |name: &str| -> String {
+        if name.ends_with("best-speedup") {
+            "Each point is the best speedup of an entry on a task over all its correct trajectories (correct trajectories only; a task with none has no point). The line at 1× is the library."
+        } else if name.ends_with("rates-by-turn-limit") {
+            "Macro average over tasks. A trajectory is correct at turn limit L when any of its first L turns is correct. Entries whose target evidence was not measured have no correct-with-arch line."
+        } else if name.ends_with("release-date") {
+            "One point per (entry, task): best speedup at the largest turn limit, at the model's release date (from the manifest)."
+        } else {
+            "Quartile boxes, median line and min–max whiskers of the speedups of correct trajectories, reported and measured side by side."
+        }
+        .to_string()
+    };
+    ArchView {
+        arch: arch.to_string(),
+        gpus: crate::arch::Arch::ALL
+            .iter()
+            .find(|x| x.as_str() == arch)
+            .map(|x| x.gpus().to_string())
+            .unwrap_or_default(),
+        leaderboards: vec![LeaderboardView::new(
+            ctx,
+            arch,
+            &from,
+            &format!("lb-{arch}"),
+        )],
+        matrix: Matrix {
+            id: format!("matrix-{arch}"),
+            limit,
+            tasks: tasks
+                .iter()
+                .map(|t| Link {
+                    text: t.to_string(),
+                    href: paths::link(&from, &paths::task(t)),
+                })
+                .collect(),
+            rows: matrix_rows,
+        },
+        plots: plots
+            .iter()
+            .map(|p| PlotView::new(p, &from, captions(&p.name)))
+            .collect(),
+        undated,
+    }
+}

@@ -1,0 +1,63 @@
+//! The overview page: what the leaderboard measures, and each architecture's leaderboard.
+
+use askama::Template;
+
+use super::leaderboard::LeaderboardView;
+use super::{Link, Page};
+use crate::site::context::Context;
+use crate::site::paths;
+
+#[derive(Debug)]
+pub struct IndexView {
+    pub archs: Vec<ArchSummary>,
+    pub measured_records: usize,
+    pub harness_records: usize,
+    pub reported_sources: Vec<String>,
+    pub methodology: String,
+    pub harness: String,
+}
+
+#[derive(Debug)]
+pub struct ArchSummary {
+    pub arch: String,
+    pub gpus: String,
+    pub page: Link,
+    /// One element (looped over so the shared table template sees it as `lb`).
+    pub leaderboards: Vec<LeaderboardView>,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "index.html")]
+pub struct IndexPage<'a> {
+    pub page: &'a Page,
+    pub v: &'a IndexView,
+}
+
+pub fn view(ctx: &Context<'_>) -> IndexView {
+    let from = paths::INDEX;
+    let archs = ctx
+        .archs
+        .iter()
+        .map(|a| ArchSummary {
+            arch: a.clone(),
+            gpus: crate::arch::Arch::ALL
+                .iter()
+                .find(|x| x.as_str() == a)
+                .map(|x| x.gpus().to_string())
+                .unwrap_or_default(),
+            page: Link {
+                text: format!("{a} leaderboard, per-task results and plots"),
+                href: paths::link(from, &paths::arch(a)),
+            },
+            leaderboards: vec![LeaderboardView::new(ctx, a, from, &format!("lb-{a}"))],
+        })
+        .collect();
+    IndexView {
+        archs,
+        measured_records: ctx.input.records.len() - ctx.harness.len(),
+        harness_records: ctx.harness.len(),
+        reported_sources: ctx.input.reported.iter().map(|r| r.label.clone()).collect(),
+        methodology: paths::link(from, paths::METHODOLOGY),
+        harness: paths::link(from, paths::HARNESS_TESTS),
+    }
+}

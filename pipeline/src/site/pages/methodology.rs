@@ -1,0 +1,248 @@
+//! The methodology page, generated from the task suite and the data: what each metric means,
+//! what counts as evidence, the correctness and timing protocols, the peak proxy, and how to
+//! audit a number.
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+
+use super::{Fact, Link, Page};
+use crate::engine::Protocol;
+use crate::metrics::{FAST_P, PASS_K, TURN_LIMITS};
+use crate::site::context::Context;
+use crate::site::format;
+use crate::site::paths;
+
+#[derive(Debug)]
+pub struct MethodologyView {
+    pub suite: Vec<Fact>,
+    pub suite_description: String,
+    pub turn_limits: String,
+    pub fast_p: String,
+    pub pass_k: String,
+    pub tasks: Vec<TaskSummary>,
+    pub protocols: Vec<ProtocolRow>,
+    pub default_protocol: String,
+    pub peaks: Vec<PeakRow>,
+    pub reported: Vec<String>,
+    /// How many measured records carry dynamic evidence.
+    pub evidence_coverage: String,
+}
+
+#[derive(Debug)]
+pub struct TaskSummary {
+    pub task: Link,
+    pub family: String,
+    pub baseline: String,
+    pub tolerances: String,
+    pub inputs: String,
+    pub workloads: String,
+    pub targets: String,
+    pub flops: String,
+}
+
+#[derive(Debug)]
+pub struct ProtocolRow {
+    pub protocol: String,
+    pub records: String,
+}
+
+#[derive(Debug)]
+pub struct PeakRow {
+    pub arch: String,
+    pub precision: String,
+    pub tflops: String,
+    pub source: Link,
+    pub workload: String,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "methodology.html")]
+pub struct MethodologyPage<'a> {
+    pub page: &'a Page,
+    pub v: &'a MethodologyView,
+}
+
+fn protocol_text(trials: u32, warmup: u32, iterations: u32, rotations: u32, max_s: f64) -> String {
+    format!(
+        "{trials} correctness trials per workload (fresh seeded inputs each); {warmup} warm-up launches, then {iterations} timed launches of the candidate interleaved with as many of the library, L2 flushed before each, {rotations} rotating input/output sets, at most {max_s} s of timing per workload"
+    )
+}
+
+pub fn view(ctx: &Context<'_>) -> MethodologyView {
+    let from = paths::METHODOLOGY;
+    let suite = &ctx.input.suite;
+    let tasks = suite
+        .tasks
+        .iter()
+        .map(|t| {
+            let count = |k| t.workloads_of(k).count();
+            TaskSummary {
+                task: Link {
+                    text: t.id.to_string(),
+                    href: paths::link(from, &paths::task(t.id.as_str())),
+                },
+                family: t.family.as_str().into(),
+                baseline: t.baseline.library.clone(),
+                tolerances: t
+                    .outputs
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "{}: {}",
+                            o.name,
+                            o.tolerance
+                                .as_ref()
+                                .map(|x| x.to_string())
+                                .unwrap_or_default()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                inputs: t.distribution.to_string(),
+                workloads: format!(
+                    "{} correctness, {} performance",
+                    count(crate::task::WorkloadKind::Correctness),
+                    count(crate::task::WorkloadKind::Performance)
+                ),
+                targets: t
+                    .targets
+                    .iter()
+                    .map(|x| {
+                        format!(
+                            "{}: {}",
+                            x.arch,
+                            x.required
+                                .iter()
+                                .map(|f| f.family.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                flops: t.flops.to_string(),
+            }
+        })
+        .collect();
+    let mut protocols: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &ctx.input.records {
+        if let Some(p) = &r.doc.protocol {
+            *protocols
+                .entry(protocol_text(
+                    p.trials,
+                    p.warmup,
+                    p.iterations,
+                    p.rotations,
+                    p.max_timing_seconds,
+                ))
+                .or_default() += 1;
+        }
+    }
+    let d = Protocol::default();
+    let entries: Vec<_> = ctx
+        .input
+        .records
+        .iter()
+        .filter(|r| !r.doc.is_harness_test())
+        .collect();
+    let with_dynamic = entries
+        .iter()
+        .filter(|r| {
+            r.doc
+                .target_evidence()
+                .is_some_and(|e| e.families.iter().any(|f| f.dynamic_count.is_some()))
+        })
+        .count();
+    MethodologyView {
+        suite: vec![
+            Fact {
+                key: "version".into(),
+                value: suite.version.clone(),
+            },
+            Fact {
+                key: "suite hash".into(),
+                value: ctx.suite_digest.to_string(),
+            },
+            Fact {
+                key: "manifest's suite hash".into(),
+                value: format!(
+                    "{}{}",
+                    ctx.input.manifest.suite.hash,
+                    if ctx.input.manifest.suite.hash == ctx.suite_digest {
+                        " (matches)"
+                    } else {
+                        " (differs: the manifest was made against another suite)"
+                    }
+                ),
+            },
+            Fact {
+                key: "tasks".into(),
+                value: suite.tasks.len().to_string(),
+            },
+        ],
+        suite_description: suite.description.clone(),
+        turn_limits: TURN_LIMITS
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        fast_p: FAST_P
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        pass_k: PASS_K
+            .iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        tasks,
+        protocols: protocols
+            .into_iter()
+            .map(|(p, n)| ProtocolRow {
+                protocol: p,
+                records: n.to_string(),
+            })
+            .collect(),
+        default_protocol: protocol_text(
+            d.trials,
+            d.warmup,
+            d.iterations,
+            d.rotations,
+            d.max_timing_seconds,
+        ),
+        peaks: ctx
+            .peaks
+            .iter()
+            .map(|p| PeakRow {
+                arch: p.arch.clone(),
+                precision: p.precision.clone(),
+                tflops: format::tflops(p.tflops),
+                source: Link {
+                    text: format!("{} ({})", p.task, p.record.short(12)),
+                    href: paths::link(from, &paths::record(&p.record)),
+                },
+                workload: p.workload.clone(),
+            })
+            .collect(),
+        evidence_coverage: format!(
+            "{with_dynamic} of {} measured records carry dynamic evidence",
+            entries.len()
+        ),
+        reported: ctx
+            .input
+            .reported
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}: import object {} ({}, {} files, provenance reported)",
+                    r.label,
+                    r.data.import_digest,
+                    r.data.source,
+                    r.data.files.len()
+                )
+            })
+            .collect(),
+    }
+}

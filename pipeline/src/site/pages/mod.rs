@@ -1,0 +1,191 @@
+//! Page view models and their templates (site/templates/). A view model holds only
+//! preformatted strings and relative links, so templates only loop and interpolate; askama
+//! escapes everything they print except [`super::plots::Svg`].
+
+pub mod arch;
+pub mod blob;
+pub mod entry;
+pub mod harness;
+pub mod index;
+pub mod leaderboard;
+pub mod methodology;
+pub mod record;
+pub mod run;
+pub mod task;
+
+use super::context::Context;
+use super::format;
+use super::paths;
+use super::plots::Plot;
+use crate::metrics::Provenance;
+
+/// What every page has: titles, the way back to the root, navigation, footer.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub title: String,
+    pub site_title: String,
+    /// `""` or `"../"`: prefix of every site-absolute path on this page.
+    pub root: String,
+    pub nav: Vec<NavLink>,
+    pub footer: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NavLink {
+    pub label: String,
+    pub href: String,
+    pub current: bool,
+}
+
+impl Page {
+    /// The frame of the page at site path `path`.
+    pub fn new(ctx: &Context<'_>, path: &str, title: impl Into<String>) -> Page {
+        let mut nav = vec![NavLink {
+            label: "Overview".into(),
+            href: paths::link(path, paths::INDEX),
+            current: path == paths::INDEX,
+        }];
+        for a in &ctx.archs {
+            let target = paths::arch(a);
+            nav.push(NavLink {
+                label: format!("{a} leaderboard"),
+                href: paths::link(path, &target),
+                current: path == target,
+            });
+        }
+        for (label, target) in [
+            ("Methodology", paths::METHODOLOGY),
+            ("Harness tests", paths::HARNESS_TESTS),
+        ] {
+            nav.push(NavLink {
+                label: label.into(),
+                href: paths::link(path, target),
+                current: path == target,
+            });
+        }
+        let input = ctx.input;
+        let suite_ok = if ctx.suite_digest == input.manifest.suite.hash {
+            ""
+        } else {
+            " (differs from the manifest's suite hash)"
+        };
+        Page {
+            title: title.into(),
+            site_title: input.manifest.site.title.clone(),
+            root: paths::root_of(path),
+            nav,
+            footer: format!(
+                "Built from {} (blake3 {}) and task suite {} ({}){suite_ok}. Reported numbers are the paper's, as published; measured numbers come from records in this repository's store.",
+                input.manifest_name,
+                input.manifest_digest.short(12),
+                input.suite.version,
+                ctx.suite_digest.short(12),
+            ),
+        }
+    }
+}
+
+/// A table cell: the text shown and the key the page script sorts by.
+#[derive(Debug, Clone, Default)]
+pub struct Cell {
+    pub text: String,
+    pub v: String,
+}
+
+impl Cell {
+    pub fn text(text: impl Into<String>) -> Cell {
+        let text = text.into();
+        Cell {
+            v: text.to_lowercase(),
+            text,
+        }
+    }
+
+    pub fn percent(x: Option<f64>) -> Cell {
+        Cell {
+            text: format::opt_percent(x),
+            v: format::sort_key(x),
+        }
+    }
+
+    /// A rate that was not measured (as opposed to one that is zero).
+    pub fn not_measured() -> Cell {
+        Cell {
+            text: format::NOT_MEASURED.into(),
+            v: String::new(),
+        }
+    }
+
+    pub fn speedup(x: Option<f64>) -> Cell {
+        Cell {
+            text: format::opt_speedup(x),
+            v: format::sort_key(x),
+        }
+    }
+
+    pub fn count(n: u32) -> Cell {
+        Cell {
+            text: n.to_string(),
+            v: n.to_string(),
+        }
+    }
+
+    pub fn count_rate(c: u32, n: u32) -> Cell {
+        Cell {
+            text: format::count_rate(c, n),
+            v: format::sort_key((n > 0).then(|| f64::from(c) / f64::from(n))),
+        }
+    }
+}
+
+/// A key and its value, for definition lists.
+#[derive(Debug, Clone)]
+pub struct Fact {
+    pub key: String,
+    pub value: String,
+}
+
+/// A link with its text.
+#[derive(Debug, Clone, Default)]
+pub struct Link {
+    pub text: String,
+    pub href: String,
+}
+
+/// A provenance badge's class and text (`reported` / `measured`).
+pub fn badge(p: Provenance) -> &'static str {
+    p.as_str()
+}
+
+/// A plot as a page shows it: inline SVG and a link to the file.
+#[derive(Debug, Clone)]
+pub struct PlotView {
+    pub title: String,
+    pub svg: super::plots::Svg,
+    pub href: String,
+    pub caption: String,
+}
+
+impl PlotView {
+    pub fn new(plot: &Plot, from: &str, caption: impl Into<String>) -> PlotView {
+        PlotView {
+            title: plot.title.clone(),
+            svg: plot.svg.inline(),
+            href: paths::link(from, &paths::plot(&plot.name)),
+            caption: caption.into(),
+        }
+    }
+}
+
+/// The label of a verdict class, for a CSS class: known classes only, else `other`.
+pub fn verdict_class(v: &str) -> &'static str {
+    match v {
+        "correct" => "correct",
+        "extraction" => "extraction",
+        "compilation" => "compilation",
+        "runtime" => "runtime",
+        "timeout" => "timeout",
+        "numerical" => "numerical",
+        _ => "other",
+    }
+}

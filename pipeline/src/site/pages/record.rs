@@ -1,0 +1,643 @@
+//! One record's page: everything an auditor needs to trust or re-run one number: verdict,
+//! per-workload correctness and timings with their spread, target evidence, every hash, the
+//! exact `ptxbench audit` command, and the prompt, response, kernel source, PTX and launch
+//! plan as escaped, line-numbered text. Also the record rows other pages list.
+
+use askama::Template;
+
+use super::{Cell, Fact, Link, Page, verdict_class};
+use crate::digest::Digest;
+use crate::site::context::{Context, precision, workload_rates};
+use crate::site::format;
+use crate::site::input::Blob;
+use crate::site::paths;
+use crate::site::record::BlobKind;
+use crate::task::WorkloadKind;
+
+/// Most records one page lists; all of them are in [`crate::site::DATA_RECORDS_CSV`].
+pub const MAX_LISTED: usize = 1000;
+
+/// A list of records as a table (looped over by templates as `rt`).
+#[derive(Debug, Clone)]
+pub struct RecordsTable {
+    pub id: String,
+    pub rows: Vec<RecordRow>,
+    /// How many records the list has (more than `rows` when it was cut).
+    pub total: usize,
+    /// The CSV of every record.
+    pub csv: String,
+}
+
+impl RecordsTable {
+    /// The records at `indices` (into the input's records), ordered by entry, task, turn and
+    /// digest, at most [`MAX_LISTED`] of them; no table at all for none.
+    pub fn of(ctx: &Context<'_>, indices: &[usize], from: &str, id: &str) -> Vec<RecordsTable> {
+        if indices.is_empty() {
+            return Vec::new();
+        }
+        let records = &ctx.input.records;
+        let mut order: Vec<usize> = indices.to_vec();
+        order.sort_by(|a, b| {
+            let (x, y) = (&records[*a], &records[*b]);
+            (&x.doc.entry, &x.doc.task, x.doc.turn, x.digest).cmp(&(
+                &y.doc.entry,
+                &y.doc.task,
+                y.doc.turn,
+                y.digest,
+            ))
+        });
+        let rows = order
+            .iter()
+            .take(MAX_LISTED)
+            .map(|i| RecordRow::new(ctx, *i, from))
+            .collect();
+        vec![RecordsTable {
+            id: id.to_string(),
+            rows,
+            total: indices.len(),
+            csv: paths::link(from, crate::site::DATA_RECORDS_CSV),
+        }]
+    }
+}
+
+/// A record in a list.
+#[derive(Debug, Clone)]
+pub struct RecordRow {
+    pub record: Link,
+    pub entry: Link,
+    pub task: Link,
+    pub arch: String,
+    pub role: String,
+    pub verdict: String,
+    pub verdict_class: &'static str,
+    pub expected: String,
+    pub agrees: String,
+    pub turn: String,
+    pub speedup: Cell,
+    pub message: String,
+    pub text: String,
+}
+
+impl RecordRow {
+    pub fn new(ctx: &Context<'_>, index: usize, from: &str) -> RecordRow {
+        let r = &ctx.input.records[index];
+        let doc = &r.doc;
+        let entry = if doc.is_harness_test() {
+            Link {
+                text: doc.entry.clone(),
+                href: paths::link(from, paths::HARNESS_TESTS),
+            }
+        } else {
+            match ctx.entry(&doc.entry) {
+                Some(e) => Link {
+                    text: e.display_name.clone(),
+                    href: paths::link(from, &paths::entry(&e.slug)),
+                },
+                None => Link {
+                    text: doc.entry.clone(),
+                    href: String::new(),
+                },
+            }
+        };
+        let expected = doc.expected.clone().unwrap_or_default();
+        RecordRow {
+            record: Link {
+                text: r.digest.short(12),
+                href: paths::link(from, &paths::record(&r.digest)),
+            },
+            text: format!("{} {} {}", doc.entry, doc.task, doc.verdict).to_lowercase(),
+            entry,
+            task: Link {
+                text: doc.task.clone(),
+                href: paths::link(from, &paths::task(&doc.task)),
+            },
+            arch: doc.arch.clone(),
+            role: doc.role.clone(),
+            verdict: doc.verdict.clone(),
+            verdict_class: verdict_class(&doc.verdict),
+            agrees: if expected.is_empty() {
+                String::new()
+            } else if expected == doc.verdict {
+                "yes".into()
+            } else {
+                "NO".into()
+            },
+            expected,
+            turn: doc.turn.map_or_else(|| "—".to_string(), |t| t.to_string()),
+            speedup: Cell::speedup(doc.min_speedup.or(doc.outcome.min_speedup)),
+            message: format::shorten_line(&doc.outcome.message, 160),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct TimingRow {
+    pub workload: String,
+    pub candidate: String,
+    pub candidate_spread: String,
+    pub baseline: String,
+    pub baseline_spread: String,
+    pub speedup: String,
+    pub candidate_tflops: String,
+    pub baseline_tflops: String,
+    pub peak: String,
+    pub recheck: String,
+}
+
+#[derive(Debug)]
+pub struct CheckRow {
+    pub workload: String,
+    pub kind: String,
+    pub trial: String,
+    pub output: String,
+    pub tolerance: String,
+    pub relative_l2: String,
+    pub max_abs_error: String,
+    pub violations: String,
+    pub passed: &'static str,
+    pub failure: String,
+}
+
+#[derive(Debug)]
+pub struct KernelRow {
+    pub entry: String,
+    pub registers: String,
+    pub static_shared: String,
+    pub local: String,
+    pub max_threads: String,
+}
+
+#[derive(Debug)]
+pub struct HashRow {
+    pub field: String,
+    pub digest: String,
+    pub note: String,
+}
+
+#[derive(Debug)]
+pub struct EvidenceRow {
+    pub family: String,
+    pub sass: String,
+    pub status: String,
+    pub static_check: String,
+    pub dynamic: String,
+}
+
+/// A text blob, line by line.
+#[derive(Debug)]
+pub struct CodeView<'a> {
+    pub id: &'static str,
+    pub label: &'static str,
+    pub digest: String,
+    pub size: String,
+    pub lines: Vec<&'a str>,
+    pub binary: bool,
+    pub open: bool,
+    /// Set when the blob is shown on a page of its own: the link and how many records share it.
+    pub shared: Option<Link>,
+}
+
+#[derive(Debug)]
+pub struct RecordView<'a> {
+    pub digest: String,
+    pub entry: Link,
+    pub is_harness: bool,
+    pub task: Link,
+    pub arch: String,
+    pub verdict: String,
+    pub verdict_class: &'static str,
+    pub expected: String,
+    pub agrees: String,
+    pub stage: String,
+    pub message: String,
+    pub facts: Vec<Fact>,
+    pub runs: Vec<Link>,
+    pub warnings: Vec<String>,
+    pub evidence: Vec<EvidenceRow>,
+    /// How the evidence was gathered; empty when there is none.
+    pub evidence_notes: Vec<String>,
+    /// The whole target's status and whether the record counts as correct with arch.
+    pub evidence_summary: String,
+    pub timings: Vec<TimingRow>,
+    pub checks: Vec<CheckRow>,
+    pub kernels: Vec<KernelRow>,
+    pub hashes: Vec<HashRow>,
+    pub audit: String,
+    pub show: String,
+    pub jit_log: Vec<&'a str>,
+    pub code: Vec<CodeView<'a>>,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "record.html")]
+pub struct RecordPage<'a> {
+    pub page: &'a Page,
+    pub v: &'a RecordView<'a>,
+}
+
+fn spread(s: &crate::site::record::StatsDoc) -> String {
+    format!(
+        "IQR {}–{} · range {}–{} · n={}",
+        format::millis(s.p25_ms),
+        format::millis(s.p75_ms),
+        format::millis(s.min_ms),
+        format::millis(s.max_ms),
+        s.n
+    )
+}
+
+fn blob_note(ctx: &Context<'_>, d: &Digest) -> String {
+    match ctx.input.blobs.get(d) {
+        Some(Blob::Text(t)) => format!("text, {}, re-hashed", format::bytes(t.len() as u64)),
+        Some(Blob::Binary { bytes }) => format!("binary, {}, re-hashed", format::bytes(*bytes)),
+        None => "not loaded".into(),
+    }
+}
+
+pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
+    let r = &ctx.input.records[index];
+    let doc = &r.doc;
+    let from = paths::record(&r.digest);
+    let row = RecordRow::new(ctx, index, &from);
+    let task = ctx.input.suite.get(&doc.task);
+    let mut warnings = Vec::new();
+    let task_digest = task.and_then(|t| ctx.task_digests.get(t.id.as_str()).copied());
+    match (task_digest, doc.task_hash) {
+        (None, _) => warnings.push(format!(
+            "Task {} is not in task suite {}: its definition cannot be shown or checked here.",
+            doc.task, ctx.input.suite.version
+        )),
+        (Some(t), Some(h)) if t != h => warnings.push(format!(
+            "The task definition has changed since this record was made (recorded task hash {h}, suite {} has {t}). Re-running it needs the suite the record names.",
+            ctx.input.suite.version,
+        )),
+        _ => {}
+    }
+
+    let mut facts = vec![
+        Fact {
+            key: "entry".into(),
+            value: doc.entry.clone(),
+        },
+        Fact {
+            key: "role".into(),
+            value: doc.role.clone(),
+        },
+    ];
+    if let Some(m) = &doc.model {
+        facts.push(Fact {
+            key: "model".into(),
+            value: m.clone(),
+        });
+    }
+    let o = &doc.outcome;
+    facts.extend([
+        Fact {
+            key: "provenance".into(),
+            value: doc.provenance.clone().unwrap_or_else(|| "measured".into()),
+        },
+        Fact {
+            key: "min speedup over performance workloads".into(),
+            value: format::opt_speedup(doc.min_speedup.or(o.min_speedup)),
+        },
+        Fact {
+            key: "turn".into(),
+            value: doc
+                .turn
+                .map_or_else(|| "— (single turn)".to_string(), |t| t.to_string()),
+        },
+        Fact {
+            key: "seed".into(),
+            value: doc.seed.map_or_else(|| "—".to_string(), |s| s.to_string()),
+        },
+    ]);
+    if let Some(p) = &doc.protocol {
+        facts.push(Fact {
+            key: "protocol".into(),
+            value: format!(
+                "{} correctness trials per workload; {} warm-up and {} timed launches, {} rotating buffer sets, at most {} s of timing per workload",
+                p.trials, p.warmup, p.iterations, p.rotations, p.max_timing_seconds
+            ),
+        });
+    }
+    facts.push(Fact {
+        key: "workloads selected".into(),
+        value: if doc.workloads_selected.is_empty() {
+            "all of the task's".into()
+        } else {
+            doc.workloads_selected.join(", ")
+        },
+    });
+    if let Some(d) = &o.device {
+        facts.push(Fact {
+            key: "device".into(),
+            value: format!(
+                "{} (sm_{}{}, {} SMs, {}, SM clock {} MHz, memory clock {} MHz), driver API {}",
+                d.name,
+                d.compute_capability.0,
+                d.compute_capability.1,
+                d.sm_count,
+                format::bytes(d.memory_bytes),
+                d.sm_clock_khz / 1000,
+                d.memory_clock_khz / 1000,
+                d.driver_api_version
+            ),
+        });
+    }
+    if let Some(b) = &o.baseline {
+        facts.push(Fact {
+            key: "baseline".into(),
+            value: format!("{} {} ({})", b.provider, b.version, b.library),
+        });
+    }
+    if !o.harness_compiler.is_empty() {
+        facts.push(Fact {
+            key: "harness compiler".into(),
+            value: o.harness_compiler.clone(),
+        });
+    }
+    if !o.seconds.is_empty() {
+        facts.push(Fact {
+            key: "worker time".into(),
+            value: o
+                .seconds
+                .iter()
+                .map(|(k, s)| format!("{k} {s:.2} s"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+
+    let peak = task.and_then(|t| ctx.peak(&doc.arch, &precision(t)));
+    let rates = workload_rates(doc, &ctx.flops);
+    let timings = o
+        .workloads
+        .iter()
+        .filter_map(|w| w.timing.as_ref().map(|t| (w, t)))
+        .map(|(w, t)| {
+            let rate = rates.iter().find(|x| x.workload == w.workload);
+            let cand_tf = rate.and_then(|x| x.candidate_tflops);
+            TimingRow {
+                workload: w.workload.clone(),
+                candidate: t
+                    .candidate
+                    .as_ref()
+                    .map_or_else(|| format::NONE.to_string(), |s| format::millis(s.median_ms)),
+                candidate_spread: t.candidate.as_ref().map(spread).unwrap_or_default(),
+                baseline: t
+                    .baseline
+                    .as_ref()
+                    .map_or_else(|| format::NONE.to_string(), |s| format::millis(s.median_ms)),
+                baseline_spread: t.baseline.as_ref().map(spread).unwrap_or_default(),
+                speedup: format::opt_speedup(rate.and_then(|x| x.speedup)),
+                candidate_tflops: cand_tf.map_or_else(|| format::NONE.to_string(), format::tflops),
+                baseline_tflops: rate
+                    .and_then(|x| x.baseline_tflops)
+                    .map_or_else(|| format::NONE.to_string(), format::tflops),
+                peak: match (cand_tf, peak) {
+                    (Some(c), Some(p)) => format::percent(c / p.tflops),
+                    _ => format::NONE.to_string(),
+                },
+                recheck: match t.recheck_passed {
+                    Some(true) => "passed".into(),
+                    Some(false) => "FAILED".into(),
+                    None => format::NONE.into(),
+                },
+            }
+        })
+        .collect();
+
+    let mut checks = Vec::new();
+    for w in &o.workloads {
+        let kind = task
+            .and_then(|t| t.workload(&w.workload))
+            .map(|wl| wl.kind)
+            .map_or(
+                if w.performance {
+                    "performance"
+                } else {
+                    "correctness"
+                },
+                WorkloadKind::as_str,
+            );
+        for (ti, trial) in w.trials.iter().enumerate() {
+            for out in &trial.outputs {
+                let c = &out.comparison;
+                checks.push(CheckRow {
+                    workload: w.workload.clone(),
+                    kind: kind.to_string(),
+                    trial: format!("{} (seed {})", ti + 1, trial.seed),
+                    output: out.output.clone(),
+                    tolerance: out.tolerance.clone(),
+                    relative_l2: format::scientific(c.relative_l2),
+                    max_abs_error: format::scientific(c.max_abs_error),
+                    violations: format!("{}/{}", c.violations, c.elements),
+                    passed: if out.passed { "passed" } else { "FAILED" },
+                    failure: out.failure.clone().unwrap_or_default(),
+                });
+            }
+            if trial.guard_bytes_changed > 0 || trial.input_bytes_changed > 0 {
+                checks.push(CheckRow {
+                    workload: w.workload.clone(),
+                    kind: kind.to_string(),
+                    trial: format!("{} (seed {})", ti + 1, trial.seed),
+                    output: "(memory)".into(),
+                    tolerance: "guards and inputs unchanged".into(),
+                    relative_l2: String::new(),
+                    max_abs_error: String::new(),
+                    violations: format!(
+                        "{} guard, {} input bytes changed",
+                        trial.guard_bytes_changed, trial.input_bytes_changed
+                    ),
+                    passed: "FAILED",
+                    failure: String::new(),
+                });
+            }
+        }
+    }
+
+    let kernels = o
+        .kernels
+        .iter()
+        .map(|k| KernelRow {
+            entry: k.entry.clone(),
+            registers: k.attributes.registers.to_string(),
+            static_shared: format::bytes(
+                u64::try_from(k.attributes.static_shared_bytes).unwrap_or(0),
+            ),
+            local: format::bytes(u64::try_from(k.attributes.local_bytes).unwrap_or(0)),
+            max_threads: k.attributes.max_threads_per_block.to_string(),
+        })
+        .collect();
+
+    let (evidence, evidence_notes, evidence_summary) = match doc.target_evidence() {
+        Some(ev) => {
+            let rows = ev
+                .families
+                .iter()
+                .map(|f| EvidenceRow {
+                    family: f.family.clone(),
+                    sass: f.sass_patterns.join(", "),
+                    status: f.status.clone(),
+                    static_check: if f.static_opcodes.is_empty() {
+                        f.static_count.to_string()
+                    } else {
+                        format!("{} ({})", f.static_count, f.static_opcodes.join(", "))
+                    },
+                    dynamic: match (f.dynamic_count, &f.method) {
+                        (Some(n), Some(m)) => format!("{n} executions ({m})"),
+                        (Some(n), None) => format!("{n} executions"),
+                        (None, _) => format::NOT_MEASURED.to_string(),
+                    },
+                })
+                .collect();
+            let mut notes = ev.notes.clone();
+            if !ev.disassembler.is_empty() {
+                notes.push(format!("disassembler: {}", ev.disassembler));
+            }
+            let counts = match doc.correct_with_arch() {
+                Some(true) => "counts as correct with arch",
+                Some(false) => "does not count as correct with arch",
+                None => "correct with arch: not measured (no dynamic count for a family)",
+            };
+            (
+                rows,
+                notes,
+                format!("target status {}: {counts}", ev.status),
+            )
+        }
+        None => {
+            let rows = task
+                .and_then(|t| t.targets.iter().find(|x| x.arch.as_str() == doc.arch))
+                .map(|target| {
+                    target
+                        .required
+                        .iter()
+                        .map(|f| EvidenceRow {
+                            family: f.family.clone(),
+                            sass: f.sass.join(", "),
+                            status: format::NOT_MEASURED.to_string(),
+                            static_check: format::NOT_MEASURED.to_string(),
+                            dynamic: format::NOT_MEASURED.to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                rows,
+                Vec::new(),
+                "No target evidence in this record: correct with arch is not measured.".to_string(),
+            )
+        }
+    };
+
+    let mut hashes = vec![HashRow {
+        field: "record".into(),
+        digest: r.digest.to_string(),
+        note: "this record (ptxbench.record object)".into(),
+    }];
+    if let Some(h) = doc.task_hash {
+        hashes.push(HashRow {
+            field: "task_hash".into(),
+            digest: h.to_string(),
+            note: "the task definition's canonical JSON".into(),
+        });
+    }
+    if let Some(h) = doc.suite_hash {
+        hashes.push(HashRow {
+            field: "suite_hash".into(),
+            digest: h.to_string(),
+            note: "the task suite".into(),
+        });
+    }
+    for (kind, d) in doc.text_blobs() {
+        hashes.push(HashRow {
+            field: kind.field().into(),
+            digest: d.to_string(),
+            note: blob_note(ctx, &d),
+        });
+    }
+    if let Some(d) = doc.cubin_digest {
+        hashes.push(HashRow {
+            field: "cubin_digest".into(),
+            digest: d.to_string(),
+            note: blob_note(ctx, &d),
+        });
+    }
+
+    let mut code: Vec<CodeView<'a>> = doc
+        .text_blobs()
+        .map(|(kind, d)| {
+            let shared = ctx.shared_blobs.get(&d).map(|b| Link {
+                text: format!(
+                    "shown on its own page: it is shared by {} records",
+                    b.records.len()
+                ),
+                href: paths::link(&from, &paths::blob(&d)),
+            });
+            let (lines, size, binary) = match ctx.input.blobs.get(&d) {
+                Some(Blob::Text(t)) if shared.is_some() => {
+                    (Vec::new(), format::bytes(t.len() as u64), false)
+                }
+                Some(Blob::Text(t)) => (t.lines().collect(), format::bytes(t.len() as u64), false),
+                Some(Blob::Binary { bytes }) => (Vec::new(), format::bytes(*bytes), true),
+                None => (Vec::new(), String::new(), true),
+            };
+            CodeView {
+                id: kind.anchor(),
+                label: kind.label(),
+                digest: d.to_string(),
+                size,
+                lines,
+                binary,
+                open: matches!(kind, BlobKind::Ptx | BlobKind::Plan),
+                shared,
+            }
+        })
+        .collect();
+    code.sort_by_key(|c| match c.id {
+        "plan" => 0,
+        "ptx" => 1,
+        "source" => 2,
+        "prompt" => 3,
+        _ => 4,
+    });
+
+    let runs = r
+        .runs
+        .iter()
+        .filter_map(|i| ctx.input.runs.get(*i))
+        .map(|run| Link {
+            text: format!("{} ({})", run.doc.name, run.digest.short(12)),
+            href: paths::link(&from, &paths::run(&run.digest)),
+        })
+        .collect();
+
+    RecordView {
+        digest: r.digest.to_string(),
+        entry: row.entry,
+        is_harness: doc.is_harness_test(),
+        task: row.task,
+        arch: doc.arch.clone(),
+        verdict: doc.verdict.clone(),
+        verdict_class: row.verdict_class,
+        expected: row.expected,
+        agrees: row.agrees,
+        stage: o.stage.clone(),
+        message: o.message.clone(),
+        facts,
+        runs,
+        warnings,
+        evidence,
+        evidence_notes,
+        evidence_summary,
+        timings,
+        checks,
+        kernels,
+        hashes,
+        audit: format!("ptxbench audit {}", r.digest),
+        show: format!("ptxbench show {}", r.digest),
+        jit_log: o.jit_log.lines().collect(),
+        code,
+    }
+}

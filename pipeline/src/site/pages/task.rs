@@ -1,0 +1,196 @@
+//! One task's page: its definition from the suite (tensors, tolerances, workloads, targets,
+//! baseline, FLOP formula), every entry's metrics on it, and its records.
+
+use askama::Template;
+
+use super::leaderboard::TaskTableView;
+use super::record::RecordsTable;
+use super::{Fact, Page};
+use crate::site::context::Context;
+use crate::site::paths;
+use crate::task::Task;
+
+#[derive(Debug)]
+pub struct TaskView {
+    pub id: String,
+    pub title: String,
+    pub description: String,
+    pub in_suite: bool,
+    pub suite_version: String,
+    pub facts: Vec<Fact>,
+    pub tensors: Vec<TensorRow>,
+    pub workloads: Vec<WorkloadRow>,
+    pub targets: Vec<TargetRow>,
+    pub task_tables: Vec<TaskTableView>,
+    pub record_tables: Vec<RecordsTable>,
+}
+
+#[derive(Debug)]
+pub struct TensorRow {
+    pub name: String,
+    pub role: &'static str,
+    pub dtype: String,
+    pub shape: String,
+    pub values: String,
+    pub description: String,
+}
+
+#[derive(Debug)]
+pub struct WorkloadRow {
+    pub name: String,
+    pub kind: String,
+    pub axes: String,
+    pub gflop: String,
+    pub uuid: String,
+}
+
+#[derive(Debug)]
+pub struct TargetRow {
+    pub arch: String,
+    pub family: String,
+    pub sass: String,
+}
+
+#[derive(Debug, Template)]
+#[template(path = "task.html")]
+pub struct TaskPage<'a> {
+    pub page: &'a Page,
+    pub v: &'a TaskView,
+}
+
+fn definition(task: &Task) -> (Vec<Fact>, Vec<TensorRow>, Vec<WorkloadRow>, Vec<TargetRow>) {
+    let facts = vec![
+        Fact {
+            key: "family".into(),
+            value: task.family.as_str().into(),
+        },
+        Fact {
+            key: "axes".into(),
+            value: task
+                .axes
+                .iter()
+                .map(|a| match a.value {
+                    Some(v) => format!("{} = {v}", a.name),
+                    None => format!("{} (varies)", a.name),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        },
+        Fact {
+            key: "reference".into(),
+            value: task.reference.trim().to_string(),
+        },
+        Fact {
+            key: "baseline".into(),
+            value: format!("{} ({})", task.baseline.library, task.baseline.operation),
+        },
+        Fact {
+            key: "FLOPs per run".into(),
+            value: task.flops.to_string(),
+        },
+        Fact {
+            key: "compulsory bytes per run".into(),
+            value: task.bytes.to_string(),
+        },
+        Fact {
+            key: "task hash".into(),
+            value: task.digest().to_string(),
+        },
+    ];
+    let mut tensors: Vec<TensorRow> = task
+        .inputs
+        .iter()
+        .map(|t| TensorRow {
+            name: t.name.clone(),
+            role: "input",
+            dtype: t.dtype.as_str().into(),
+            shape: format!("[{}]", t.shape.join(", ")),
+            values: if task.op.derived_inputs().contains(&t.name.as_str()) {
+                "computed by the reference forward pass".into()
+            } else {
+                task.input_distribution(&t.name)
+                    .map(|d| d.to_string())
+                    .unwrap_or_default()
+            },
+            description: t.description.clone(),
+        })
+        .collect();
+    tensors.extend(task.outputs.iter().map(|t| {
+        TensorRow {
+            name: t.name.clone(),
+            role: "output",
+            dtype: t.dtype.as_str().into(),
+            shape: format!("[{}]", t.shape.join(", ")),
+            values: t
+                .tolerance
+                .as_ref()
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+            description: t.description.clone(),
+        }
+    }));
+    let workloads = task
+        .workloads
+        .iter()
+        .map(|w| WorkloadRow {
+            name: w.name.clone(),
+            kind: w.kind.as_str().into(),
+            axes: w
+                .axes
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            gflop: task
+                .flops_of(w)
+                .map_or_else(|_| "?".into(), |f| format!("{:.3}", f / 1e9)),
+            uuid: w.uuid.clone().unwrap_or_default(),
+        })
+        .collect();
+    let targets = task
+        .targets
+        .iter()
+        .flat_map(|t| {
+            t.required.iter().map(move |f| TargetRow {
+                arch: t.arch.as_str().into(),
+                family: f.family.clone(),
+                sass: f.sass.join(", "),
+            })
+        })
+        .collect();
+    (facts, tensors, workloads, targets)
+}
+
+pub fn view(ctx: &Context<'_>, id: &str) -> TaskView {
+    let from = paths::task(id);
+    let task = ctx.input.suite.get(id);
+    let (facts, tensors, workloads, targets) = task.map(definition).unwrap_or_default();
+    TaskView {
+        id: id.to_string(),
+        title: task.map(|t| t.title.clone()).unwrap_or_default(),
+        description: task
+            .map(|t| t.description.trim().to_string())
+            .unwrap_or_default(),
+        in_suite: task.is_some(),
+        suite_version: ctx.input.suite.version.clone(),
+        facts,
+        tensors,
+        workloads,
+        targets,
+        task_tables: vec![TaskTableView::new(
+            ctx,
+            ctx.metrics.tasks.iter().filter(|t| t.task == id),
+            &from,
+            "task-results",
+        )],
+        record_tables: RecordsTable::of(
+            ctx,
+            ctx.task_records
+                .get(id)
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+            &from,
+            "record-list",
+        ),
+    }
+}

@@ -1,0 +1,121 @@
+//! Page paths and the relative links between them. Every link a page holds is relative to
+//! that page (`../task/x.html`), so the site works from any sub-path (GitHub Pages serves a
+//! project under `/<repo>/`) and from the file system.
+
+use std::collections::BTreeMap;
+
+use crate::digest::Digest;
+
+pub const INDEX: &str = "index.html";
+pub const METHODOLOGY: &str = "methodology.html";
+pub const HARNESS_TESTS: &str = "harness-tests.html";
+pub const STYLE: &str = "static/style.css";
+pub const SCRIPT: &str = "static/site.js";
+pub const FAVICON: &str = "static/favicon.svg";
+
+pub fn arch(arch: &str) -> String {
+    format!("arch/{arch}.html")
+}
+
+pub fn task(task: &str) -> String {
+    format!("task/{}.html", slug(task))
+}
+
+pub fn entry(slug: &str) -> String {
+    format!("entry/{slug}.html")
+}
+
+pub fn record(digest: &Digest) -> String {
+    format!("record/{digest}.html")
+}
+
+pub fn blob(digest: &Digest) -> String {
+    format!("blob/{digest}.html")
+}
+
+pub fn run(digest: &Digest) -> String {
+    format!("run/{digest}.html")
+}
+
+pub fn plot(name: &str) -> String {
+    format!("plots/{name}.svg")
+}
+
+/// The prefix that leads from page `from` back to the site root (`""` or `"../"`).
+pub fn root_of(from: &str) -> String {
+    "../".repeat(from.matches('/').count())
+}
+
+/// The link from page `from` to page `to` (both site paths).
+pub fn link(from: &str, to: &str) -> String {
+    format!("{}{to}", root_of(from))
+}
+
+/// A file-name-safe form of a name: lowercase ASCII letters and digits, other runs of
+/// characters become one `-`. Never empty.
+pub fn slug(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    if out.is_empty() {
+        out.push('x');
+    }
+    out
+}
+
+/// Unique slugs for `names` (sorted, unique): a slug two names share gets a short hash of the
+/// name appended, so every name keeps the same slug however many others there are.
+pub fn unique_slugs<'a>(names: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, String> {
+    let names: Vec<&str> = names.into_iter().collect();
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &names {
+        *count.entry(slug(n)).or_default() += 1;
+    }
+    names
+        .iter()
+        .map(|n| {
+            let s = slug(n);
+            let s = if count.get(&s).copied().unwrap_or(0) > 1 {
+                format!("{s}-{}", Digest::of(n.as_bytes()).short(8))
+            } else {
+                s
+            };
+            (n.to_string(), s)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_relative() {
+        assert_eq!(root_of("index.html"), "");
+        assert_eq!(link("record/ab.html", "task/t.html"), "../task/t.html");
+        assert_eq!(link("index.html", "static/style.css"), "static/style.css");
+    }
+
+    #[test]
+    fn slugs_are_safe_and_unique() {
+        assert_eq!(slug("Claude Opus 4.8"), "claude-opus-4-8");
+        assert_eq!(
+            slug("Qwen3.6-27B + retrieved repair notes"),
+            "qwen3-6-27b-retrieved-repair-notes"
+        );
+        assert_eq!(slug("../../etc"), "etc");
+        assert_eq!(slug("!!!"), "x");
+        let m = unique_slugs(["A b", "a-b", "c"]);
+        assert_ne!(m["A b"], m["a-b"]);
+        assert_eq!(m["c"], "c");
+        assert!(m["A b"].starts_with("a-b-"));
+    }
+}

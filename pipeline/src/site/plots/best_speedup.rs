@@ -1,0 +1,119 @@
+//! Best speedup per task per entry on one architecture, at the largest turn limit: a dot per
+//! (entry, task), circles for reported and squares for measured, against the library at 1×.
+
+use std::collections::BTreeSet;
+
+use plotters::prelude::*;
+
+use super::{
+    HEIGHT, LEGEND_WIDTH, LegendItem, Marker, Plot, WIDTH, color, draw_category_labels,
+    draw_legend, draw_marker, grid_style, library_style, log_range, plot_error, render,
+    speedup_label,
+};
+use crate::metrics::{Provenance, TURN_LIMITS};
+use crate::site::SiteError;
+use crate::site::context::Context;
+
+pub fn best_speedup_per_task(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>, SiteError> {
+    let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
+    let rows: Vec<_> = ctx
+        .metrics
+        .tasks
+        .iter()
+        .filter(|t| t.arch == arch && t.turn_limit == limit && t.best_speedup.is_some())
+        .collect();
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let tasks: Vec<&str> = rows
+        .iter()
+        .map(|t| t.task.as_str())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let series: Vec<(Provenance, &str)> = rows
+        .iter()
+        .map(|t| (t.provenance, t.entry.as_str()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let name = format!("{arch}-best-speedup");
+    let title = format!("Best speedup per task on {arch} (turn limit {limit})");
+    let (lo, hi) = log_range(rows.iter().filter_map(|t| t.best_speedup));
+    let plot = render(&name, &title, |root| {
+        let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+        let mut chart = ChartBuilder::on(&left)
+            .caption(&title, (super::FONT, 18))
+            .margin(12)
+            .x_label_area_size(175)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5f64..(tasks.len() as f64 - 0.5), (lo..hi).log_scale())
+            .map_err(|e| plot_error(&name, e))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_labels(8)
+            .y_label_formatter(&speedup_label)
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(grid_style())
+            .y_desc("best speedup over the library (×, log scale)")
+            .x_desc("task")
+            .axis_desc_style((super::FONT, 13))
+            .draw()
+            .map_err(|e| plot_error(&name, e))?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(-0.5, 1.0), (tasks.len() as f64 - 0.5, 1.0)],
+                library_style(),
+            )))
+            .map_err(|e| plot_error(&name, e))?;
+        let n = series.len() as f64;
+        let width = 0.7f64;
+        for (si, (prov, entry)) in series.iter().enumerate() {
+            let offset = if n > 1.0 {
+                -width / 2.0 + width * si as f64 / (n - 1.0)
+            } else {
+                0.0
+            };
+            let marker = match prov {
+                Provenance::Reported => Marker::Circle,
+                Provenance::Measured => Marker::Square,
+            };
+            for t in rows
+                .iter()
+                .filter(|t| t.provenance == *prov && t.entry == *entry)
+            {
+                let (Some(x), Some(y)) = (tasks.iter().position(|k| *k == t.task), t.best_speedup)
+                else {
+                    continue;
+                };
+                let p = chart.backend_coord(&(x as f64 + offset, y));
+                draw_marker(&left, marker, color(si), p, &name)?;
+            }
+        }
+        let labels: Vec<(i32, String)> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (chart.backend_coord(&(i as f64, lo)).0, t.to_string()))
+            .collect();
+        let y = chart.backend_coord(&(0.0, lo)).1 + 8;
+        draw_category_labels(&left, &labels, y, &name)?;
+        let items: Vec<LegendItem> = series
+            .iter()
+            .enumerate()
+            .map(|(i, (prov, entry))| LegendItem {
+                label: format!("{entry} ({prov})"),
+                color: color(i),
+                marker: match prov {
+                    Provenance::Reported => Marker::Circle,
+                    Provenance::Measured => Marker::Square,
+                },
+            })
+            .collect();
+        draw_legend(&right, "● reported  ■ measured", &items, &name)?;
+        let _ = HEIGHT;
+        Ok(())
+    })?;
+    Ok(Some(plot))
+}

@@ -1,0 +1,329 @@
+//! Target evidence on real cubins: the fixtures compiled here with the pinned ptxas for sm_90a
+//! and sm_100a, disassembled with nvdisasm; counters spliced into real PTX and the copies
+//! compiled; Nsight Compute's CSV folded in through the CLI.
+
+use ptxbench::arch::Arch;
+use ptxbench::engine::Verdict;
+use ptxbench::evidence::ncu;
+use ptxbench::evidence::sass::{self, SassInventory};
+use ptxbench::evidence::{
+    DynamicCounts, EvidenceStatus, StaticSass, assess, correct_with_arch, splice,
+};
+use ptxbench::toolchain::{self, Tool, ptxas};
+use ptxbench_ptx::Family;
+
+use crate::{fixture, ptx_fixture, root, suite};
+
+/// Whether ptxas and nvdisasm are installed; with `PTXBENCH_REQUIRE_CUDA_TOOLS=1` (CI) their
+/// absence fails the test instead of skipping it.
+fn sass_tools(test: &str) -> bool {
+    let missing: Vec<String> = [Tool::Ptxas, Tool::Nvdisasm]
+        .into_iter()
+        .filter_map(|t| toolchain::locate(t).err().map(|e| e.to_string()))
+        .collect();
+    crate::tools_present(test, &missing)
+}
+
+fn read(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn cubin(ptx: &str, arch: Arch) -> Vec<u8> {
+    let res = ptxas::compile(ptx, arch).expect("ptxas runs");
+    assert!(res.ok, "ptxas -arch={arch} failed:\n{}", res.log);
+    res.cubin.expect("a cubin when ptxas succeeds")
+}
+
+fn inventory(ptx: &str, arch: Arch) -> SassInventory {
+    sass::disassemble(&cubin(ptx, arch)).expect("nvdisasm reads the cubin")
+}
+
+const GEMM: &str = "gemm_n7168_k5120";
+
+#[test]
+fn hopper_fixture_shows_hgmma_and_utmaldg() {
+    if !sass_tools("hopper_fixture_shows_hgmma_and_utmaldg") {
+        return;
+    }
+    let inv = inventory(
+        &read(&ptx_fixture("hopper_wgmma_tma.sm_90a.ptx")),
+        Arch::Sm90a,
+    );
+    let bases = inv.bases();
+    assert!(bases.get("HGMMA").is_some_and(|n| *n > 0), "{bases:?}");
+    assert!(bases.get("UTMALDG").is_some_and(|n| *n > 0), "{bases:?}");
+    assert_eq!(inv.functions[0].name, "hopper_wgmma_tma");
+    assert!(inv.disassembler.contains("release"), "{}", inv.disassembler);
+
+    let suite = suite();
+    let task = suite.get(GEMM).expect("gemm task");
+    let target = task.target(Arch::Sm90a).expect("sm_90a target");
+    let e = assess(target, &StaticSass::Inventory(inv), None);
+    assert_eq!(e.status, EvidenceStatus::StaticOnly, "{e:?}");
+    assert!(e.families.iter().all(|f| f.static_count > 0));
+    assert!(!correct_with_arch(Verdict::Correct, &e));
+}
+
+#[test]
+fn blackwell_fixture_shows_utc_and_ldtm() {
+    if !sass_tools("blackwell_fixture_shows_utc_and_ldtm") {
+        return;
+    }
+    let inv = inventory(
+        &read(&ptx_fixture("blackwell_tcgen05.sm_100a.ptx")),
+        Arch::Sm100a,
+    );
+    let bases = inv.bases();
+    assert!(bases.keys().any(|b| b.starts_with("UTC")), "{bases:?}");
+    assert!(bases.get("LDTM").is_some_and(|n| *n > 0), "{bases:?}");
+    assert!(!bases.contains_key("HGMMA"));
+
+    let suite = suite();
+    let task = suite.get(GEMM).expect("gemm task");
+    let target = task.target(Arch::Sm100a).expect("sm_100a target");
+    let e = assess(target, &StaticSass::Inventory(inv), None);
+    let tc = e
+        .families
+        .iter()
+        .find(|f| f.family == "tcgen05")
+        .expect("tcgen05 is required on sm_100a");
+    assert_eq!(tc.status, EvidenceStatus::StaticOnly);
+    assert!(tc.static_opcodes.iter().any(|o| o.starts_with("LDTM")));
+}
+
+#[test]
+fn simt_gemm_has_no_target_sass() {
+    if !sass_tools("simt_gemm_has_no_target_sass") {
+        return;
+    }
+    let inv = inventory(
+        &read(&ptx_fixture("gemm_simt_bf16.sm_90a.ptx")),
+        Arch::Sm90a,
+    );
+    let suite = suite();
+    let target = suite
+        .get(GEMM)
+        .and_then(|t| t.target(Arch::Sm90a))
+        .expect("sm_90a target");
+    let e = assess(target, &StaticSass::Inventory(inv), None);
+    assert_eq!(e.status, EvidenceStatus::SassAbsent);
+    assert!(
+        e.families
+            .iter()
+            .all(|f| f.status == EvidenceStatus::SassAbsent && f.static_count == 0)
+    );
+}
+
+/// Splices counters into real PTX, re-parses the copy, compiles it for `arch` and checks the
+/// target opcodes are still in its SASS next to the counters' atomics.
+fn splice_compiles(ptx: &str, arch: Arch, families: &[Family], proving: &[&str]) {
+    let s = splice(ptx, families).expect("splices");
+    assert!(s.sites.iter().all(|n| *n > 0), "sites {:?}", s.sites);
+    let before = ptxbench_ptx::inventory(&ptxbench_ptx::parse(ptx).expect("parses"));
+    let after = ptxbench_ptx::inventory(&ptxbench_ptx::parse(&s.ptx).expect("copy parses"));
+    assert_eq!(before.by_family, after.by_family);
+    let added: u64 = s.sites.iter().sum();
+    assert_eq!(
+        after.total - before.total,
+        usize::try_from(added).expect("fits")
+    );
+    let inv = inventory(&s.ptx, arch);
+    let bases = inv.bases();
+    for p in proving {
+        assert!(
+            bases.keys().any(|b| ptxbench::task::glob_match(p, b)),
+            "{p} missing after splicing: {bases:?}"
+        );
+    }
+    assert!(
+        bases.contains_key("RED") || bases.contains_key("REDG") || bases.contains_key("ATOMG"),
+        "no atomic in the copy's SASS: {bases:?}"
+    );
+}
+
+#[test]
+fn spliced_hopper_fixture_compiles_for_sm_90a() {
+    if !sass_tools("spliced_hopper_fixture_compiles_for_sm_90a") {
+        return;
+    }
+    splice_compiles(
+        &read(&ptx_fixture("hopper_wgmma_tma.sm_90a.ptx")),
+        Arch::Sm90a,
+        &[Family::Wgmma, Family::Tma],
+        &["*GMMA*", "UTMALDG"],
+    );
+}
+
+#[test]
+fn spliced_triton_gemm_compiles_for_sm_90a() {
+    if !sass_tools("spliced_triton_gemm_compiles_for_sm_90a") {
+        return;
+    }
+    splice_compiles(
+        &read(&root().join("tasks/candidates/triton_gemm_tma/kernel.ptx")),
+        Arch::Sm90a,
+        &[Family::Wgmma, Family::Tma],
+        &["*GMMA*", "UTMALDG", "UTMASTG"],
+    );
+}
+
+#[test]
+fn spliced_blackwell_fixture_compiles_for_sm_100a() {
+    if !sass_tools("spliced_blackwell_fixture_compiles_for_sm_100a") {
+        return;
+    }
+    splice_compiles(
+        &read(&ptx_fixture("blackwell_tcgen05.sm_100a.ptx")),
+        Arch::Sm100a,
+        &[Family::Tcgen05, Family::Tma],
+        &["UTC*", "LDTM", "UTMALDG"],
+    );
+}
+
+#[test]
+fn every_ptx_fixture_splices_or_has_nothing_to_count() {
+    let dir = root().join("pipeline/ptx/tests/fixtures");
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixture folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ptx"))
+        .collect();
+    entries.sort();
+    assert!(entries.len() >= 5);
+    for p in entries {
+        let ptx = read(&p);
+        let s = splice(
+            &ptx,
+            &[Family::Wgmma, Family::Tma, Family::Tcgen05, Family::Mma],
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        ptxbench_ptx::parse(&s.ptx).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    }
+}
+
+#[test]
+fn ncu_csv_fixture_gives_dynamic_present() {
+    let csv = read(&fixture("evidence/ncu_gemm_tma.sm_90a.csv"));
+    let report = ncu::parse_source_csv(&csv).expect("parses");
+    assert_eq!(report.kernels.len(), 1);
+    let k = &report.kernels[0];
+    assert_eq!(k.kernel.as_deref(), Some("gemm_tma"));
+    assert!(k.executed_bases().get("HGMMA").is_some_and(|n| *n > 0));
+    let DynamicCounts::SassOpcodes { counts, .. } = report.dynamic_counts() else {
+        panic!("ncu gives per-opcode counts");
+    };
+    assert!(counts.keys().any(|o| o.starts_with("UTMALDG")));
+
+    if !sass_tools("ncu_csv_fixture_gives_dynamic_present") {
+        return;
+    }
+    let inv = inventory(
+        &read(&root().join("tasks/candidates/triton_gemm_tma/kernel.ptx")),
+        Arch::Sm90a,
+    );
+    // The fixture profiles this very kernel (ncu adds the padding NOPs to nvdisasm's listing).
+    assert!(k.rows >= inv.functions[0].instructions);
+    let hgmma_rows = csv.lines().filter(|l| l.contains("HGMMA")).count() as u64;
+    assert_eq!(inv.bases().get("HGMMA"), Some(&hgmma_rows));
+    assert!(report.counts_threads());
+    let suite = suite();
+    let target = suite
+        .get(GEMM)
+        .and_then(|t| t.target(Arch::Sm90a))
+        .expect("sm_90a target");
+    let dynamic = report.dynamic_counts();
+    let e = assess(target, &StaticSass::Inventory(inv.clone()), Some(&dynamic));
+    assert_eq!(e.status, EvidenceStatus::DynamicPresent, "{e:?}");
+    assert!(correct_with_arch(Verdict::Correct, &e));
+
+    // The same profile with the HGMMA rows never issued.
+    let idle: String = csv
+        .lines()
+        .map(|l| {
+            if l.contains("HGMMA") {
+                let cut = l
+                    .rfind(",\"")
+                    .and_then(|j| l[..j].rfind(",\""))
+                    .expect("2 counts");
+                format!("{},\"0\",\"0\"", &l[..cut])
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let idle = ncu::parse_source_csv(&idle)
+        .expect("parses")
+        .dynamic_counts();
+    let e = assess(target, &StaticSass::Inventory(inv), Some(&idle));
+    assert_eq!(e.families[0].status, EvidenceStatus::DynamicNotExecuted);
+    assert_eq!(e.status, EvidenceStatus::DynamicNotExecuted);
+}
+
+#[test]
+fn cli_folds_ncu_counts_into_the_report() {
+    if !sass_tools("cli_folds_ncu_counts_into_the_report") {
+        return;
+    }
+    let csv = fixture("evidence/ncu_gemm_tma.sm_90a.csv");
+    let csv = csv.to_str().expect("utf-8 path");
+    let (code, out, err) = crate::ptxbench(&[
+        "evidence",
+        "tasks/candidates/triton_gemm_tma",
+        "--task",
+        GEMM,
+        "--ncu-csv",
+        csv,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["evidence"]["status"], "dynamic_present", "{out}");
+    assert_eq!(v["evidence"]["families"][0]["method"], "ncu");
+
+    let (code, out, err) = crate::ptxbench(&[
+        "evidence",
+        "tasks/candidates/triton_gemm_tma",
+        "--task",
+        GEMM,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("status: static_only"), "{out}");
+
+    let (code, out, _) = crate::ptxbench(&[
+        "evidence",
+        "tasks/candidates/triton_gemm_tma",
+        "--task",
+        GEMM,
+        "--kernel-regex",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), "^(gemm_tma)$");
+}
+
+#[test]
+fn check_reports_the_sass_inventory() {
+    if !crate::cuda_tools("check_reports_the_sass_inventory")
+        || !sass_tools("check_reports_the_sass_inventory")
+    {
+        return;
+    }
+    let (code, out, err) = crate::ptxbench(&[
+        "check",
+        "tasks/candidates/triton_gemm_tma",
+        "--task",
+        GEMM,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let sass = v["sass"].as_array().expect("a sass array");
+    let hopper = sass
+        .iter()
+        .find(|s| s["arch"] == "sm_90a")
+        .expect("an sm_90a inventory");
+    let req = &hopper["result"]["Ok"]["required"];
+    assert_eq!(req[0]["family"], "wgmma", "{hopper}");
+    assert!(req[0]["count"].as_u64().is_some_and(|n| n > 0), "{hopper}");
+}

@@ -1,0 +1,102 @@
+//! Same manifest and store ⇒ byte-identical site, in memory and on disk.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ptxbench::site::output::{MARKER, write_site};
+use ptxbench::site::{SiteInput, build};
+use ptxbench::store::Store;
+
+use crate::{fixture_input, fixture_suite, make_fixture};
+
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .map(|e| e.expect("walk"))
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let rel = e
+                .path()
+                .strip_prefix(dir)
+                .expect("under dir")
+                .to_string_lossy()
+                .into_owned();
+            (rel, std::fs::read(e.path()).expect("read"))
+        })
+        .collect()
+}
+
+#[test]
+fn building_twice_gives_the_same_bytes() {
+    let (_dir, input) = fixture_input();
+    let a = build(&input).expect("builds");
+    let b = build(&input).expect("builds again");
+    assert_eq!(a.files.len(), b.files.len());
+    for (path, bytes) in &a.files {
+        assert!(
+            b.files.get(path) == Some(bytes),
+            "{path} differs between builds"
+        );
+    }
+    assert!(a.files.len() > 60, "{} files", a.files.len());
+}
+
+#[test]
+fn two_stores_made_the_same_way_give_identical_folders() {
+    let one = tempfile::tempdir().expect("tempdir");
+    let two = tempfile::tempdir().expect("tempdir");
+    let mut trees = Vec::new();
+    for dir in [one.path(), two.path()] {
+        let manifest = make_fixture(dir, true);
+        let input = SiteInput::load(
+            &manifest,
+            &Store::open(dir.join("artifacts")),
+            fixture_suite(),
+        )
+        .expect("loads");
+        let out = dir.join("public");
+        write_site(&input, &out).expect("writes");
+        trees.push(tree(&out));
+    }
+    assert_eq!(trees[0].len(), trees[1].len());
+    for (path, bytes) in &trees[0] {
+        assert!(trees[1].get(path) == Some(bytes), "{path} differs");
+    }
+    assert!(trees[0].contains_key(MARKER));
+    assert!(trees[0].contains_key("index.html"));
+}
+
+#[test]
+fn rebuilding_replaces_the_folder_and_drops_stale_pages() {
+    let (dir, input) = fixture_input();
+    let out = dir.path().join("site");
+    write_site(&input, &out).expect("first build");
+    std::fs::write(out.join("stale.html"), "old").expect("write");
+    let first = tree(&out);
+    write_site(&input, &out).expect("second build");
+    let second = tree(&out);
+    assert!(!second.contains_key("stale.html"));
+    assert_eq!(first.len() - 1, second.len());
+    // Nothing is left beside the output.
+    let siblings: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".ptxbench-site"))
+        .collect();
+    assert!(siblings.is_empty(), "{siblings:?}");
+}
+
+#[test]
+fn a_folder_the_site_did_not_make_is_refused() {
+    let (dir, input) = fixture_input();
+    let out = dir.path().join("mine");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    std::fs::write(out.join("notes.txt"), "keep me").expect("write");
+    let e = write_site(&input, &out).expect_err("refused");
+    assert!(e.to_string().contains("did not make"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("notes.txt")).expect("kept"),
+        "keep me"
+    );
+}

@@ -1,0 +1,112 @@
+//! Integration tests of the leaderboard site and its metrics, one module per feature.
+//!
+//! The fixture site is built from a fixed two-task suite (fixtures/suite), synthetic records
+//! generated from a seed, and the paper's reported data copied from the committed store, so it
+//! is the same on every machine. Snapshots live in fixtures/expected/;
+//! `PTXBENCH_BLESS=1 cargo test --test site` rewrites them.
+
+mod cli;
+mod determinism;
+mod links;
+mod metrics;
+mod snapshots;
+
+use std::path::{Path, PathBuf};
+
+use ptxbench::digest::Digest;
+use ptxbench::site::SiteInput;
+use ptxbench::site::synthetic::{self, Options};
+use ptxbench::store::Store;
+use ptxbench::store::closure::{Root, closure};
+use ptxbench::task::Suite;
+
+/// The paper's reported data in the committed store (manifests/leaderboard.yaml names it).
+pub const PAPER_IMPORT: &str = "edae624ef713a0423f520e8e5049df2ef1fab1a6c6edeb8c23ef9ae7d373fac4";
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("pipeline/ has a parent")
+        .to_path_buf()
+}
+
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/site/fixtures")
+}
+
+pub fn fixture_suite() -> Suite {
+    Suite::load(&fixtures().join("suite")).expect("the fixture suite loads")
+}
+
+pub fn committed_store() -> Store {
+    Store::open(root().join("artifacts"))
+}
+
+pub fn paper_import() -> Digest {
+    PAPER_IMPORT.parse().expect("a digest")
+}
+
+/// Copies `digest` and everything it references from `from` into `to`.
+pub fn copy_closure(from: &Store, to: &Store, digest: Digest) {
+    let c = closure(
+        from,
+        &[Root {
+            digest,
+            label: "test".into(),
+            expect: None,
+        }],
+    );
+    assert!(c.is_complete(), "{:?}", c.problems);
+    for d in &c.objects {
+        to.put(&from.get(d).expect("readable")).expect("stored");
+    }
+}
+
+/// The options of the fixture site's synthetic records.
+pub fn fixture_options() -> Options {
+    Options {
+        records: 48,
+        entries: 2,
+        harness_tests: 4,
+        tasks: 2,
+        seed: 7,
+    }
+}
+
+/// A fixture store and manifest in `dir`: synthetic records on the fixture suite plus the
+/// paper's reported data. Returns the manifest path.
+pub fn make_fixture(dir: &Path, with_reported: bool) -> PathBuf {
+    let store = Store::open(dir.join("artifacts")).without_sync();
+    let reported = with_reported.then(|| {
+        copy_closure(&committed_store(), &store, paper_import());
+        paper_import()
+    });
+    let manifest = dir.join("manifest.yaml");
+    synthetic::generate(
+        &store,
+        &fixture_suite(),
+        &fixture_options(),
+        &manifest,
+        reported,
+    )
+    .expect("synthetic data");
+    manifest
+}
+
+/// Loads the fixture site input from a fresh temp folder.
+pub fn fixture_input() -> (tempfile::TempDir, SiteInput) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = make_fixture(dir.path(), true);
+    let input = SiteInput::load(
+        &manifest,
+        &Store::open(dir.path().join("artifacts")),
+        fixture_suite(),
+    )
+    .expect("fixture input loads");
+    (dir, input)
+}
+
+pub fn bless() -> bool {
+    std::env::var_os("PTXBENCH_BLESS").is_some_and(|v| v == "1")
+}

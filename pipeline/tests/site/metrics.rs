@@ -1,0 +1,219 @@
+//! The metrics: checked against the paper's own published tables, by hand on small cases,
+//! and for the invariants a reader relies on (provenance never mixed, monotone in turns).
+
+use ptxbench::metrics::reported::{Grouping, reported_arch, reported_samples};
+use ptxbench::metrics::{self, FAST_P, Provenance, Sample, Samples};
+use ptxbench::site::Context;
+use ptxbench::store::reported::ReportedData;
+
+use crate::{committed_store, fixture_input, paper_import};
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+}
+
+/// The paper's per-run tables follow from its per-turn data: correctness, best speedup and
+/// correct-with-arch of every (run, turn limit) agree.
+#[test]
+fn reported_metrics_reproduce_the_papers_tables() {
+    let data = ReportedData::load(&committed_store(), &paper_import()).expect("reported data");
+    let published = data.results().expect("published rows");
+    let samples = reported_samples(&data, Grouping::Run)
+        .expect("parses")
+        .expect("has the per-turn table");
+    let mut s = Samples::default();
+    s.extend(samples);
+    let m = metrics::compute(s).expect("aggregates");
+    let mut checked = 0;
+    let mut arch_differs = Vec::new();
+    for row in &published {
+        let (arch, _) = reported_arch(&row.arch).expect("known arch");
+        let t = m
+            .tasks
+            .iter()
+            .find(|t| {
+                t.provenance == Provenance::Reported
+                    && t.entry == row.model
+                    && t.arch == arch
+                    && t.task == row.run
+                    && t.turn_limit == row.turn_limit
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "no metrics for {} {} {}",
+                    row.model, row.run, row.turn_limit
+                )
+            });
+        assert_eq!(
+            t.trajectories, row.n_trajectories,
+            "{} {}",
+            row.run, row.turn_limit
+        );
+        assert_eq!(t.correct, row.correct, "{} {}", row.run, row.turn_limit);
+        assert!(
+            close(t.correctness_rate(), row.correctness_rate),
+            "{} {}",
+            row.run,
+            row.turn_limit
+        );
+        match (t.best_speedup, row.best_speedup) {
+            (Some(a), Some(b)) => {
+                assert!(close(a, b), "{} {}: {a} vs {b}", row.run, row.turn_limit)
+            }
+            (None, None) => {}
+            (a, b) => {
+                // The paper leaves best_speedup empty or 0 when nothing was correct.
+                assert!(
+                    t.correct == 0 && b.unwrap_or(0.0) == 0.0 && a.is_none(),
+                    "{} {}: {a:?} vs {b:?}",
+                    row.run,
+                    row.turn_limit
+                );
+            }
+        }
+        if t.correct_with_arch != row.correct_with_arch {
+            arch_differs.push(format!(
+                "{} L{}: {:?} vs {:?}",
+                row.run, row.turn_limit, t.correct_with_arch, row.correct_with_arch
+            ));
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, published.len());
+    // The published per-run correct-with-arch counts disagree with the published per-turn
+    // data in these rows (no rule over the turns reproduces all of them); the methodology page
+    // says so. Any other difference is ours.
+    assert_eq!(arch_differs.len(), 4, "{arch_differs:#?}");
+    assert!(checked > 300, "{checked} rows");
+}
+
+fn sample(traj: &str, turn: u32, correct: bool, speedup: Option<f64>) -> Sample {
+    Sample {
+        provenance: Provenance::Measured,
+        entry: "e".into(),
+        arch: "sm_90a".into(),
+        task: "t".into(),
+        trajectory: traj.into(),
+        turn,
+        correct,
+        correct_with_arch: None,
+        speedup_min: speedup,
+        speedup_best: speedup.map(|s| s * 2.0),
+        peak_fraction: speedup.map(|s| s / 10.0),
+    }
+}
+
+#[test]
+fn small_case_by_hand() {
+    let mut s = Samples::default();
+    s.extend([
+        // a: correct at turn 2 (speedup 0.5), then better at turn 5 (speedup 2.0).
+        sample("a", 0, false, None),
+        sample("a", 2, true, Some(0.5)),
+        sample("a", 5, true, Some(2.0)),
+        // b: correct at turn 0 with speedup 0.9.
+        sample("b", 0, true, Some(0.9)),
+        // c, d: never correct. A speedup on an incorrect sample is ignored.
+        sample("c", 0, false, Some(5.0)),
+        sample("d", 3, false, None),
+    ]);
+    let m = metrics::compute(s).expect("aggregates");
+    let at = |l: u32| m.tasks.iter().find(|t| t.turn_limit == l).expect("limit");
+    let (t1, t4, t8) = (at(1), at(4), at(8));
+    // Trajectory d has no turn below 1: it is not counted at limit 1.
+    assert_eq!((t1.trajectories, t1.correct), (3, 1));
+    assert_eq!((t4.trajectories, t4.correct), (4, 2));
+    assert_eq!((t8.trajectories, t8.correct), (4, 2));
+    assert_eq!(t1.best_speedup, Some(1.8));
+    assert_eq!(t4.min_speedup, Some(0.9));
+    assert_eq!(t8.min_speedup, Some(2.0));
+    assert_eq!(t8.best_speedup, Some(4.0));
+    let g = t8.geomean_speedup.expect("two timed");
+    assert!(close(g, (2.0f64 * 0.9).sqrt()), "{g}");
+    // fast_p at limit 8: p = 0, 0.5, 0.8, 1.0, 1.5 → a (2.0) and b (0.9) ...
+    assert_eq!(FAST_P, [0.0, 0.5, 0.8, 1.0, 1.5]);
+    assert_eq!(t8.fast, [2, 2, 2, 1, 1]);
+    assert_eq!(t4.fast, [2, 1, 1, 0, 0]);
+    // pass@1 = c/n; pass@5 and pass@10 need more trajectories.
+    assert_eq!(t8.pass_at(), [Some(0.5), None, None]);
+    assert_eq!(
+        t8.correct_with_arch, None,
+        "no evidence: not measured, not zero"
+    );
+    assert!(close(t8.peak_fraction.expect("peak"), 0.2));
+    assert_eq!(t8.turns_seen, 6);
+    let o = m
+        .overall
+        .iter()
+        .find(|o| o.turn_limit == 8)
+        .expect("overall");
+    assert_eq!(
+        (o.tasks, o.tasks_solved, o.trajectories, o.correct),
+        (1, 1, 4, 2)
+    );
+    assert_eq!(o.correct_with_arch_rate, None);
+    assert_eq!(m.speedups.iter().filter(|p| p.turn_limit == 8).count(), 2);
+}
+
+#[test]
+fn the_fixture_keeps_sources_apart_and_is_monotone_in_turns() {
+    let (_dir, input) = fixture_input();
+    let ctx = Context::new(&input).expect("context");
+    let m = &ctx.metrics;
+    assert!(m.tasks.iter().any(|t| t.provenance == Provenance::Reported));
+    assert!(m.tasks.iter().any(|t| t.provenance == Provenance::Measured));
+    for t in &m.tasks {
+        if t.provenance == Provenance::Measured {
+            // The synthetic model 00 carries dynamic evidence, model 01 none.
+            assert_eq!(
+                t.correct_with_arch.is_some(),
+                t.entry.ends_with("00"),
+                "{t:?}"
+            );
+            assert!(
+                !t.entry.contains("known-bad"),
+                "harness tests are not on the leaderboard"
+            );
+        }
+        for u in m.tasks.iter().filter(|u| {
+            u.provenance == t.provenance
+                && u.entry == t.entry
+                && u.arch == t.arch
+                && u.task == t.task
+                && u.turn_limit > t.turn_limit
+        }) {
+            assert!(
+                u.correct >= t.correct && u.trajectories >= t.trajectories,
+                "{t:?} vs {u:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn results_export_to_csv_and_parquet() {
+    let (dir, input) = fixture_input();
+    let ctx = Context::new(&input).expect("context");
+    let csv = dir.path().join("results.csv");
+    let parquet = dir.path().join("results.parquet");
+    metrics::export::write_results(&ctx.metrics, metrics::export::Format::Csv, &csv).expect("csv");
+    metrics::export::write_results(&ctx.metrics, metrics::export::Format::Parquet, &parquet)
+        .expect("parquet");
+    let text = std::fs::read_to_string(&csv).expect("read");
+    let header = text.lines().next().expect("header");
+    assert!(
+        header.starts_with(
+            "provenance,entry,arch,task,turn_limit,trajectories,correct,correctness_rate"
+        ),
+        "{header}"
+    );
+    assert!(
+        header.contains("pass_at_1") && header.contains("fast_1.0") && header.ends_with("level"),
+        "{header}"
+    );
+    let rows = ctx.metrics.tasks.len() + ctx.metrics.overall.len();
+    assert_eq!(text.lines().count(), rows + 1);
+    let bytes = std::fs::read(&parquet).expect("read");
+    assert_eq!(&bytes[..4], b"PAR1");
+    assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
+}

@@ -1,0 +1,100 @@
+//! Snapshots of a few pages and plots of the fixture site, as plain expected files under
+//! fixtures/expected/. `PTXBENCH_BLESS=1 cargo test --test site` rewrites them.
+
+use ptxbench::site::build;
+
+use crate::{bless, fixture_input, fixtures};
+
+/// (snapshot file, site path); `None` as the path picks the first correct record's page.
+const SNAPSHOTS: &[(&str, Option<&str>)] = &[
+    ("index.html", Some("index.html")),
+    ("methodology.html", Some("methodology.html")),
+    ("harness-tests.html", Some("harness-tests.html")),
+    (
+        "task-gemm_n7168_k5120.html",
+        Some("task/gemm_n7168_k5120.html"),
+    ),
+    (
+        "entry-synthetic-model-00.html",
+        Some("entry/synthetic-model-00.html"),
+    ),
+    ("record-correct.html", None),
+    (
+        "sm_90a-best-speedup.svg",
+        Some("plots/sm_90a-best-speedup.svg"),
+    ),
+    (
+        "sm_90a-rates-by-turn-limit.svg",
+        Some("plots/sm_90a-rates-by-turn-limit.svg"),
+    ),
+    (
+        "sm_90a-speedup-distribution.svg",
+        Some("plots/sm_90a-speedup-distribution.svg"),
+    ),
+    ("results.csv", Some("data/results.csv")),
+];
+
+#[test]
+fn pages_and_plots_match_their_snapshots() {
+    let (_dir, input) = fixture_input();
+    let pages = build(&input).expect("builds");
+    let correct = input
+        .records
+        .iter()
+        .find(|r| r.doc.verdict == "correct" && !r.doc.is_harness_test())
+        .map(|r| format!("record/{}.html", r.digest))
+        .expect("a correct record");
+    let mut stale = Vec::new();
+    for (name, path) in SNAPSHOTS {
+        let path = path.map_or(correct.clone(), str::to_string);
+        let got = pages
+            .get(&path)
+            .unwrap_or_else(|| panic!("the site has no {path}"));
+        let file = fixtures().join("expected").join(name);
+        if bless() {
+            std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&file, got).expect("write snapshot");
+        } else if std::fs::read(&file).ok().as_deref() != Some(got) {
+            stale.push(file.display().to_string());
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "output differs from snapshots (PTXBENCH_BLESS=1 to accept): {stale:?}"
+    );
+}
+
+/// Model output is untrusted: it reaches pages escaped.
+#[test]
+fn untrusted_text_is_escaped() {
+    let (_dir, input) = fixture_input();
+    let pages = build(&input).expect("builds");
+    let failing = input
+        .records
+        .iter()
+        .find(|r| r.doc.outcome.message.contains("<b>"))
+        .expect("a synthetic failure message with markup");
+    let page = pages
+        .text(&format!("record/{}.html", failing.digest))
+        .expect("record page");
+    assert!(
+        page.contains("&#60;b&#62;not html&#60;/b&#62;")
+            || page.contains("&lt;b&gt;not html&lt;/b&gt;"),
+        "escaped"
+    );
+    assert!(!page.contains("<b>not html</b>"));
+    // Prompts contain `<exactly>` and `&`; they are shared by several records, so they are
+    // shown on blob pages.
+    let blob = pages
+        .files
+        .iter()
+        .find(|(p, b)| p.starts_with("blob/") && String::from_utf8_lossy(b).contains("exactly"))
+        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+        .expect("a prompt's blob page");
+    assert!(
+        blob.contains("&#60;exactly&#62; &#38; carefully")
+            || blob.contains("&lt;exactly&gt; &amp; carefully"),
+        "escaped"
+    );
+    assert!(!blob.contains("<exactly>"));
+}

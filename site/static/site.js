@@ -1,0 +1,167 @@
+// PTXBench leaderboard: sortable and filterable tables. No network, no dependencies.
+// Tables with class "sortable" sort by a column when its header is clicked (cells carry
+// their sort key in data-v; empty keys sort last). A ".filters[data-for=ID]" block filters
+// the rows of table ID by text (data-text), source (data-prov) and turn limit (data-turn).
+// Opening a page with #selftest runs a self-check and writes its result into the page
+// (used by site/tests/browser.sh).
+(function () {
+  "use strict";
+  var errors = [];
+  window.addEventListener("error", function (e) {
+    errors.push(String(e.message || e));
+  });
+
+  function key(row, col, numeric) {
+    var cell = row.cells[col];
+    var v = cell ? cell.getAttribute("data-v") : "";
+    if (v === null) v = cell ? cell.textContent.trim() : "";
+    if (v === "") return null;
+    if (numeric) {
+      var n = parseFloat(v);
+      return isNaN(n) ? null : n;
+    }
+    return v.toLowerCase();
+  }
+
+  function sortTable(table, col, descending) {
+    var th = table.tHead.rows[0].cells[col];
+    var numeric = th.getAttribute("data-type") === "num";
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.forEach(function (r, i) { r._index = i; });
+    rows.sort(function (a, b) {
+      var x = key(a, col, numeric), y = key(b, col, numeric);
+      if (x === null && y === null) return a._index - b._index;
+      if (x === null) return 1;
+      if (y === null) return -1;
+      var c = x < y ? -1 : x > y ? 1 : 0;
+      if (descending) c = -c;
+      return c !== 0 ? c : a._index - b._index;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (c) {
+      c.removeAttribute("aria-sort");
+    });
+    th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+  }
+
+  function initSort(table) {
+    if (!table.tHead || !table.tBodies.length) return;
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
+      th.tabIndex = 0;
+      th.classList.add("sort");
+      th.title = (th.title ? th.title + " — " : "") + "click to sort";
+      var go = function (e) {
+        if (e.target && e.target.tagName === "A") return;
+        var desc = th.getAttribute("aria-sort") === "ascending";
+        sortTable(table, col, desc);
+      };
+      th.addEventListener("click", go);
+      th.addEventListener("keydown", function (e) {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(e); }
+      });
+    });
+  }
+
+  function applyFilters(box) {
+    var table = document.getElementById(box.getAttribute("data-for"));
+    if (!table || !table.tBodies.length) return;
+    var get = function (name) {
+      var el = box.querySelector("[data-filter=" + name + "]");
+      return el ? el.value.trim().toLowerCase() : "";
+    };
+    var text = get("text"), prov = get("prov"), turn = get("turn");
+    var rows = table.tBodies[0].rows, shown = 0;
+    for (var i = 0; i < rows.length; i++) {
+      var r = rows[i];
+      var ok = true;
+      if (text && (r.getAttribute("data-text") || r.textContent.toLowerCase()).indexOf(text) < 0) ok = false;
+      if (prov && prov !== "all" && r.hasAttribute("data-prov") && r.getAttribute("data-prov") !== prov) ok = false;
+      if (turn && turn !== "all" && r.hasAttribute("data-turn") && r.getAttribute("data-turn") !== turn) ok = false;
+      r.hidden = !ok;
+      if (ok) shown++;
+    }
+    var out = box.querySelector(".shown");
+    if (out) out.textContent = shown + " of " + rows.length + " rows";
+  }
+
+  function initFilters(box) {
+    Array.prototype.forEach.call(box.querySelectorAll("[data-filter]"), function (el) {
+      var d = el.getAttribute("data-default");
+      if (d !== null) el.value = d;
+      el.addEventListener("input", function () { applyFilters(box); });
+      el.addEventListener("change", function () { applyFilters(box); });
+    });
+    applyFilters(box);
+  }
+
+  function visible(table) {
+    return Array.prototype.filter.call(table.tBodies[0].rows, function (r) { return !r.hidden; });
+  }
+
+  function selftest() {
+    var checks = [];
+    var check = function (name, ok, detail) { checks.push({ name: name, ok: !!ok, detail: detail || "" }); };
+    var box = document.querySelector(".filters[data-for]");
+    var table = box && document.getElementById(box.getAttribute("data-for"));
+    var wanted = document.documentElement.getAttribute("data-selftest-table") !== "optional";
+    if (!table) check("no filterable table on this page", !wanted);
+    if (table) {
+      var turn = box.querySelector("[data-filter=turn]");
+      if (turn) { turn.value = "all"; applyFilters(box); }
+      var total = table.tBodies[0].rows.length;
+      check("all rows shown with every filter off", visible(table).length === total, total + " rows");
+      var ths = table.tHead.rows[0].cells, col = -1;
+      for (var i = 0; i < ths.length; i++) if (ths[i].getAttribute("data-type") === "num") { col = i; break; }
+      check("a numeric column exists", col >= 0);
+      if (col >= 0) {
+        ths[col].click();
+        var keys = visible(table).map(function (r) { return key(r, col, true); }).filter(function (k) { return k !== null; });
+        var asc = keys.every(function (k, j) { return j === 0 || keys[j - 1] <= k; });
+        check("click sorts ascending", asc && ths[col].getAttribute("aria-sort") === "ascending", keys.slice(0, 5).join(","));
+        ths[col].click();
+        keys = visible(table).map(function (r) { return key(r, col, true); }).filter(function (k) { return k !== null; });
+        var desc = keys.every(function (k, j) { return j === 0 || keys[j - 1] >= k; });
+        check("second click sorts descending", desc && ths[col].getAttribute("aria-sort") === "descending", keys.slice(0, 5).join(","));
+      }
+      var prov = box.querySelector("[data-filter=prov]");
+      if (prov) {
+        ["measured", "reported"].forEach(function (p) {
+          prov.value = p; applyFilters(box);
+          var v = visible(table);
+          check("source filter " + p, v.every(function (r) { return r.getAttribute("data-prov") === p; }), v.length + " rows");
+        });
+        prov.value = "all"; applyFilters(box);
+      }
+      var first = table.tBodies[0].rows[0];
+      var text = box.querySelector("[data-filter=text]");
+      if (first && text) {
+        var needle = (first.getAttribute("data-text") || "").split(" ")[0];
+        text.value = needle; applyFilters(box);
+        var v = visible(table);
+        check("text filter", v.length > 0 && v.every(function (r) { return (r.getAttribute("data-text") || "").indexOf(needle) >= 0; }), needle + ": " + v.length + " rows");
+        text.value = "no-such-entry-zzz"; applyFilters(box);
+        check("text filter hides everything for no match", visible(table).length === 0);
+        text.value = ""; applyFilters(box);
+      }
+    }
+    check("no script errors", errors.length === 0, errors.join(" | "));
+    var ok = checks.every(function (c) { return c.ok; });
+    var pre = document.createElement("pre");
+    pre.id = "selftest-result";
+    pre.textContent = "SELFTEST " + (ok ? "PASS" : "FAIL") + "\n" + checks.map(function (c) {
+      return (c.ok ? "ok   " : "FAIL ") + c.name + (c.detail ? " (" + c.detail + ")" : "");
+    }).join("\n");
+    document.body.appendChild(pre);
+  }
+
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), initSort);
+  Array.prototype.forEach.call(document.querySelectorAll(".filters[data-for]"), initFilters);
+  document.documentElement.setAttribute("data-ready", "1");
+  if (window.location.hash === "#selftest" || window.location.hash === "#selftest-optional") {
+    if (window.location.hash === "#selftest-optional") {
+      document.documentElement.setAttribute("data-selftest-table", "optional");
+    }
+    selftest();
+  }
+})();

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The leaderboard in a real browser: serves a built site from a sub-path on 127.0.0.1 (as
+# GitHub Pages serves a project site), loads pages in headless Chromium with every host but
+# 127.0.0.1 unresolvable, runs the page script's self-check (#selftest: sorting, filtering, no
+# script error), fails on any console error or any request the server could not answer, and
+# takes screenshots.
+#
+#   site/tests/browser.sh [SITE_DIR [SHOT_DIR]]
+#
+# SITE_DIR: a site built by `ptxbench site` (default: build manifests/leaderboard.yaml with
+# $PTXBENCH, default `target/release/ptxbench` under $CARGO_TARGET_DIR or ./target).
+# SHOT_DIR: where the screenshots go (default: a new temporary folder; printed at the end).
+# Needs chromium (Debian: apt-get install -y chromium) and python3.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+browser="$(command -v chromium || command -v chromium-browser || true)"
+if [ -z "$browser" ]; then
+  echo "browser test: no chromium (Debian: apt-get install -y chromium)" >&2
+  exit 2
+fi
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+site="${1:-}"
+if [ -z "$site" ]; then
+  bin="${PTXBENCH:-${CARGO_TARGET_DIR:-target}/release/ptxbench}"
+  if [ ! -x "$bin" ]; then
+    echo "browser test: no $bin; build it (cargo build --release -p ptxbench) or set PTXBENCH" >&2
+    exit 2
+  fi
+  site="$work/public"
+  "$bin" site manifests/leaderboard.yaml -o "$site"
+fi
+shots="${2:-$(mktemp -d -t ptxbench-shots-XXXXXX)}"
+mkdir -p "$shots"
+
+# Serve the site under /ptxbench/, like https://<user>.github.io/ptxbench/.
+mkdir -p "$work/root"
+ln -s "$(cd "$site" && pwd)" "$work/root/ptxbench"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/root" >"$work/server.log" 2>&1 &
+server_pid=$!
+base="http://127.0.0.1:$port/ptxbench"
+for _ in $(seq 50); do
+  if python3 -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1], timeout=1)" "$base/index.html" 2>/dev/null; then
+    break
+  fi
+  sleep 0.2
+done
+
+chrome() {
+  # A fresh profile per run; nothing but 127.0.0.1 resolves, so any outside request fails
+  # loudly (as a console error) instead of leaving the machine.
+  local profile
+  profile="$(mktemp -d -p "$work")"
+  timeout 60 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --disable-extensions --disable-default-apps --mute-audio \
+    --host-resolver-rules="MAP * ~NOTFOUND, EXCLUDE 127.0.0.1" \
+    --user-data-dir="$profile" --enable-logging=stderr --v=0 "$@"
+}
+
+record="$(cd "$site" && find record -name '*.html' | sort | head -1)"
+entry="$(cd "$site" && find entry -name '*.html' | sort | head -1)"
+arch="$(cd "$site" && find arch -name '*.html' | sort | head -1)"
+task="$(cd "$site" && find task -name '*.html' | sort | head -1)"
+failed=0
+check() { # page, hash
+  local page="$1" hash="$2" name
+  name="$(echo "$page" | tr '/.' '__')"
+  chrome --virtual-time-budget=5000 --dump-dom "$base/$page#$hash" >"$work/$name.dom" 2>"$work/$name.log" || true
+  local result
+  result="$(sed -n '/<pre id="selftest-result">/,/<\/pre>/p' "$work/$name.dom")"
+  if ! grep -q "SELFTEST PASS" <<<"$result"; then
+    echo "FAIL $page: self-check did not pass"; printf '    %s\n' "$result"; failed=1
+  else
+    echo "ok   $page: $(grep -c '^ok ' <<<"$result") checks passed"
+  fi
+  if grep -E ':(ERROR|WARNING):CONSOLE|Uncaught|ERR_NAME_NOT_RESOLVED' "$work/$name.log" >/dev/null; then
+    echo "FAIL $page: console errors:"; grep -E 'CONSOLE|Uncaught|ERR_' "$work/$name.log" | sed 's/^/    /'; failed=1
+  fi
+}
+check index.html selftest
+check "$arch" selftest
+check "$entry" selftest
+check "$task" selftest
+check "$record" selftest-optional
+
+# Every request the pages made was answered (no 404: a broken asset or link target).
+if grep -E '" (4|5)[0-9][0-9] ' "$work/server.log"; then
+  echo "FAIL: the server answered errors (above)"; failed=1
+fi
+
+for spec in "index:index.html:1400,1000" "arch:$arch:1400,2600" "record:$record:1400,2200" \
+  "entry:$entry:1400,1400" "methodology:methodology.html:1400,1800"; do
+  IFS=: read -r name page size <<<"$spec"
+  chrome --hide-scrollbars --window-size="$size" --virtual-time-budget=3000 \
+    --screenshot="$shots/$name.png" "$base/$page" >/dev/null 2>&1 || { echo "FAIL: screenshot of $page"; failed=1; }
+done
+echo "screenshots: $shots"
+if [ "$failed" -ne 0 ]; then
+  echo "browser test: FAILED"
+  exit 1
+fi
+echo "browser test: passed"
