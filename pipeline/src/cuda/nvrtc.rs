@@ -48,7 +48,8 @@ fn options_for(virtual_arch: &str, include_dirs: &[PathBuf]) -> Vec<String> {
         format!("--gpu-architecture={virtual_arch}"),
         "--std=c++17".to_string(),
         "--device-as-default-execution-space".to_string(),
-        "-lineinfo".to_string(),
+        // No -lineinfo: NVRTC would write the working folder into `.file`, and the PTX (and its
+        // digest, which keys results) would then depend on where the checkout lives.
     ];
     for d in include_dirs {
         opts.push(format!("--include-path={}", d.display()));

@@ -73,6 +73,8 @@ pub struct Context<'a> {
     /// `Task::digest()` of every task of the suite, by id.
     pub task_digests: BTreeMap<String, Digest>,
     pub flops: FlopTable,
+    /// The footer every page shows (made once).
+    pub footer: String,
     /// Text blobs shown on a page of their own (see [`Context::is_shared`]), with the records
     /// that name them (indices, sorted) and what they hold there.
     pub shared_blobs: BTreeMap<Digest, SharedBlob>,
@@ -325,6 +327,7 @@ impl<'a> Context<'a> {
             task_digests,
             flops,
             shared_blobs,
+            footer: footer(input, &suite.digest()),
         })
     }
 
@@ -351,6 +354,22 @@ impl<'a> Context<'a> {
             .map(|g| g.iter().cloned().collect::<Vec<_>>().join(", "))
             .unwrap_or_default()
     }
+}
+
+/// The footer of every page: what the site was built from.
+fn footer(input: &SiteInput, suite_digest: &Digest) -> String {
+    let suite_ok = if *suite_digest == input.manifest.suite.hash {
+        ""
+    } else {
+        " (differs from the manifest's suite hash)"
+    };
+    format!(
+        "Built from {} (blake3 {}) and task suite {} ({}){suite_ok}. Reported numbers are the paper's, as published; measured numbers come from records in this repository's store.",
+        input.manifest_name,
+        input.manifest_digest.short(12),
+        input.suite.version,
+        suite_digest.short(12),
+    )
 }
 
 /// For each record (by index), the digest of the first record of its trajectory: the end of

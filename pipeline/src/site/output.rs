@@ -3,10 +3,8 @@
 //! site and stale pages of an earlier build never survive. A non-empty output folder is only
 //! replaced if an earlier build made it (it holds [`MARKER`]): `-o .` cannot wipe a checkout.
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
 
 use super::{SiteError, SiteInput, render_each};
 
@@ -72,22 +70,19 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
         .tempdir_in(&parent)
         .map_err(|e| io(&parent, e))?;
     let dir = staging.path().to_path_buf();
-    let made: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
     let count = render_each(input, &|rel, bytes| {
         let path = safe_join(&dir, &rel)?;
-        if let Some(folder) = path.parent() {
-            let known = made
-                .lock()
-                .map_err(|_| SiteError::Internal("folder set poisoned".into()))?
-                .contains(folder);
-            if !known {
-                fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
-                made.lock()
-                    .map_err(|_| SiteError::Internal("folder set poisoned".into()))?
-                    .insert(folder.to_path_buf());
+        // Folders are made on the first write that needs one (a failed write is retried once
+        // after making its folder), so the common case is a single system call sequence.
+        match fs::write(&path, &bytes) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(folder) = path.parent() {
+                    fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
+                }
+                fs::write(&path, &bytes).map_err(|e| io(&path, e))
             }
+            other => other.map_err(|e| io(&path, e)),
         }
-        fs::write(&path, bytes).map_err(|e| io(&path, e))
     })?;
     fs::write(dir.join(MARKER), MARKER_TEXT).map_err(|e| io(&dir, e))?;
     #[cfg(unix)]

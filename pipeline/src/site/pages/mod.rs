@@ -63,24 +63,12 @@ impl Page {
                 current: path == target,
             });
         }
-        let input = ctx.input;
-        let suite_ok = if ctx.suite_digest == input.manifest.suite.hash {
-            ""
-        } else {
-            " (differs from the manifest's suite hash)"
-        };
         Page {
             title: title.into(),
-            site_title: input.manifest.site.title.clone(),
+            site_title: ctx.input.manifest.site.title.clone(),
             root: paths::root_of(path),
             nav,
-            footer: format!(
-                "Built from {} (blake3 {}) and task suite {} ({}){suite_ok}. Reported numbers are the paper's, as published; measured numbers come from records in this repository's store.",
-                input.manifest_name,
-                input.manifest_digest.short(12),
-                input.suite.version,
-                ctx.suite_digest.short(12),
-            ),
+            footer: ctx.footer.clone(),
         }
     }
 }
