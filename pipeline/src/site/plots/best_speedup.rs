@@ -3,12 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use plotters::prelude::*;
-
 use super::{
     HEIGHT, LEGEND_WIDTH, LegendItem, Marker, Plot, WIDTH, color, draw_category_labels,
-    draw_legend, draw_marker, grid_style, library_style, log_range, plot_error, render,
-    speedup_label,
+    draw_legend, draw_marker, log_range, render, task_speedup_chart,
 };
 use crate::metrics::{Provenance, TURN_LIMITS};
 use crate::site::SiteError;
@@ -42,32 +39,14 @@ pub fn best_speedup_per_task(ctx: &Context<'_>, arch: &str) -> Result<Option<Plo
     let (lo, hi) = log_range(rows.iter().filter_map(|t| t.best_speedup));
     let plot = render(&name, &title, |root| {
         let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
-        let mut chart = ChartBuilder::on(&left)
-            .caption(&title, (super::FONT, 18))
-            .margin(12)
-            .x_label_area_size(175)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5f64..(tasks.len() as f64 - 0.5), (lo..hi).log_scale())
-            .map_err(|e| plot_error(&name, e))?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_labels(8)
-            .y_label_formatter(&speedup_label)
-            .light_line_style(TRANSPARENT)
-            .bold_line_style(grid_style())
-            .y_desc("best speedup over the library (×, log scale)")
-            .x_desc("task")
-            .axis_desc_style((super::FONT, 13))
-            .draw()
-            .map_err(|e| plot_error(&name, e))?;
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(-0.5, 1.0), (tasks.len() as f64 - 0.5, 1.0)],
-                library_style(),
-            )))
-            .map_err(|e| plot_error(&name, e))?;
+        let chart = task_speedup_chart(
+            &left,
+            (&title, 18.0),
+            tasks.len(),
+            (lo, hi),
+            "best speedup over the library (×, log scale)",
+            &name,
+        )?;
         let n = series.len() as f64;
         let width = 0.7f64;
         for (si, (prov, entry)) in series.iter().enumerate() {

@@ -8,8 +8,7 @@ use plotters::prelude::*;
 
 use super::{
     LEGEND_WIDTH, LegendItem, MEASURED_COLOR, Marker, Plot, REPORTED_COLOR, WIDTH,
-    draw_category_labels, draw_legend, grid_style, library_style, log_range, plot_error, render,
-    speedup_label,
+    draw_category_labels, draw_legend, log_range, plot_error, render, task_speedup_chart,
 };
 use crate::metrics::{Provenance, TURN_LIMITS};
 use crate::site::SiteError;
@@ -47,32 +46,14 @@ pub fn speedup_distribution(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot
     );
     let plot = render(&name, &title, |root| {
         let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
-        let mut chart = ChartBuilder::on(&left)
-            .caption(&title, (super::FONT, 16))
-            .margin(12)
-            .x_label_area_size(175)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5f64..(tasks.len() as f64 - 0.5), (lo..hi).log_scale())
-            .map_err(|e| plot_error(&name, e))?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_labels(8)
-            .y_label_formatter(&speedup_label)
-            .light_line_style(TRANSPARENT)
-            .bold_line_style(grid_style())
-            .y_desc("speedup over the library (×, log scale)")
-            .x_desc("task")
-            .axis_desc_style((super::FONT, 13))
-            .draw()
-            .map_err(|e| plot_error(&name, e))?;
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(-0.5, 1.0), (tasks.len() as f64 - 0.5, 1.0)],
-                library_style(),
-            )))
-            .map_err(|e| plot_error(&name, e))?;
+        let mut chart = task_speedup_chart(
+            &left,
+            (&title, 16.0),
+            tasks.len(),
+            (lo, hi),
+            "speedup over the library (×, log scale)",
+            &name,
+        )?;
         for (ti, task) in tasks.iter().enumerate() {
             for (prov, offset, c) in [
                 (Provenance::Reported, -0.2, REPORTED_COLOR),

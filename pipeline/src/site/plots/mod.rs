@@ -13,6 +13,7 @@ mod turns;
 use std::fmt;
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 pub use best_speedup::best_speedup_per_task;
@@ -117,6 +118,49 @@ pub(crate) fn plot_error(plot: &str, e: impl fmt::Display) -> SiteError {
         plot: plot.to_string(),
         message: e.to_string(),
     }
+}
+
+/// The chart both per-task speedup plots draw on: one slot per task along x, speedup on a
+/// log-scaled y axis, with the mesh and the library's 1x line already drawn.
+pub(crate) type TaskSpeedupChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, LogCoord<f64>>>;
+
+pub(crate) fn task_speedup_chart<'a, 'b>(
+    area: &'a Area<'b>,
+    (title, caption_size): (&str, f64),
+    tasks: usize,
+    (lo, hi): (f64, f64),
+    y_desc: &str,
+    plot: &str,
+) -> Result<TaskSpeedupChart<'a, 'b>, SiteError> {
+    let right = tasks as f64 - 0.5;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT, caption_size))
+        .margin(12)
+        .x_label_area_size(175)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..right, (lo..hi).log_scale())
+        .map_err(|e| plot_error(plot, e))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_labels(8)
+        .y_label_formatter(&speedup_label)
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(grid_style())
+        .y_desc(y_desc)
+        .x_desc("task")
+        .axis_desc_style((FONT, 13))
+        .draw()
+        .map_err(|e| plot_error(plot, e))?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(-0.5, 1.0), (right, 1.0)],
+            library_style(),
+        )))
+        .map_err(|e| plot_error(plot, e))?;
+    Ok(chart)
 }
 
 /// Draws a marker of `marker` centred at pixel `(x, y)`.
