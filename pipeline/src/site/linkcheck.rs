@@ -27,8 +27,8 @@ impl std::fmt::Display for LinkProblem {
 /// The SVG namespace: the only URL allowed, and only as `xmlns` in standalone SVG files.
 const SVG_NS: &str = "xmlns=\"http://www.w3.org/2000/svg\"";
 
-/// Text that marks a path of the building machine.
-const MACHINE_PATHS: [&str; 6] = ["/home/", "/root/", "/work/", "/tmp/", "/Users/", "C:\\"];
+/// Top-level folders whose absolute paths (`/NAME/...`) mark a path of the building machine.
+const MACHINE_ROOTS: [&str; 5] = ["home", "root", "work", "tmp", "Users"];
 
 /// Values of `name="…"` attributes in `html`, unescaped for `&amp;`.
 fn attribute_values(html: &str, name: &str) -> Vec<String> {
@@ -121,8 +121,12 @@ pub fn check(pages: &Pages) -> Vec<LinkProblem> {
                 push(path, &scan[i..(i + 60).min(scan.len())], "external URL");
             }
         }
-        for m in MACHINE_PATHS {
-            if let Some(i) = scan.find(m) {
+        let machine_paths = MACHINE_ROOTS
+            .iter()
+            .map(|r| format!("/{r}/"))
+            .chain(std::iter::once("C:\\".to_string()));
+        for m in machine_paths {
+            if let Some(i) = scan.find(&m) {
                 push(path, &scan[i..(i + 60).min(scan.len())], "machine path");
             }
         }
