@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use askama::Template;
 
 use crate::arch::Arch;
-use crate::task::{Distribution, Task, TensorSpec, Tolerance, WorkloadKind};
+use crate::task::{Distribution, Task, TensorSpec, Tolerance};
 
 /// Which of the three prompt variants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -154,16 +154,8 @@ impl View {
                 .iter()
                 .map(|w| WorkloadView {
                     name: w.name.clone(),
-                    kind: match w.kind {
-                        WorkloadKind::Correctness => "correctness",
-                        WorkloadKind::Performance => "performance",
-                    },
-                    axes: w
-                        .axes
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    kind: w.kind.as_str(),
+                    axes: w.axes_text(),
                 })
                 .collect(),
             required: target

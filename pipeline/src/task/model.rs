@@ -321,6 +321,17 @@ pub struct Workload {
     pub uuid: Option<String>,
 }
 
+impl Workload {
+    /// The bound axes as text, e.g. `B=4, H=48, S=4096`.
+    pub fn axes_text(&self) -> String {
+        self.axes
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// One PTX instruction family that must execute, and the SASS opcodes that prove it did.
 ///
 /// The family counts as used when at least one opcode matching one of `sass` is present in

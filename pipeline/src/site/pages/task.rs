@@ -135,12 +135,7 @@ fn definition(task: &Task) -> (Vec<Fact>, Vec<TensorRow>, Vec<WorkloadRow>, Vec<
         .map(|w| WorkloadRow {
             name: w.name.clone(),
             kind: w.kind.as_str().into(),
-            axes: w
-                .axes
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            axes: w.axes_text(),
             gflop: task
                 .flops_of(w)
                 .map_or_else(|_| "?".into(), |f| format!("{:.3}", f / 1e9)),
