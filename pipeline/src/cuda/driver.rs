@@ -10,6 +10,8 @@ use std::time::Instant;
 use cudarc::driver::sys;
 
 use super::library::{self, CudaLibrary, LibraryNotFound};
+use crate::arch::Arch;
+use crate::toolchain::{self, Tool, ToolError, ptxas};
 
 /// A failed driver call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
@@ -145,12 +147,26 @@ pub struct KernelAttributes {
     pub max_threads_per_block: i32,
 }
 
-/// The JIT's output for one PTX module.
-#[derive(Debug, Clone)]
-pub struct Jitted {
-    pub cubin: Vec<u8>,
-    pub info_log: String,
+/// One PTX module, compiled and loaded.
+#[derive(Debug)]
+pub struct Compiled {
+    pub module: Module,
+    /// The cubin that was loaded (absent when the driver compiled the PTX itself).
+    pub cubin: Option<Vec<u8>>,
+    /// The compiler's messages (`-v` report, warnings).
+    pub log: String,
+    /// Which compiler, version and options.
+    pub compiler: String,
     pub millis: f64,
+}
+
+fn tool_error(e: &ToolError) -> DriverError {
+    DriverError {
+        call: "ptxas",
+        code: 0,
+        name: "PTXAS_UNAVAILABLE".into(),
+        description: e.to_string(),
+    }
 }
 
 /// The JIT rejected the PTX.
@@ -381,8 +397,59 @@ impl Gpu {
         })
     }
 
-    /// Compiles PTX to a cubin for this device with the driver's JIT linker, keeping its logs.
-    pub fn jit(&self, ptx: &str) -> Result<Jitted, JitError> {
+    /// Compiles PTX and loads it, keeping the compiler's log and, where there is one, the cubin.
+    ///
+    /// With `arch` given and a `ptxas` in the toolchain search order, the PTX is compiled as a
+    /// whole program for that arch and the cubin loaded; otherwise (or when that cubin does not
+    /// load) the driver compiles it (cuModuleLoadDataEx). Both are whole-program compilations.
+    /// The driver's JIT *linker* (cuLink) is not used: it compiles PTX as a separate
+    /// compilation unit, and ptxas then ignores `setmaxnreg` (C7504), which changes the code a
+    /// Hopper kernel gets.
+    pub fn compile(&self, ptx: &str, arch: Option<Arch>) -> Result<Compiled, JitError> {
+        let start = Instant::now();
+        let mut notes = String::new();
+        if let Some(arch) = arch {
+            match toolchain::locate(Tool::Ptxas) {
+                Ok(path) => {
+                    let res = ptxas::compile_with(&path, ptx, arch).map_err(|e| JitError {
+                        error: tool_error(&e),
+                        log: e.to_string(),
+                    })?;
+                    let compiler = format!("ptxas {} -arch={arch} (whole program)", res.version);
+                    let cubin = match (res.ok, res.cubin) {
+                        (true, Some(c)) => c,
+                        _ => {
+                            return Err(JitError {
+                                error: DriverError {
+                                    call: "ptxas",
+                                    code: 0,
+                                    name: "PTXAS_FAILED".into(),
+                                    description: format!("{compiler} rejected the PTX"),
+                                },
+                                log: res.log,
+                            });
+                        }
+                    };
+                    match self.load(&cubin) {
+                        Ok(module) => {
+                            return Ok(Compiled {
+                                module,
+                                cubin: Some(cubin),
+                                log: res.log.trim().to_string(),
+                                compiler,
+                                millis: start.elapsed().as_secs_f64() * 1e3,
+                            });
+                        }
+                        Err(e) => {
+                            notes = format!(
+                                "{compiler}'s cubin did not load ({e}); the driver compiled the PTX\n"
+                            );
+                        }
+                    }
+                }
+                Err(e) => notes = format!("{e}; the driver compiled the PTX\n"),
+            }
+        }
         const LOG: usize = 1 << 16;
         let mut info = vec![0u8; LOG];
         let mut error = vec![0u8; LOG];
@@ -405,67 +472,38 @@ impl Gpu {
             String::from_utf8_lossy(&buf[..end]).trim().to_string()
         };
         let src = CString::new(ptx.replace('\0', "")).expect("NULs were removed");
-        let name = CString::new("kernel.ptx").expect("no NUL");
-        let start = Instant::now();
-        let mut state: sys::CUlinkState = std::ptr::null_mut();
-        // SAFETY: the option arrays and log buffers outlive the link state, destroyed below.
-        let result = unsafe {
-            check(
-                "cuLinkCreate",
-                sys::cuLinkCreate_v2(
-                    opts.len() as u32,
-                    opts.as_mut_ptr(),
-                    vals.as_mut_ptr(),
-                    &mut state,
-                ),
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: the option arrays and log buffers outlive the call; the image is NUL-terminated.
+        let result = check("cuModuleLoadDataEx", unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut handle,
+                src.as_ptr().cast(),
+                opts.len() as u32,
+                opts.as_mut_ptr(),
+                vals.as_mut_ptr(),
             )
-            .and_then(|()| {
-                check(
-                    "cuLinkAddData",
-                    sys::cuLinkAddData_v2(
-                        state,
-                        sys::CUjitInputType::CU_JIT_INPUT_PTX,
-                        src.as_ptr() as *mut c_void,
-                        src.as_bytes_with_nul().len(),
-                        name.as_ptr(),
-                        0,
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                    ),
-                )
-            })
-            .and_then(|()| {
-                let mut cubin: *mut c_void = std::ptr::null_mut();
-                let mut size = 0usize;
-                check(
-                    "cuLinkComplete",
-                    sys::cuLinkComplete(state, &mut cubin, &mut size),
-                )?;
-                // The cubin belongs to the link state: copy it out before destroying that.
-                Ok(std::slice::from_raw_parts(cubin.cast::<u8>(), size).to_vec())
-            })
-        };
-        if !state.is_null() {
-            // SAFETY: created above; destroyed once.
-            unsafe { sys::cuLinkDestroy(state) };
-        }
+        });
         let millis = start.elapsed().as_secs_f64() * 1e3;
         match result {
-            Ok(cubin) => Ok(Jitted {
-                cubin,
-                info_log: text(&info),
+            Ok(()) => Ok(Compiled {
+                module: Module { handle },
+                cubin: None,
+                log: format!("{notes}{}", text(&info)).trim().to_string(),
+                compiler: "driver JIT (cuModuleLoadDataEx)".into(),
                 millis,
             }),
             Err(e) => Err(JitError {
                 error: e,
-                log: [text(&error), text(&info)].join("\n").trim().to_string(),
+                log: format!("{notes}{}\n{}", text(&error), text(&info))
+                    .trim()
+                    .to_string(),
             }),
         }
     }
 
     pub fn load(&self, cubin: &[u8]) -> Result<Module, DriverError> {
         let mut handle = std::ptr::null_mut();
-        // SAFETY: the image is a complete cubin from cuLinkComplete.
+        // SAFETY: the image is a complete cubin from ptxas.
         check("cuModuleLoadData", unsafe {
             sys::cuModuleLoadData(&mut handle, cubin.as_ptr().cast())
         })?;

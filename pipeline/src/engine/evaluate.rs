@@ -185,18 +185,16 @@ fn run(
     outcome: &mut Outcome,
     clock: &mut Clock,
 ) -> Result<(), Stop> {
-    let jitted = gpu.jit(&req.ptx).map_err(|e| {
+    let compiled = gpu.compile(&req.ptx, Some(req.arch)).map_err(|e| {
         Stop::new(Outcome::failed(
             Verdict::Compilation,
             "jit",
-            format!("the driver's JIT rejected the PTX: {}\n{}", e.error, e.log),
+            format!("the PTX did not compile: {}\n{}", e.error, e.log),
         ))
     })?;
-    outcome.jit_log = jitted.info_log.clone();
-    let cu_module = gpu
-        .load(&jitted.cubin)
-        .map_err(|e| Stop::new(Outcome::failed(Verdict::Compilation, "load", e.to_string())))?;
-    outcome.cubin = Some(jitted.cubin.clone());
+    outcome.jit_log = format!("compiled by {}\n{}", compiled.compiler, compiled.log);
+    let cu_module = compiled.module;
+    outcome.cubin = compiled.cubin;
     let mut kernels: BTreeMap<String, Kernel> = BTreeMap::new();
     for l in &plan.launches {
         if kernels.contains_key(&l.entry) {
@@ -338,8 +336,10 @@ fn count_targets(
                 .collect::<Vec<_>>()
                 .join("; ")
         })?;
-        let jitted = gpu.jit(&counted.ptx).map_err(|e| e.to_string())?;
-        let m = gpu.load(&jitted.cubin).map_err(|e| e.to_string())?;
+        let m = gpu
+            .compile(&counted.ptx, Some(req.arch))
+            .map_err(|e| e.to_string())?
+            .module;
         let mut kernels = BTreeMap::new();
         for l in &launches {
             let k = gpu.kernel(&m, &l.entry).map_err(|e| e.to_string())?;

@@ -97,9 +97,27 @@ pub struct Comparison {
     pub reference_non_zero: u64,
     /// Index of the first element outside tolerance, if any.
     pub first_violation: Option<u64>,
+    #[serde(with = "nonfinite")]
     pub max_abs_error: f64,
-    /// ||out - ref|| / ||ref|| (L2).
+    /// ||out - ref|| / ||ref|| (L2); infinite when the reference is all zeros and the output not.
+    #[serde(with = "nonfinite")]
     pub relative_l2: f64,
+}
+
+/// JSON has no infinity or NaN: a non-finite figure is written as null and read back as +inf
+/// (serde_json would write null and then refuse to read it as a number).
+mod nonfinite {
+    pub fn serialize<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(<Option<f64> as serde::Deserialize>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
 }
 
 impl Support {
@@ -107,10 +125,10 @@ impl Support {
         let (major, minor) = gpu.info.compute_capability;
         let out = nvrtc::compile_for(SOURCE, "support.cu", &format!("compute_{major}{minor}"))
             .map_err(|e| SupportError::Compile(e.to_string()))?;
-        let jitted = gpu
-            .jit(&out.ptx)
-            .map_err(|e| SupportError::Compile(e.to_string()))?;
-        let module = gpu.load(&jitted.cubin)?;
+        let module = gpu
+            .compile(&out.ptx, None)
+            .map_err(|e| SupportError::Compile(e.to_string()))?
+            .module;
         let mut kernels = std::collections::BTreeMap::new();
         for k in KERNELS {
             kernels.insert(*k, gpu.kernel(&module, k)?);
@@ -466,6 +484,22 @@ impl Support {
 mod tests {
     use super::*;
 
+    #[test]
+    fn an_infinite_relative_error_survives_json() {
+        // A zero reference with a non-zero output: the worker must be able to report it.
+        let c = Comparison {
+            elements: 4,
+            relative_l2: f64::INFINITY,
+            max_abs_error: 1e-7,
+            ..Comparison::default()
+        };
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(text.contains("\"relative_l2\":null"), "{text}");
+        let back: Comparison = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.relative_l2, f64::INFINITY);
+        assert_eq!(back.max_abs_error, 1e-7);
+    }
+
     /// The support code must compile with NVRTC (no libc headers, no INFINITY macro); where
     /// NVRTC is installed this checks it for every architecture we run on.
     #[test]
@@ -487,3 +521,4 @@ mod tests {
         }
     }
 }
+
