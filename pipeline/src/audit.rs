@@ -200,6 +200,7 @@ mod tests {
             timing: Some(Timing {
                 candidate: stats(cand_ms, 0.01),
                 baseline: Some(stats(1.0, 0.01)),
+                baseline_check: Vec::new(),
                 speedup: Some(1.0 / cand_ms),
                 candidate_tflops: 0.0,
                 baseline_tflops: None,

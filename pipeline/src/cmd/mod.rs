@@ -1,6 +1,7 @@
 //! Subcommands, one file each. This is the CLI edge: errors become `anyhow` with context here.
 
 mod audit;
+mod baseline;
 mod bench_site;
 mod bench_store;
 mod bundle;
@@ -80,6 +81,8 @@ pub enum Command {
     /// Internal: a loopback chat server replaying canned answers (tests, dry runs).
     #[command(hide = true)]
     ServeCanned(generate::ServeCannedArgs),
+    /// Time the library baseline alone on a task's workloads and check its outputs.
+    Baseline(baseline::BaselineArgs),
     /// Run the harness's fp32 reference for one workload and write inputs and outputs.
     Reference(reference::ReferenceArgs),
     /// Internal: evaluate one request from stdin in this process (used by `eval` and `run`).
@@ -104,6 +107,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(c) => export::run(c, tasks_dir),
         Command::BenchSite(a) => bench_site::run(a, tasks_dir),
         Command::Eval(a) => eval::run(a, tasks_dir),
+        Command::Baseline(a) => baseline::run(a, tasks_dir),
         Command::Evidence(a) => evidence::run(a, tasks_dir),
         Command::Audit(a) => audit::run(a, tasks_dir),
         Command::Run(a) => run::run(a, tasks_dir),

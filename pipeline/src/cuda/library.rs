@@ -44,6 +44,14 @@ impl CudaLibrary {
     fn companions(self) -> &'static [&'static str] {
         match self {
             CudaLibrary::Nvrtc => &["libnvrtc-builtins.so.13"],
+            // cuDNN 9's `libcudnn.so.9` is a shim that opens its sub-libraries by name; loading
+            // them first from the chosen folder makes those names resolve to the same folder.
+            CudaLibrary::Cudnn => &[
+                "libcudnn_graph.so.9",
+                "libcudnn_heuristic.so.9",
+                "libcudnn_engines_runtime_compiled.so.9",
+                "libcudnn_engines_precompiled.so.9",
+            ],
             _ => &[],
         }
     }
@@ -193,6 +201,20 @@ pub fn load(library: CudaLibrary) -> Result<LocatedLibrary, LibraryNotFound> {
     }
     map.insert(library, (path.clone(), handles));
     Ok(LocatedLibrary { library, path })
+}
+
+/// The address of the exported symbol `name` in the main file of `library`, which must have
+/// been loaded with [`load`] (companions are not searched). The address stays valid for the
+/// life of the process: loaded libraries are never unloaded.
+pub fn symbol(library: CudaLibrary, name: &str) -> Option<*const std::ffi::c_void> {
+    let map = loaded().lock().unwrap_or_else(|e| e.into_inner());
+    let (_, handles) = map.get(&library)?;
+    let main = handles.last()?;
+    // SAFETY: the symbol is read as an address, not called here; callers cast it to the
+    // function type the vendor header declares.
+    let sym = unsafe { main.get::<*const std::ffi::c_void>(name.as_bytes()) }.ok()?;
+    let addr = *sym;
+    (!addr.is_null()).then_some(addr)
 }
 
 /// A file in `dir` whose name starts with `prefix` (`libnvrtc-builtins.so.13` matches `.13.0`).

@@ -7,6 +7,7 @@
 //! cudarc type.
 
 pub mod cublaslt;
+pub mod cudnn;
 pub mod driver;
 pub mod library;
 pub mod nvml;

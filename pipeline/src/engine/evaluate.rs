@@ -21,7 +21,7 @@ use crate::candidate::plan::{
 };
 use crate::cuda::driver::{DeviceBuffer, DriverError, Geometry, Gpu, Kernel, ParamBytes};
 use crate::expr::Bindings;
-use crate::task::{DType, Op, Suite, Task, Tolerance, Workload, WorkloadKind};
+use crate::task::{DType, Op, Suite, Task, TensorSpec, Tolerance, Workload, WorkloadKind};
 
 /// Bytes of guard before and after every tensor (keeps 256-byte alignment).
 pub const GUARD: usize = 4096;
@@ -45,7 +45,7 @@ impl TensorSet {
             .or_else(|| self.workspaces.get(name).map(|(b, ..)| b.ptr()))
     }
 
-    fn numel(&self, name: &str) -> u64 {
+    pub fn numel(&self, name: &str) -> u64 {
         self.tensors.get(name).map_or(0, |t| t.3)
     }
 }
@@ -769,6 +769,65 @@ pub fn launch_encoded(
     Ok(())
 }
 
+/// Compares one output (fp32 copy at `got`, `numel` values) with its reference under the
+/// output's tolerance.
+pub fn check_output(
+    gpu: &Gpu,
+    support: &Support,
+    scratch: &DeviceBuffer,
+    t: &TensorSpec,
+    got: u64,
+    numel: u64,
+    reference: &DeviceBuffer,
+) -> Result<OutputCheck, Stop> {
+    let tol = t.tolerance.clone().unwrap_or(Tolerance::Allclose {
+        rtol: 0.0,
+        atol: 0.0,
+    });
+    let (rtol, atol) = match tol {
+        Tolerance::Allclose { rtol, atol } => (rtol, atol),
+        Tolerance::Relnorm { .. } => (f64::INFINITY, f64::INFINITY),
+    };
+    let c = support.compare(gpu, scratch, got, reference.ptr(), numel, rtol, atol)?;
+    let failure = if c.non_finite > 0 {
+        Some(format!(
+            "{}: {} of {} values are NaN or infinite (unwritten or overflowed)",
+            t.name, c.non_finite, c.elements
+        ))
+    } else if c.non_zero == 0 && c.reference_non_zero > 0 {
+        Some(format!("{}: every value is zero", t.name))
+    } else {
+        match tol {
+            Tolerance::Allclose { rtol, atol } if c.violations > 0 => Some(format!(
+                "{}: {} of {} values outside atol {atol} + rtol {rtol} (first at index {}, max |error| {:.3e}, relative L2 error {:.3e})",
+                t.name,
+                c.violations,
+                c.elements,
+                c.first_violation.unwrap_or(0),
+                c.max_abs_error,
+                c.relative_l2
+            )),
+            Tolerance::Relnorm { max } if c.relative_l2.is_nan() || c.relative_l2 > max => {
+                Some(format!(
+                    "{}: relative L2 error {:.3e} exceeds {max} (max |error| {:.3e})",
+                    t.name, c.relative_l2, c.max_abs_error
+                ))
+            }
+            _ => None,
+        }
+    };
+    Ok(OutputCheck {
+        output: t.name.clone(),
+        tolerance: match tol {
+            Tolerance::Allclose { rtol, atol } => format!("allclose rtol {rtol} atol {atol}"),
+            Tolerance::Relnorm { max } => format!("relnorm {max}"),
+        },
+        passed: failure.is_none(),
+        failure,
+        comparison: c,
+    })
+}
+
 /// Compares every output of `set` with `reference` and checks guards and inputs.
 #[allow(clippy::too_many_arguments)]
 pub fn check_trial(
@@ -785,53 +844,15 @@ pub fn check_trial(
     for t in &task.outputs {
         let got = to_f32(gpu, support, set, &t.name)?;
         let numel = set.numel(&t.name);
-        let reference = &reference.outputs[&t.name];
-        let tol = t.tolerance.clone().unwrap_or(Tolerance::Allclose {
-            rtol: 0.0,
-            atol: 0.0,
-        });
-        let (rtol, atol) = match tol {
-            Tolerance::Allclose { rtol, atol } => (rtol, atol),
-            Tolerance::Relnorm { .. } => (f64::INFINITY, f64::INFINITY),
-        };
-        let c = support.compare(gpu, scratch, got.ptr(), reference.ptr(), numel, rtol, atol)?;
-        let failure = if c.non_finite > 0 {
-            Some(format!(
-                "{}: {} of {} values are NaN or infinite (unwritten or overflowed)",
-                t.name, c.non_finite, c.elements
-            ))
-        } else if c.non_zero == 0 && c.reference_non_zero > 0 {
-            Some(format!("{}: every value is zero", t.name))
-        } else {
-            match tol {
-                Tolerance::Allclose { rtol, atol } if c.violations > 0 => Some(format!(
-                    "{}: {} of {} values outside atol {atol} + rtol {rtol} (first at index {}, max |error| {:.3e}, relative L2 error {:.3e})",
-                    t.name,
-                    c.violations,
-                    c.elements,
-                    c.first_violation.unwrap_or(0),
-                    c.max_abs_error,
-                    c.relative_l2
-                )),
-                Tolerance::Relnorm { max } if c.relative_l2.is_nan() || c.relative_l2 > max => {
-                    Some(format!(
-                        "{}: relative L2 error {:.3e} exceeds {max} (max |error| {:.3e})",
-                        t.name, c.relative_l2, c.max_abs_error
-                    ))
-                }
-                _ => None,
-            }
-        };
-        outputs.push(OutputCheck {
-            output: t.name.clone(),
-            tolerance: match tol {
-                Tolerance::Allclose { rtol, atol } => format!("allclose rtol {rtol} atol {atol}"),
-                Tolerance::Relnorm { max } => format!("relnorm {max}"),
-            },
-            passed: failure.is_none(),
-            failure,
-            comparison: c,
-        });
+        outputs.push(check_output(
+            gpu,
+            support,
+            scratch,
+            t,
+            got.ptr(),
+            numel,
+            &reference.outputs[&t.name],
+        )?);
     }
     let mut guard_bytes_changed = 0;
     for (buf, bytes, ..) in set.tensors.values() {

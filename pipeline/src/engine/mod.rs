@@ -156,6 +156,10 @@ pub struct Trial {
 pub struct Timing {
     pub candidate: Stats,
     pub baseline: Option<Stats>,
+    /// The baseline's own outputs against the fp32 reference (once per workload, on fresh
+    /// poisoned buffers): a wrong baseline shows here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub baseline_check: Vec<OutputCheck>,
     /// Baseline median over candidate median.
     pub speedup: Option<f64>,
     pub candidate_tflops: f64,
@@ -189,6 +193,13 @@ pub struct BaselineInfo {
     pub provider: String,
     pub version: String,
     pub library: String,
+    /// What the baseline is, in words, for records and the site (e.g. "cuDNN 9.14 SDPA
+    /// forward with LSE (native graph API)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The engine the library chose (cuDNN: global engine index, heuristic mode, plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 /// Everything one evaluation found.

@@ -260,6 +260,8 @@ pub struct TimingDoc {
     pub candidate_tflops: Option<f64>,
     pub baseline_tflops: Option<f64>,
     pub recheck_passed: Option<bool>,
+    /// The baseline's own outputs against the fp32 reference (absent in older records).
+    pub baseline_check: Vec<OutputDoc>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -302,6 +304,10 @@ pub struct BaselineDoc {
     pub provider: String,
     pub version: String,
     pub library: String,
+    /// What the baseline is, in words (absent in older records).
+    pub label: Option<String>,
+    /// The engine the library chose (absent in older records).
+    pub engine: Option<String>,
 }
 
 /// A run as stored.

@@ -347,7 +347,49 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     if let Some(b) = &o.baseline {
         facts.push(Fact {
             key: "baseline".into(),
-            value: format!("{} {} ({})", b.provider, b.version, b.library),
+            value: match &b.label {
+                Some(label) => format!("{label}, {} {} ({})", b.provider, b.version, b.library),
+                None => format!("{} {} ({})", b.provider, b.version, b.library),
+            },
+        });
+        if let Some(engine) = &b.engine {
+            facts.push(Fact {
+                key: "baseline engine".into(),
+                value: engine.clone(),
+            });
+        }
+    }
+    let checks: Vec<String> = o
+        .workloads
+        .iter()
+        .filter_map(|w| w.timing.as_ref().map(|t| (w, t)))
+        .filter(|(_, t)| !t.baseline_check.is_empty())
+        .map(|(w, t)| {
+            let outputs: Vec<String> = t
+                .baseline_check
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} relnorm {}{}",
+                        c.output,
+                        c.comparison
+                            .relative_l2
+                            .map_or_else(|| format::NONE.to_string(), |r| format!("{r:.2e}")),
+                        if c.passed {
+                            ""
+                        } else {
+                            " (outside the task's tolerance)"
+                        }
+                    )
+                })
+                .collect();
+            format!("{}: {}", w.workload, outputs.join(", "))
+        })
+        .collect();
+    if !checks.is_empty() {
+        facts.push(Fact {
+            key: "baseline output vs fp32 reference".into(),
+            value: checks.join("; "),
         });
     }
     if !o.harness_compiler.is_empty() {
