@@ -493,9 +493,9 @@ mod tests {
             max_abs_error: 1e-7,
             ..Comparison::default()
         };
-        let text = serde_json::to_string(&c).unwrap();
+        let text = serde_json::to_string(&c).expect("serialises");
         assert!(text.contains("\"relative_l2\":null"), "{text}");
-        let back: Comparison = serde_json::from_str(&text).unwrap();
+        let back: Comparison = serde_json::from_str(&text).expect("reads back");
         assert_eq!(back.relative_l2, f64::INFINITY);
         assert_eq!(back.max_abs_error, 1e-7);
     }
@@ -521,4 +521,3 @@ mod tests {
         }
     }
 }
-

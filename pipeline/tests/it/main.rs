@@ -5,6 +5,7 @@ mod cli;
 mod evidence;
 mod plan_errors;
 mod prompts;
+mod reference;
 mod zoo;
 
 use std::path::PathBuf;

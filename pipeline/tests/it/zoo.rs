@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::root;
 
 /// (evaluation, task) -> result JSON, for every result of a committed run folder.
-fn results(run: &str) -> Vec<Value> {
+pub fn results(run: &str) -> Vec<Value> {
     let dir = root().join("artifacts/runs").join(run);
     let mut out = Vec::new();
     for e in std::fs::read_dir(&dir).expect("committed run folder") {
@@ -37,7 +37,7 @@ fn expected(list: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-fn family(r: &Value, name: &str) -> Value {
+pub fn family(r: &Value, name: &str) -> Value {
     r["outcome"]["evidence"]["families"]
         .as_array()
         .and_then(|f| f.iter().find(|x| x["family"] == name).cloned())
@@ -49,6 +49,7 @@ fn every_expected_verdict_was_met_on_the_h200() {
     for (run, list) in [
         ("zoo-sm90a", "tasks/runs/zoo-sm90a.yaml"),
         ("engine-sm90a", "tasks/runs/engine-sm90a.yaml"),
+        ("reference-sm90a", "tasks/runs/reference-sm90a.yaml"),
     ] {
         let rs = results(run);
         for (name, want) in expected(&root().join(list)) {
