@@ -16,6 +16,9 @@
 // - Epilogue: accumulators times `scale`, rounded to bf16 and stored from registers; rows >= M
 //   and columns >= N are skipped (TMA zero-fills the out-of-range part of the loads), so any M,
 //   N and K work.
+// - Split-K (splits > 1, for shapes with fewer tiles than SMs): each tile's k-blocks are cut
+//   into `splits` ranges, each a work unit of its own; the units add their fp32 partial sums
+//   into a zeroed workspace (red.global.add.v2.f32) and a second launch rounds it to bf16.
 #pragma once
 #include "hopper.cuh"
 #include "wgmma.cuh"
@@ -45,7 +48,8 @@ __device__ __forceinline__ void tile_coords(u32 t, u32 tiles_m, u32 tiles_n, u32
 
 template <class Cfg>
 __device__ __forceinline__ void run(const TmaMap* tm_a, const TmaMap* tm_b, u16* __restrict__ c,
-                                    u32 m, u32 n, u32 k, float scale) {
+                                    float* __restrict__ ws, u32 m, u32 n, u32 k, u32 splits,
+                                    float scale) {
   constexpr u32 BN = Cfg::BN, BK = Cfg::BK_BYTES, STAGES = Cfg::STAGES;
   constexpr u32 A_TILE = BM * BK, B_TILE = BN * BK;
   unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
@@ -70,6 +74,9 @@ __device__ __forceinline__ void run(const TmaMap* tm_a, const TmaMap* tm_b, u16*
   const u32 tiles_n = (n + BN - 1) / BN;
   const u32 tiles = tiles_m * tiles_n;
   const u32 k_iters = (k * Cfg::ELEM_BYTES + BK - 1) / BK;
+  // Work unit u: tile u / splits, k-blocks [kb0, kb1) of split u % splits.
+  const u32 units = tiles * splits;
+  const u32 per_split = (k_iters + splits - 1) / splits;
 
   if (wg == 0) {
     setmaxnreg_dec<40>();
@@ -77,11 +84,12 @@ __device__ __forceinline__ void run(const TmaMap* tm_a, const TmaMap* tm_b, u16*
       tma_prefetch_map(tm_a);
       tma_prefetch_map(tm_b);
       u32 it = 0;
-      for (u32 t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (u32 u = blockIdx.x; u < units; u += gridDim.x) {
         u32 tm, tn;
-        tile_coords(t, tiles_m, tiles_n, tm, tn);
+        tile_coords(u / splits, tiles_m, tiles_n, tm, tn);
         const int row_a = static_cast<int>(tm * BM);
-        for (u32 kb = 0; kb < k_iters; ++kb, ++it) {
+        const u32 kb0 = (u % splits) * per_split, kb1 = min(k_iters, kb0 + per_split);
+        for (u32 kb = kb0; kb < kb1; ++kb, ++it) {
           const u32 s = it % STAGES;
           mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
           mbar_expect_tx(&full[s], A_TILE + B_TILE);
@@ -100,11 +108,13 @@ __device__ __forceinline__ void run(const TmaMap* tm_a, const TmaMap* tm_b, u16*
 #pragma unroll
     for (u32 i = 0; i < BN / 2; ++i) acc[i] = 0.f;
     u32 it = 0;
-    for (u32 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    for (u32 u = blockIdx.x; u < units; u += gridDim.x) {
       u32 tm, tn;
-      tile_coords(t, tiles_m, tiles_n, tm, tn);
+      tile_coords(u / splits, tiles_m, tiles_n, tm, tn);
+      const u32 kb0 = (u % splits) * per_split, kb1 = min(k_iters, kb0 + per_split);
+      if (kb0 >= kb1) continue;  // a split past the end of K (the producer loads nothing)
       u32 prev = 0;
-      for (u32 kb = 0; kb < k_iters; ++kb, ++it) {
+      for (u32 kb = kb0; kb < kb1; ++kb, ++it) {
         const u32 s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
         const u64 da = desc_sw128(s_a + s * A_TILE + half * (64 * BK));
@@ -130,10 +140,10 @@ __device__ __forceinline__ void run(const TmaMap* tm_a, const TmaMap* tm_b, u16*
         } else {
 #pragma unroll
           for (u32 kk = 0; kk < BK / 32; ++kk) {
-            Cfg::mma(acc, da + 2 * kk, db + 2 * kk, (kb | kk) != 0);
+            Cfg::mma(acc, da + 2 * kk, db + 2 * kk, kb != kb0 || kk != 0);
           }
           wgmma_commit();
-          if (kb > 0) {
+          if (kb > kb0) {
             // The previous stage's wgmma group is complete: hand its buffers back.
             wgmma_wait<1>();
             if (tid == 0) mbar_arrive(&empty[prev]);
@@ -155,13 +165,17 @@ __device__ __forceinline__ void run(const TmaMap* tm_a, const TmaMap* tm_b, u16*
       for (u32 j = 0; j < BN / 8; ++j) {
         const u32 col = col0 + 8 * j;
         if (col < n) {
-          if (row < m) {
-            st_global_b32(c + static_cast<u64>(row) * n + col,
-                          pack_bf16(scale * acc[4 * j], scale * acc[4 * j + 1]));
-          }
-          if (row + 8 < m) {
-            st_global_b32(c + static_cast<u64>(row + 8) * n + col,
-                          pack_bf16(scale * acc[4 * j + 2], scale * acc[4 * j + 3]));
+#pragma unroll
+          for (u32 h = 0; h < 2; ++h) {  // rows `row` and `row + 8`
+            const u32 r = row + 8 * h;
+            if (r >= m) continue;
+            const float lo = scale * acc[4 * j + 2 * h], hi = scale * acc[4 * j + 2 * h + 1];
+            const u64 at = static_cast<u64>(r) * n + col;
+            if (splits == 1) {
+              st_global_b32(c + at, pack_bf16(lo, hi));
+            } else {
+              red_add_v2_f32(ws + at, lo, hi);  // split-K partial sums, finished below
+            }
           }
         }
         if constexpr (Cfg::PROMOTE) {
@@ -169,6 +183,18 @@ __device__ __forceinline__ void run(const TmaMap* tm_a, const TmaMap* tm_b, u16*
         }
       }
     }
+  }
+}
+
+// Split-K's second launch: C = bf16(ws), the fp32 sums of every split (nothing when splits = 1,
+// where the first launch stored C itself).
+__device__ __forceinline__ void finish_splits(const float* __restrict__ ws, u16* __restrict__ c,
+                                              u32 m, u32 n, u32 splits) {
+  if (splits <= 1) return;
+  const u64 total = static_cast<u64>(m) * n;  // n is even: pairs never straddle a row
+  const u64 step = 2ull * gridDim.x * blockDim.x;
+  for (u64 i = 2ull * (blockIdx.x * blockDim.x + threadIdx.x); i < total; i += step) {
+    st_global_b32(c + i, pack_bf16(ws[i], ws[i + 1]));
   }
 }
 

@@ -217,6 +217,11 @@ __device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
   return r;
 }
 
+// Atomically adds two floats to p[0] and p[1] (8-byte aligned), without returning the old values.
+__device__ __forceinline__ void red_add_v2_f32(float* p, float a, float b) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory");
+}
+
 __device__ __forceinline__ void st_global_b32(void* p, u32 v) {
   asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
