@@ -68,3 +68,13 @@ fn the_measured_ptx_is_the_committed_ptx() {
         }
     }
 }
+
+#[test]
+fn the_multi_gpu_run_used_both_gpus() {
+    // `ptxbench run` on a 2-GPU host: one worker thread per GPU, each result names its GPU.
+    let ordinals: std::collections::BTreeSet<u64> = results("multigpu-sm90a")
+        .iter()
+        .map(|r| r["outcome"]["device"]["ordinal"].as_u64().expect("ordinal"))
+        .collect();
+    assert_eq!(ordinals.into_iter().collect::<Vec<_>>(), vec![0, 1]);
+}

@@ -50,6 +50,7 @@ fn every_expected_verdict_was_met_on_the_h200() {
         ("zoo-sm90a", "tasks/runs/zoo-sm90a.yaml"),
         ("engine-sm90a", "tasks/runs/engine-sm90a.yaml"),
         ("reference-sm90a", "tasks/runs/reference-sm90a.yaml"),
+        ("multigpu-sm90a", "tasks/runs/multigpu-sm90a.yaml"),
     ] {
         let rs = results(run);
         for (name, want) in expected(&root().join(list)) {
