@@ -88,6 +88,10 @@ struct EvaluationSpec {
     /// `entry` (default) or `harness-test` (known-bad kernels, kept off the leaderboard).
     #[serde(default)]
     role: Role,
+    /// The leaderboard entry its records belong to (default: the evaluation's name), so that
+    /// several evaluations of one submission (one per task family, say) make one entry.
+    #[serde(default)]
+    entry: Option<String>,
 }
 
 /// One stored result.
@@ -117,6 +121,7 @@ struct PairTexts {
     ptx: Option<String>,
     plan: String,
     role: Role,
+    entry: String,
 }
 
 struct Item {
@@ -126,6 +131,7 @@ struct Item {
     ptx: Option<String>,
     plan: String,
     role: Role,
+    entry: String,
     req: Option<Request>,
     timeout: Duration,
     result: RunResult,
@@ -155,7 +161,7 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let protocol = list.protocol.clone().unwrap_or_default();
 
     // Expand the list into pairs, with the static check done here (CPU).
-    let mut items = Vec::new();
+    let mut items: Vec<Item> = Vec::new();
     for (ei, e) in list.evaluations.iter().enumerate() {
         let kernel = base.join(&e.kernel);
         let plan = base.join(&e.plan);
@@ -230,6 +236,7 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 ptx: report.ptx.clone(),
                 plan: cand.plan.clone(),
                 role: e.role,
+                entry: e.entry.clone().unwrap_or_else(|| e.name.clone()),
                 req,
                 timeout: Duration::from_secs(e.timeout_s.unwrap_or(list.timeout_s)),
                 result: RunResult {
@@ -249,6 +256,18 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                         .unwrap_or_else(|| Outcome::failed(Verdict::Other, "queued", "")),
                 },
             });
+        }
+    }
+    // An entry has one record per task: two evaluations of one entry on one task would collide.
+    let mut owner: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+    for it in &items {
+        let (eval, task) = (it.result.evaluation.as_str(), it.result.task.as_str());
+        if let Some(other) = owner.insert((it.entry.as_str(), task), eval) {
+            anyhow::bail!(
+                "{}: evaluations `{other}` and `{eval}` both give entry `{}` a record for task {task}; give one of them its own `entry`",
+                a.list.display(),
+                it.entry
+            );
         }
     }
     if let Some(s) = &a.shard {
@@ -271,6 +290,7 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 ptx: it.ptx.clone(),
                 plan: it.plan.clone(),
                 role: it.role,
+                entry: it.entry.clone(),
             };
             (format!("{}.json", it.key), t)
         })
@@ -436,6 +456,7 @@ fn publish(
             ptx,
             plan,
             role,
+            entry,
         },
     ) in texts
     {
@@ -473,7 +494,7 @@ fn publish(
         };
         let record = Record {
             schema: RECORD_SCHEMA.into(),
-            entry: r.evaluation.clone(),
+            entry: entry.clone(),
             role: *role,
             model: None,
             task: r.task.clone(),

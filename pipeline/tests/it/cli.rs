@@ -85,3 +85,58 @@ fn tasks_import_writes_a_valid_task_and_never_overwrites() {
     assert_eq!(code, 2);
     assert!(err.contains("refusing to overwrite"), "{err}");
 }
+
+#[test]
+fn a_run_list_may_not_give_one_entry_two_records_for_a_task() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let simt = crate::root().join("tasks/candidates/simt/gemm");
+    let list = dir.path().join("list.yaml");
+    let eval = |name: &str, tasks: &str| {
+        format!(
+            "  - {{name: {name}, entry: SIMT, kernel: {k}, plan: {p}, tasks: [{tasks}]}}\n",
+            k = simt.join("kernel.cu").display(),
+            p = simt.join("plan.yaml").display()
+        )
+    };
+    let head = "name: clash\narch: sm_90a\nseed: 1\nevaluations:\n";
+    std::fs::write(
+        &list,
+        format!(
+            "{head}{}{}",
+            eval("a", "gemm_n4096_k4096"),
+            eval("b", "gemm_n*")
+        ),
+    )
+    .expect("write");
+    let out = dir.path().join("out");
+    let (list_s, out_s) = (list.to_str().expect("utf-8"), out.to_str().expect("utf-8"));
+    let (code, _, err) = ptxbench(&["run", list_s, "--out", out_s, "--publish-only"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(
+            "evaluations `a` and `b` both give entry `SIMT` a record for task gemm_n4096_k4096"
+        ),
+        "{err}"
+    );
+    // Disjoint tasks under one entry are fine (nothing to publish without results).
+    std::fs::write(
+        &list,
+        format!(
+            "{head}{}{}",
+            eval("a", "gemm_n4096_k4096"),
+            eval("b", "gemm_n128_k2048")
+        ),
+    )
+    .expect("write");
+    let store = dir.path().join("artifacts");
+    let (code, out_text, err) = ptxbench(&[
+        "run",
+        list_s,
+        "--out",
+        out_s,
+        "--publish-only",
+        "--store",
+        store.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{out_text}{err}");
+}
