@@ -501,7 +501,7 @@ impl Gpu {
         }
     }
 
-    pub fn load(&self, cubin: &[u8]) -> Result<Module, DriverError> {
+    fn load(&self, cubin: &[u8]) -> Result<Module, DriverError> {
         let mut handle = std::ptr::null_mut();
         // SAFETY: the image is a complete cubin from ptxas.
         check("cuModuleLoadData", unsafe {

@@ -1,5 +1,5 @@
 // Hopper (sm_90a) building blocks for the reference kernels, as inline PTX: mbarriers, TMA
-// (cp.async.bulk.tensor), wgmma descriptors and fences, setmaxnreg, cluster helpers.
+// (cp.async.bulk.tensor), wgmma descriptors and fences, setmaxnreg.
 // No CUDA headers: the kernels compile with a bare nvcc (-ptx) and with NVRTC alike.
 #pragma once
 
@@ -39,16 +39,6 @@ __device__ __forceinline__ void mbar_arrive(u64* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
 
-// Arrive on the barrier at the same shared-memory offset in CTA `cta` of this cluster.
-__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta) {
-  asm volatile(
-      "{\n.reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
-      "r"(cta)
-      : "memory");
-}
-
 // Wait until the barrier's phase with the given parity has completed.
 __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
   asm volatile(
@@ -75,17 +65,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TmaMap* map, u64* b
       : "memory");
 }
 
-// The same box written into the same shared-memory offset of every CTA in `cta_mask`; each
-// destination CTA's barrier at `bar`'s offset receives the byte count.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaMap* map, u64* bar, int c0,
-                                                      int c1, u16 cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
-      "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
-      : "memory");
-}
-
 __device__ __forceinline__ void tma_load_3d(void* dst, const TmaMap* map, u64* bar, int c0, int c1,
                                             int c2) {
   asm volatile(
@@ -93,39 +72,6 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const TmaMap* map, u64* b
       " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
       "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
-}
-
-// Store a shared-memory box to global memory (rows or columns outside the tensor are skipped).
-__device__ __forceinline__ void tma_store_3d(const TmaMap* map, const void* src, int c0, int c1,
-                                             int c2) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
-          reinterpret_cast<u64>(map)),
-      "r"(smem_u32(src)), "r"(c0), "r"(c1), "r"(c2)
-      : "memory");
-}
-
-__device__ __forceinline__ void tma_store_2d(const TmaMap* map, const void* src, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
-          reinterpret_cast<u64>(map)),
-      "r"(smem_u32(src)), "r"(c0), "r"(c1)
-      : "memory");
-}
-
-__device__ __forceinline__ void tma_store_commit() {
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-
-// Wait until at most N committed store groups still read their shared-memory source.
-template <int N>
-__device__ __forceinline__ void tma_store_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-}
-
-template <int N>
-__device__ __forceinline__ void tma_store_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // Ordinary shared-memory writes become visible to the async proxy (TMA, wgmma) after this.
@@ -175,7 +121,7 @@ __device__ __forceinline__ void reg_fence(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// ---- registers, clusters, conversions -------------------------------------------------------
+// ---- registers, conversions, stores -------------------------------------------------------
 
 template <u32 N>
 __device__ __forceinline__ void setmaxnreg_inc() {
@@ -185,29 +131,6 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 template <u32 N>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
-}
-
-__device__ __forceinline__ u32 cluster_cta_rank() {
-  u32 r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-
-__device__ __forceinline__ u32 cluster_id_x() {
-  u32 r;
-  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-  return r;
-}
-
-__device__ __forceinline__ u32 num_clusters_x() {
-  u32 r;
-  asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
-  return r;
-}
-
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
-                   : "memory");
 }
 
 // Two floats to a bf16x2 register, `lo` in the low half (round to nearest even).
@@ -226,7 +149,3 @@ __device__ __forceinline__ void st_global_b32(void* p, u32 v) {
   asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// Named barrier among `threads` threads (a multiple of 32), id 1..15 (0 is __syncthreads).
-__device__ __forceinline__ void named_barrier(u32 id, u32 threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}

@@ -47,21 +47,6 @@ constexpr u32 shared_bytes() {
   return (8 * NDB + 2) * BOX + 64 + 1024 + 1024;
 }
 
-// MN-major 128-byte-swizzle descriptor for an operand spanning one 64-element block: both byte
-// offsets are the 8-row (1024-byte) step.
-__device__ __forceinline__ u64 desc_mn64(const void* tile) {
-  u64 d = 0;
-  d |= static_cast<u64>((smem_u32(tile) & 0x3FFFF) >> 4);
-  d |= static_cast<u64>(1024 >> 4) << 16;
-  d |= static_cast<u64>(1024 >> 4) << 32;
-  d |= static_cast<u64>(1) << 62;
-  return d;
-}
-
-__device__ __forceinline__ void red_add_v2(float* p, float a, float b) {
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory");
-}
-
 __device__ __forceinline__ void st_shared_b32(u32 addr, u32 v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
@@ -261,14 +246,14 @@ __device__ __forceinline__ void run(const TmaMap* tm_q, const TmaMap* tm_k, cons
     for (u32 k = 0; k < 4; ++k) {
 #pragma unroll
       for (u32 db = 0; db < NDB; ++db) {
-        wgmma_rs_bf16_m64n64k16<1>(acc_dv[db], a_p[k], desc_mn64(sdo + db * BOX + k * 2048), 1);
+        wgmma_rs_bf16_m64n64k16<1>(acc_dv[db], a_p[k], desc_sw128_mn(sdo + db * BOX + k * 2048, 1024), 1);
       }
     }
 #pragma unroll
     for (u32 k = 0; k < 4; ++k) {
 #pragma unroll
       for (u32 db = 0; db < NDB; ++db) {
-        wgmma_rs_bf16_m64n64k16<1>(acc_dk[db], a_ds[k], desc_mn64(sq + db * BOX + k * 2048), 1);
+        wgmma_rs_bf16_m64n64k16<1>(acc_dk[db], a_ds[k], desc_sw128_mn(sq + db * BOX + k * 2048, 1024), 1);
       }
     }
     wgmma_commit();
@@ -287,8 +272,8 @@ __device__ __forceinline__ void run(const TmaMap* tm_q, const TmaMap* tm_k, cons
       for (u32 k = 0; k < KSTEPS; ++k) {
         const u32 g = NDB == 2 ? k / 4 : wg;
         const u32 kr = k % 4;
-        wgmma_ss_bf16_m64n64k16<1, 1>(dq, desc_mn64(s_ds + g * BOX + kr * 2048),
-                                      desc_mn64(s_k + g * TILE + db * BOX + kr * 2048), k != 0);
+        wgmma_ss_bf16_m64n64k16<1, 1>(dq, desc_sw128_mn(s_ds + g * BOX + kr * 2048, 1024),
+                                      desc_sw128_mn(s_k + g * TILE + db * BOX + kr * 2048, 1024), k != 0);
       }
     }
     wgmma_commit();
@@ -308,7 +293,7 @@ __device__ __forceinline__ void run(const TmaMap* tm_q, const TmaMap* tm_k, cons
         if (q < S) {
           float* rowp = dq_h + static_cast<u64>(q) * D + dcol0;
 #pragma unroll
-          for (u32 j = 0; j < 8; ++j) red_add_v2(rowp + 8 * j, dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]);
+          for (u32 j = 0; j < 8; ++j) red_add_v2_f32(rowp + 8 * j, dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]);
         }
       }
     }
