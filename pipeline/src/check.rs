@@ -399,9 +399,9 @@ fn describe_param(p: &ResolvedParam) -> String {
         ResolvedParam::TensorMap { by_value, map } => format!(
             "tmap({} dims {:?} box {:?} {}{})",
             map.tensor,
-            map.dims,
-            map.box_dims,
-            map.swizzle,
+            map.desc.dims(),
+            map.desc.box_dims(),
+            map.desc.swizzle(),
             if *by_value { "" } else { ", via pointer" }
         ),
         ResolvedParam::Null { .. } => "null".into(),

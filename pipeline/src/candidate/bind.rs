@@ -9,13 +9,11 @@
 
 use ptxbench_ptx::{Function, Module, Param as PtxParam, ParamType};
 
-use super::plan::{
-    Binding, Interleave, L2Promotion, LaunchPlan, OobFill, PlanProblem, ScalarType, Swizzle,
-    TensorMapSpec, WorkspaceInit,
-};
+use super::plan::{Binding, LaunchPlan, PlanProblem, ScalarType, TensorMapSpec, WorkspaceInit};
 use crate::arch::Arch;
+use crate::cuda::TensorMapDesc;
 use crate::expr::{Bindings, Expr};
-use crate::task::{DType, Task, Workload};
+use crate::task::{Task, Workload};
 
 /// Largest workspace a plan may ask for (bytes); above it the request is absurd, not a kernel.
 pub const MAX_WORKSPACE_BYTES: u64 = 16 << 30;
@@ -240,19 +238,11 @@ pub enum ResolvedParam {
     Null { bytes: u64 },
 }
 
-/// A tensor map with every extent known, ready for `cuTensorMapEncodeTiled`.
+/// A tensor map with every extent known and every TMA rule checked, bound to a task tensor.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ResolvedTensorMap {
     pub tensor: String,
-    pub dtype: DType,
-    pub dims: Vec<u64>,
-    pub strides: Vec<u64>,
-    pub box_dims: Vec<u32>,
-    pub element_strides: Vec<u32>,
-    pub interleave: Interleave,
-    pub swizzle: Swizzle,
-    pub l2_promotion: L2Promotion,
-    pub oob_fill: OobFill,
+    pub desc: TensorMapDesc,
 }
 
 /// Evaluates `plan` for `workload` and checks every number. `check_module` must pass first.
@@ -572,55 +562,33 @@ impl Resolver<'_> {
     }
 
     fn tensor_map(&mut self, f: &str, m: &TensorMapSpec) -> Option<ResolvedTensorMap> {
-        let esize = m.dtype.size_bytes();
-        let dims = self.list(f, "dims", &m.dims, 1, 1 << 32)?;
-        let strides = self.list(f, "strides", &m.strides, 16, (1 << 40) - 1)?;
-        let box_dims = self.list(f, "box", &m.box_dims, 1, 256)?;
-        let element_strides = self.list(f, "element_strides", &m.element_strides, 1, 8)?;
-        let mut ok = true;
-        for (i, s) in strides.iter().enumerate() {
-            if !s.is_multiple_of(16) {
-                self.problem(
-                    format!("{f}.strides[{i}]"),
-                    format!("{s} bytes; TMA strides must be multiples of 16"),
-                );
-                ok = false;
+        // The expressions must evaluate; TensorMapDesc::new checks every TMA rule.
+        let dims = self.list(f, "dims", &m.dims, 0, i64::MAX);
+        let strides = self.list(f, "strides", &m.strides, 0, i64::MAX);
+        let box_dims = self.list(f, "box", &m.box_dims, 0, i64::MAX);
+        let element_strides = self.list(f, "element_strides", &m.element_strides, 0, i64::MAX);
+        let desc = TensorMapDesc::new(
+            m.dtype,
+            dims?,
+            strides?,
+            box_dims?,
+            element_strides?,
+            m.interleave,
+            m.swizzle,
+            m.l2_promotion,
+            m.oob_fill,
+        );
+        let desc = match desc {
+            Ok(d) => d,
+            Err(problems) => {
+                for p in problems {
+                    self.problem(format!("{f}.{}", p.field), p.reason);
+                }
+                return None;
             }
-        }
-        let inner_bytes = box_dims.first().copied().unwrap_or(0) * esize;
-        if m.interleave == Interleave::None && !inner_bytes.is_multiple_of(16) {
-            self.problem(
-                format!("{f}.box[0]"),
-                format!("the inner box is {inner_bytes} bytes; it must be a multiple of 16"),
-            );
-            ok = false;
-        }
-        if let Some(max) = m.swizzle.max_inner_bytes()
-            && m.interleave == Interleave::None
-            && inner_bytes > max
-        {
-            self.problem(
-                format!("{f}.box[0]"),
-                format!(
-                    "the inner box is {inner_bytes} bytes; {} swizzle allows at most {max}",
-                    m.swizzle
-                ),
-            );
-            ok = false;
-        }
+        };
         // The map must not reach past the buffer it describes: TMA would read or write there.
-        let footprint = dims
-            .first()
-            .copied()
-            .unwrap_or(0)
-            .saturating_mul(esize)
-            .saturating_add(
-                dims.iter()
-                    .skip(1)
-                    .zip(&strides)
-                    .map(|(d, s)| (d - 1).saturating_mul(*s))
-                    .fold(0u64, u64::saturating_add),
-            );
+        let footprint = desc.footprint_bytes();
         if let Some(size) = self.tensor_bytes(f, &m.tensor)
             && footprint > size
         {
@@ -631,25 +599,11 @@ impl Resolver<'_> {
                     m.tensor
                 ),
             );
-            ok = false;
+            return None;
         }
-        ok.then(|| ResolvedTensorMap {
+        Some(ResolvedTensorMap {
             tensor: m.tensor.clone(),
-            dtype: m.dtype,
-            dims,
-            strides,
-            box_dims: box_dims
-                .iter()
-                .map(|&b| u32::try_from(b).unwrap_or(0))
-                .collect(),
-            element_strides: element_strides
-                .iter()
-                .map(|&b| u32::try_from(b).unwrap_or(0))
-                .collect(),
-            interleave: m.interleave,
-            swizzle: m.swizzle,
-            l2_promotion: m.l2_promotion,
-            oob_fill: m.oob_fill,
+            desc,
         })
     }
 }

@@ -11,7 +11,7 @@ use clap::Args;
 
 use crate::cuda::driver::Gpu;
 use crate::engine::support::Support;
-use crate::engine::{Protocol, timing};
+use crate::engine::{Protocol, baseline};
 use crate::task::WorkloadKind;
 
 #[derive(Debug, Args)]
@@ -62,7 +62,7 @@ pub fn run(a: BaselineArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     };
     let mut ok = true;
     for w in workloads {
-        let r = timing::time_baseline(&gpu, &support, task, w, a.seed, &protocol)
+        let r = baseline::time_baseline(&gpu, &support, task, w, a.seed, &protocol)
             .map_err(|s| anyhow::anyhow!("{}: {}", w.name, s.0.message))?;
         ok &= r.check.iter().all(|c| c.passed);
         if a.json {

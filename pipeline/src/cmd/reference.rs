@@ -10,7 +10,8 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::cuda::driver::Gpu;
-use crate::engine::evaluate::{GUARD, allocate, compute_reference, fill_inputs};
+use crate::engine::inputs::{GUARD, allocate, fill_inputs};
+use crate::engine::reference::compute_reference;
 use crate::engine::support::Support;
 
 #[derive(Debug, Args)]
@@ -43,7 +44,7 @@ pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         launches: Vec::new(),
         workspaces: Vec::new(),
     };
-    let fail = |s: crate::engine::evaluate::Stop| anyhow::anyhow!("{}", s.0.message);
+    let fail = |s: crate::engine::verdict::Stop| anyhow::anyhow!("{}", s.0.message);
     let set = allocate(&gpu, task, &plan, &env).map_err(fail)?;
     fill_inputs(&gpu, &support, task, &env, &set, a.seed).map_err(fail)?;
     let reference = compute_reference(&gpu, &support, task, &env, &set).map_err(fail)?;

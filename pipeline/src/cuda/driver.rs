@@ -668,49 +668,40 @@ impl Gpu {
         Ok(ms)
     }
 
-    /// Encodes a tiled TMA descriptor over `base`.
-    #[allow(clippy::too_many_arguments)]
+    /// Encodes `map` over the tensor at `base` (validated when `map` was built).
     pub fn encode_tensor_map(
         &self,
-        data_type: u32,
+        map: &super::tensor_map::TensorMapDesc,
         base: u64,
-        dims: &[u64],
-        strides: &[u64],
-        box_dims: &[u32],
-        element_strides: &[u32],
-        interleave: u32,
-        swizzle: u32,
-        l2_promotion: u32,
-        oob_nan: bool,
     ) -> Result<[u8; 128], DriverError> {
-        // SAFETY: CUtensorMap is 128 opaque bytes; zeroed is fine before encoding.
-        let mut map: sys::CUtensorMap = unsafe { std::mem::zeroed() };
-        // SAFETY: the enums are transmuted from values the binder validated against their
-        // ranges (see `tensor_map_enums`); arrays have `rank` entries (strides rank - 1).
+        let mut out = sys::CUtensorMap { opaque: [0; 16] };
+        let rank = u32::try_from(map.dims().len()).expect("rank is at most 5");
+        // SAFETY: `out` is a live CUtensorMap; the arrays have `rank` entries (strides
+        // rank - 1), as TensorMapDesc guarantees, and outlive the call.
         unsafe {
             check(
                 "cuTensorMapEncodeTiled",
                 sys::cuTensorMapEncodeTiled(
-                    &mut map,
-                    std::mem::transmute::<u32, sys::CUtensorMapDataType>(data_type),
-                    dims.len() as u32,
+                    &mut out,
+                    map.data_type(),
+                    rank,
                     base as *mut c_void,
-                    dims.as_ptr(),
-                    strides.as_ptr(),
-                    box_dims.as_ptr(),
-                    element_strides.as_ptr(),
-                    std::mem::transmute::<u32, sys::CUtensorMapInterleave>(interleave),
-                    std::mem::transmute::<u32, sys::CUtensorMapSwizzle>(swizzle),
-                    std::mem::transmute::<u32, sys::CUtensorMapL2promotion>(l2_promotion),
-                    if oob_nan {
-                        sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
-                    } else {
-                        sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
-                    },
+                    map.dims().as_ptr(),
+                    map.strides().as_ptr(),
+                    map.box_dims().as_ptr(),
+                    map.element_strides().as_ptr(),
+                    map.sys_interleave(),
+                    map.sys_swizzle(),
+                    map.sys_l2_promotion(),
+                    map.sys_oob_fill(),
                 ),
             )?;
-            Ok(std::mem::transmute::<sys::CUtensorMap, [u8; 128]>(map))
         }
+        let mut bytes = [0u8; 128];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(out.opaque) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        Ok(bytes)
     }
 
     /// Clocks, temperature and power now (NVML), if available.

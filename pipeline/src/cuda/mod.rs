@@ -12,5 +12,7 @@ pub mod driver;
 pub mod library;
 pub mod nvml;
 pub mod nvrtc;
+pub mod tensor_map;
 
 pub use library::{CudaLibrary, LibraryNotFound, LocatedLibrary};
+pub use tensor_map::{TensorMapDesc, TensorMapProblem};

@@ -5,10 +5,17 @@
 //! what runs inside it: JIT, launch by the plan, the correctness protocol against fp32
 //! references ([`support`]), and timing against the library baseline ([`timing`]).
 
+pub mod baseline;
+pub mod counting;
 pub mod evaluate;
+pub mod inputs;
+pub mod judge;
+pub mod launch;
+pub mod reference;
 pub mod stats;
 pub mod support;
 pub mod timing;
+pub mod verdict;
 pub mod worker;
 
 use std::path::PathBuf;

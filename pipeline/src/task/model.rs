@@ -465,6 +465,13 @@ pub fn family_available(family: &str, arch: Arch) -> bool {
     }
 }
 
+/// The most bytes a workload's tensors may take together (inputs and outputs at their dtypes).
+/// The engine also keeps an fp32 copy of every tensor, fp32 references, input snapshots and
+/// guards, about 4x this in all for bf16 tasks: 24 GiB keeps a workload within an 80 GB H100,
+/// the smallest GPU the suite targets. The largest workload of suite 1.1.0 (attention backward,
+/// B=4, H=48, S=8192, D=128) takes 3.0 GiB.
+pub const MAX_WORKLOAD_BYTES: u64 = 24 << 30;
+
 /// A validated task. See `tasks/README.md` for the file format.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Task {
@@ -492,6 +499,10 @@ pub struct Task {
     /// Path of the task file relative to the suite directory; not part of the digest.
     #[serde(skip)]
     pub source: PathBuf,
+    /// What each axis means to the op (derived from `op` and the tensor shapes at validation,
+    /// so not part of the digest).
+    #[serde(skip)]
+    pub roles: super::problem::AxisRoles,
 }
 
 /// Why a tensor's size cannot be computed for a workload.
@@ -507,6 +518,10 @@ pub enum ShapeError {
     },
     #[error("tensor `{tensor}`: size overflows 64 bits")]
     Overflow { tensor: String },
+    #[error("the op has no `{}` dimension", role.as_str())]
+    NoRole { role: super::problem::Role },
+    #[error("{what} is {value}, more than {max}")]
+    TooLarge { what: String, value: u64, max: u64 },
 }
 
 impl Task {

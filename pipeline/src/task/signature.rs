@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::model::{DType, Op, TensorSpec};
+use super::problem::{AxisRoles, Extent, Role};
 
 /// One tensor of an op's signature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,4 +214,27 @@ pub(crate) fn check(
         }
     }
     out
+}
+
+/// The axis roles of a task whose tensors passed [`check`]: each signature letter resolved to
+/// the axis (or literal) at its place in the task's shapes.
+pub(crate) fn roles(op: &Op, inputs: &[TensorSpec], outputs: &[TensorSpec]) -> AxisRoles {
+    let mut out = Vec::new();
+    for s in slots(op) {
+        let list = if s.output { outputs } else { inputs };
+        let Some(t) = list.iter().find(|t| t.name == s.name) else {
+            continue;
+        };
+        for (letter, entry) in s.dims.iter().zip(&t.shape) {
+            let Some(role) = Role::from_letter(letter) else {
+                continue;
+            };
+            let extent = match entry.parse::<u64>() {
+                Ok(v) => Extent::Literal(v),
+                Err(_) => Extent::Axis(entry.clone()),
+            };
+            out.push((role, extent));
+        }
+    }
+    AxisRoles::new(out)
 }

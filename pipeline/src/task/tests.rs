@@ -600,3 +600,62 @@ fn a_suite_needs_its_header_and_unique_uuids() {
             .any(|p| p.file == root.join("suite.yaml"))
     );
 }
+
+/// The engine reads sizes through axis roles: a task whose axes have other names than the
+/// suite's (M, N, K; B, H, S, D) gets the same problem sizes, never zeros.
+#[test]
+fn axis_roles_follow_the_shapes_not_the_axis_names() {
+    let path = suite_dir().join("attention_fwd/mha_with_lse_d128.yaml");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let original = parse_task(&text, &path, Path::new("mha_with_lse_d128.yaml")).expect("valid");
+    let w = original
+        .workloads_of(WorkloadKind::Performance)
+        .next()
+        .expect("a performance workload");
+    let want = original.problem(w).expect("sizes");
+    // Rename every axis (word-bounded) to a name the engine has never seen.
+    let mut renamed = text.clone();
+    for (from, to) in [
+        ("B", "batch_n"),
+        ("H", "heads_n"),
+        ("S", "seq_len"),
+        ("D", "dim"),
+    ] {
+        let re = |s: &str| {
+            s.replace(&format!("[{from},"), &format!("[{to},"))
+                .replace(&format!(" {from},"), &format!(" {to},"))
+                .replace(&format!(" {from}]"), &format!(" {to}]"))
+                .replace(&format!("\n  {from}:"), &format!("\n  {to}:"))
+                .replace(&format!("{{{from}:"), &format!("{{{to}:"))
+                .replace(&format!(", {from}:"), &format!(", {to}:"))
+                .replace(&format!("*{from}"), &format!("*{to}"))
+                .replace(&format!("{from}*"), &format!("{to}*"))
+        };
+        renamed = re(&renamed);
+    }
+    assert_ne!(renamed, text);
+    let task = parse_task(&renamed, &path, Path::new("mha_with_lse_d128.yaml"))
+        .unwrap_or_else(|p| panic!("renamed task invalid: {p:?}"));
+    assert!(task.axis("seq_len").is_some() && task.axis("S").is_none());
+    let w = task.workload(&w.name).expect("same workload");
+    assert_eq!(task.problem(w).expect("sizes"), want);
+    let dims = want.attention().expect("attention");
+    assert_eq!((dims.batch, dims.heads, dims.head_dim), (4, 48, 128));
+}
+
+#[test]
+fn a_workload_too_large_for_a_gpu_is_a_problem() {
+    let path = suite_dir().join("gemm/gemm_n4096_k4096.yaml");
+    let text = std::fs::read_to_string(&path).expect("read");
+    // M = 2^31: A alone is 16 TiB.
+    let huge = text.replacen("axes: {M: 129}", "axes: {M: 2147483648}", 1);
+    assert_ne!(huge, text, "fixture line not found");
+    let problems =
+        parse_task(&huge, &path, Path::new("gemm_n4096_k4096.yaml")).expect_err("too large");
+    let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    assert!(
+        text.iter()
+            .any(|p| p.contains("the harness allows at most")),
+        "{text:?}"
+    );
+}

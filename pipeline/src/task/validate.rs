@@ -15,9 +15,9 @@ use super::file::{
     WorkloadFile,
 };
 use super::model::{
-    Axis, BASELINE_LIBRARIES, Baseline, DType, Distribution, KNOWN_FAMILIES, Op, Target,
-    TargetFamily, Task, TaskFamily, TaskId, TensorSpec, Tolerance, Workload, WorkloadKind,
-    family_available,
+    Axis, BASELINE_LIBRARIES, Baseline, DType, Distribution, KNOWN_FAMILIES, MAX_WORKLOAD_BYTES,
+    Op, Target, TargetFamily, Task, TaskFamily, TaskId, TensorSpec, Tolerance, Workload,
+    WorkloadKind, family_available,
 };
 use super::signature;
 use crate::arch::Arch;
@@ -201,6 +201,12 @@ impl Checker<'_> {
         let targets = self.targets(&raw.targets);
 
         // Formulas and tensor sizes must make sense for every workload.
+        let op = op?;
+        let roles = if tensors_ok {
+            signature::roles(&op, &inputs, &outputs)
+        } else {
+            Default::default()
+        };
         let task = Task {
             id: id?,
             family: family?,
@@ -209,7 +215,7 @@ impl Checker<'_> {
             axes,
             inputs,
             outputs,
-            op: op?,
+            op,
             reference: raw.reference.trim_end().to_string(),
             distribution: distribution?,
             baseline: baseline?,
@@ -218,6 +224,7 @@ impl Checker<'_> {
             workloads,
             targets,
             source: source.to_path_buf(),
+            roles,
         };
         // Evaluating formulas and sizes over a task that is already wrong only repeats its
         // problems at every workload.
@@ -877,10 +884,25 @@ impl Checker<'_> {
         for w in &task.workloads {
             let i = raw.iter().position(|r| r.name == w.name).unwrap_or(0);
             let b = task.bindings(w);
+            let mut total = 0u64;
             for t in task.inputs.iter().chain(&task.outputs) {
-                if let Err(e) = task.size_bytes(t, &b) {
-                    self.bad(format!("workloads[{i}]"), e.to_string());
+                match task.size_bytes(t, &b) {
+                    Ok(n) => total = total.saturating_add(n),
+                    Err(e) => self.bad(format!("workloads[{i}]"), e.to_string()),
                 }
+            }
+            if total > MAX_WORKLOAD_BYTES {
+                self.bad(
+                    format!("workloads[{i}]"),
+                    format!(
+                        "`{}` needs {total} bytes of tensors; the harness allows at most {MAX_WORKLOAD_BYTES} ({} GiB) per workload, since it also holds fp32 copies, references and guards on one GPU",
+                        w.name,
+                        MAX_WORKLOAD_BYTES >> 30
+                    ),
+                );
+            }
+            if let Err(e) = task.problem(w) {
+                self.bad(format!("workloads[{i}]"), e.to_string());
             }
         }
     }

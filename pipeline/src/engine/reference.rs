@@ -1,0 +1,117 @@
+//! fp32 references on the GPU: every output of the task's op for the inputs of one tensor set,
+//! computed by the harness's own kernels (support.cu) from fp32 copies of the inputs.
+
+use std::collections::BTreeMap;
+
+use super::inputs::{GUARD, TensorSet, f32_bytes, to_f32};
+use super::support::Support;
+use super::verdict::{Stop, setup_error};
+use crate::cuda::driver::{DeviceBuffer, Gpu};
+use crate::expr::Bindings;
+use crate::task::{Op, Task};
+
+/// fp32 copies of inputs and the fp32 reference outputs of one set.
+#[derive(Debug)]
+pub struct Reference {
+    pub outputs: BTreeMap<String, DeviceBuffer>,
+}
+
+/// The fp32 reference of every output for the inputs in `set`.
+pub fn compute_reference(
+    gpu: &Gpu,
+    support: &Support,
+    task: &Task,
+    env: &Bindings,
+    set: &TensorSet,
+) -> Result<Reference, Stop> {
+    let mut outputs = BTreeMap::new();
+    let problem = task.problem_in(env).map_err(setup_error)?;
+    match task.op {
+        Op::Gemm { .. } | Op::GemmFp8 { .. } => {
+            let dims = problem.gemm().map_err(setup_error)?;
+            let (m, n, k) = dims.as_i32().map_err(setup_error)?;
+            let a = to_f32(gpu, support, set, "A")?;
+            let b = to_f32(gpu, support, set, "B")?;
+            let scale = if matches!(task.op, Op::GemmFp8 { .. }) {
+                let read = |name: &str| -> Result<f32, Stop> {
+                    let (buf, ..) = &set.tensors[name];
+                    let raw = gpu.download(buf, GUARD, 4)?;
+                    Ok(f32::from_le_bytes(raw[..4].try_into().expect("4 bytes")))
+                };
+                read("scale_a")? * read("scale_b")?
+            } else {
+                1.0
+            };
+            let c = gpu.alloc(f32_bytes(dims.outputs().map_err(setup_error)?)?)?;
+            support.gemm(gpu, a.ptr(), b.ptr(), c.ptr(), m, n, k, scale)?;
+            outputs.insert("C".to_string(), c);
+        }
+        Op::AttentionFwd { causal } => {
+            let dims = problem.attention().map_err(setup_error)?;
+            let (bh, s, d) = dims.as_i32().map_err(setup_error)?;
+            let q = to_f32(gpu, support, set, "Q")?;
+            let k = to_f32(gpu, support, set, "K")?;
+            let v = to_f32(gpu, support, set, "V")?;
+            let o = gpu.alloc(f32_bytes(dims.elements().map_err(setup_error)?)?)?;
+            let lse = gpu.alloc(f32_bytes(dims.rows().map_err(setup_error)?)?)?;
+            support.attention_fwd(
+                gpu,
+                q.ptr(),
+                k.ptr(),
+                v.ptr(),
+                o.ptr(),
+                lse.ptr(),
+                bh,
+                s,
+                d,
+                causal,
+            )?;
+            outputs.insert("O".to_string(), o);
+            outputs.insert("LSE".to_string(), lse);
+        }
+        Op::AttentionBwd { causal } => {
+            let dims = problem.attention().map_err(setup_error)?;
+            let (bh, s, d) = dims.as_i32().map_err(setup_error)?;
+            let n = f32_bytes(dims.elements().map_err(setup_error)?)?;
+            let rows = f32_bytes(dims.rows().map_err(setup_error)?)?;
+            let q = to_f32(gpu, support, set, "Q")?;
+            let k = to_f32(gpu, support, set, "K")?;
+            let v = to_f32(gpu, support, set, "V")?;
+            let d_o = to_f32(gpu, support, set, "dO")?;
+            // The exact forward (fp32 O and LSE), not the bf16 O the kernel is given.
+            let o = gpu.alloc(n)?;
+            let lse = gpu.alloc(rows)?;
+            support.attention_fwd(
+                gpu,
+                q.ptr(),
+                k.ptr(),
+                v.ptr(),
+                o.ptr(),
+                lse.ptr(),
+                bh,
+                s,
+                d,
+                causal,
+            )?;
+            let delta = gpu.alloc(rows)?;
+            let dq = gpu.alloc(n)?;
+            let dk = gpu.alloc(n)?;
+            let dv = gpu.alloc(n)?;
+            support.attention_bwd(
+                gpu,
+                [q.ptr(), k.ptr(), v.ptr(), o.ptr(), d_o.ptr(), lse.ptr()],
+                [dq.ptr(), dk.ptr(), dv.ptr()],
+                delta.ptr(),
+                bh,
+                s,
+                d,
+                causal,
+            )?;
+            outputs.insert("dQ".to_string(), dq);
+            outputs.insert("dK".to_string(), dk);
+            outputs.insert("dV".to_string(), dv);
+        }
+    }
+    gpu.sync()?;
+    Ok(Reference { outputs })
+}

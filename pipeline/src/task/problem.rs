@@ -1,0 +1,274 @@
+//! Axis roles and problem sizes: what each axis of a task means to its op, and the op's sizes
+//! for one workload in checked 64-bit arithmetic.
+//!
+//! Roles come from the op's signature (the lowercase letters of [`super::signature`]): a GEMM's
+//! `A [m, k]` gives `m` and `k` whatever the task calls those axes. Validation resolves every
+//! role to an axis of the task (or a literal), so the engine never names an axis.
+
+use serde::Serialize;
+
+use super::model::{ShapeError, Task, Workload};
+use crate::expr::Bindings;
+
+/// The meaning of one dimension of an op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    M,
+    N,
+    K,
+    Batch,
+    Heads,
+    Seq,
+    HeadDim,
+}
+
+impl Role {
+    /// The role of a signature letter (`m`, `n`, `k`, `b`, `h`, `s`, `d`).
+    pub(crate) fn from_letter(letter: &str) -> Option<Role> {
+        Some(match letter {
+            "m" => Role::M,
+            "n" => Role::N,
+            "k" => Role::K,
+            "b" => Role::Batch,
+            "h" => Role::Heads,
+            "s" => Role::Seq,
+            "d" => Role::HeadDim,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::M => "m",
+            Role::N => "n",
+            Role::K => "k",
+            Role::Batch => "batch",
+            Role::Heads => "heads",
+            Role::Seq => "seq",
+            Role::HeadDim => "head_dim",
+        }
+    }
+}
+
+/// Where a role's extent comes from: a declared axis, or a literal dimension in a shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Extent {
+    Axis(String),
+    Literal(u64),
+}
+
+/// The roles of a validated task's op. Invariant (kept by validation): every role its op's
+/// signature names is present exactly once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AxisRoles(Vec<(Role, Extent)>);
+
+impl AxisRoles {
+    pub(crate) fn new(mut roles: Vec<(Role, Extent)>) -> AxisRoles {
+        roles.sort_by_key(|(r, _)| *r);
+        roles.dedup_by_key(|(r, _)| *r);
+        AxisRoles(roles)
+    }
+
+    pub fn extent(&self, role: Role) -> Option<&Extent> {
+        self.0.iter().find(|(r, _)| *r == role).map(|(_, e)| e)
+    }
+
+    /// The value of `role` under `env`.
+    pub fn value(&self, role: Role, env: &Bindings) -> Result<u64, ShapeError> {
+        let extent = self.extent(role).ok_or(ShapeError::NoRole { role })?;
+        match extent {
+            Extent::Literal(v) => Ok(*v),
+            Extent::Axis(name) => {
+                let v = *env.get(name).ok_or_else(|| ShapeError::Unbound {
+                    tensor: format!("({} of the op)", role.as_str()),
+                    axis: name.clone(),
+                })?;
+                u64::try_from(v)
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .ok_or_else(|| ShapeError::NotPositive {
+                        tensor: format!("({} of the op)", role.as_str()),
+                        axis: name.clone(),
+                        value: v,
+                    })
+            }
+        }
+    }
+}
+
+/// Attention sizes: `[batch, heads, seq, head_dim]` tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AttentionDims {
+    pub batch: u64,
+    pub heads: u64,
+    pub seq: u64,
+    pub head_dim: u64,
+}
+
+impl AttentionDims {
+    /// batch * heads (the number of independent attention problems).
+    pub fn bh(&self) -> Result<u64, ShapeError> {
+        mul(&[self.batch, self.heads])
+    }
+
+    /// batch * heads * seq (rows of LSE).
+    pub fn rows(&self) -> Result<u64, ShapeError> {
+        mul(&[self.batch, self.heads, self.seq])
+    }
+
+    /// batch * heads * seq * head_dim (elements of Q, K, V, O).
+    pub fn elements(&self) -> Result<u64, ShapeError> {
+        mul(&[self.batch, self.heads, self.seq, self.head_dim])
+    }
+
+    /// (batch * heads, seq, head_dim) as the `int`s the reference kernels take.
+    pub fn as_i32(&self) -> Result<(i32, i32, i32), ShapeError> {
+        let bh = self.bh()?;
+        // The kernels index `bh * seq * head_dim` elements with 64-bit offsets but take the
+        // three factors as ints.
+        self.elements()?;
+        Ok((to_i32(bh)?, to_i32(self.seq)?, to_i32(self.head_dim)?))
+    }
+}
+
+/// GEMM sizes: `C [m, n] = A [m, k] @ B^T`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GemmDims {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+}
+
+impl GemmDims {
+    /// m * n (elements of C).
+    pub fn outputs(&self) -> Result<u64, ShapeError> {
+        mul(&[self.m, self.n])
+    }
+
+    pub fn as_i32(&self) -> Result<(i32, i32, i32), ShapeError> {
+        mul(&[self.m, self.n, self.k])?;
+        Ok((to_i32(self.m)?, to_i32(self.n)?, to_i32(self.k)?))
+    }
+}
+
+/// The op's sizes for one workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ProblemSize {
+    Gemm(GemmDims),
+    Attention(AttentionDims),
+}
+
+impl ProblemSize {
+    pub fn gemm(&self) -> Result<GemmDims, ShapeError> {
+        match self {
+            ProblemSize::Gemm(g) => Ok(*g),
+            ProblemSize::Attention(_) => Err(ShapeError::NoRole { role: Role::M }),
+        }
+    }
+
+    pub fn attention(&self) -> Result<AttentionDims, ShapeError> {
+        match self {
+            ProblemSize::Attention(a) => Ok(*a),
+            ProblemSize::Gemm(_) => Err(ShapeError::NoRole { role: Role::Seq }),
+        }
+    }
+}
+
+fn mul(factors: &[u64]) -> Result<u64, ShapeError> {
+    factors
+        .iter()
+        .try_fold(1u64, |acc, f| acc.checked_mul(*f))
+        .ok_or_else(|| ShapeError::Overflow {
+            tensor: "(problem size)".into(),
+        })
+}
+
+fn to_i32(v: u64) -> Result<i32, ShapeError> {
+    i32::try_from(v).map_err(|_| ShapeError::TooLarge {
+        what: "a problem dimension".into(),
+        value: v,
+        max: i32::MAX as u64,
+    })
+}
+
+impl Task {
+    /// The op's sizes for `w`, from the axis roles resolved at validation.
+    pub fn problem(&self, w: &Workload) -> Result<ProblemSize, ShapeError> {
+        self.problem_in(&self.bindings(w))
+    }
+
+    /// The op's sizes under explicit axis values.
+    pub fn problem_in(&self, env: &Bindings) -> Result<ProblemSize, ShapeError> {
+        let v = |r: Role| self.roles.value(r, env);
+        Ok(match self.op {
+            super::Op::Gemm { .. } | super::Op::GemmFp8 { .. } => ProblemSize::Gemm(GemmDims {
+                m: v(Role::M)?,
+                n: v(Role::N)?,
+                k: v(Role::K)?,
+            }),
+            super::Op::AttentionFwd { .. } | super::Op::AttentionBwd { .. } => {
+                ProblemSize::Attention(AttentionDims {
+                    batch: v(Role::Batch)?,
+                    heads: v(Role::Heads)?,
+                    seq: v(Role::Seq)?,
+                    head_dim: v(Role::HeadDim)?,
+                })
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_resolve_axes_of_any_name_and_literals() {
+        let roles = AxisRoles::new(vec![
+            (Role::M, Extent::Axis("tokens".into())),
+            (Role::N, Extent::Literal(128)),
+            (Role::K, Extent::Axis("depth".into())),
+        ]);
+        let env: Bindings = [("tokens".to_string(), 70), ("depth".to_string(), 4096)]
+            .into_iter()
+            .collect();
+        assert_eq!(roles.value(Role::M, &env), Ok(70));
+        assert_eq!(roles.value(Role::N, &env), Ok(128));
+        assert!(matches!(
+            roles.value(Role::Seq, &env),
+            Err(ShapeError::NoRole { role: Role::Seq })
+        ));
+        let unbound: Bindings = Bindings::new();
+        assert!(matches!(
+            roles.value(Role::M, &unbound),
+            Err(ShapeError::Unbound { .. })
+        ));
+    }
+
+    #[test]
+    fn sizes_are_checked_not_wrapped() {
+        let a = AttentionDims {
+            batch: 4,
+            heads: 48,
+            seq: 4096,
+            head_dim: 128,
+        };
+        assert_eq!(a.elements(), Ok(4 * 48 * 4096 * 128));
+        assert_eq!(a.as_i32(), Ok((192, 4096, 128)));
+        let huge = AttentionDims {
+            batch: u64::MAX / 2,
+            heads: 3,
+            seq: 1,
+            head_dim: 1,
+        };
+        assert!(matches!(huge.bh(), Err(ShapeError::Overflow { .. })));
+        let wide = GemmDims {
+            m: 1 << 31,
+            n: 1,
+            k: 1,
+        };
+        assert!(matches!(wide.as_i32(), Err(ShapeError::TooLarge { .. })));
+    }
+}
