@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use super::Stats;
 use super::evaluate::{
     POISON_BYTE, Reference, Stop, TensorSet, allocate, check_output, check_trial,
     compute_reference, encode_params, fill_inputs, launch_encoded, prepare_outputs,
 };
-use super::stats::Stats;
 use super::support::Support;
 use super::{BaselineInfo, Outcome, OutputCheck, Request, Timing, Verdict};
 use crate::candidate::bind::ResolvedLaunch;
