@@ -4,10 +4,10 @@
 
 use std::rc::Rc;
 
+use super::Stats;
 use super::inputs::{POISON_BYTE, TensorSet, allocate, fill_inputs};
 use super::judge::check_output;
 use super::reference::{Reference, compute_reference};
-use super::stats::Stats;
 use super::support::Support;
 use super::verdict::Stop;
 use super::{BaselineInfo, Outcome, OutputCheck, Verdict};

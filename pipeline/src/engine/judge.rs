@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use super::Comparison;
 use super::inputs::{GUARD, GUARD_BYTE, TensorSet, to_f32};
 use super::reference::Reference;
-use super::support::{Comparison, Support};
+use super::support::Support;
 use super::verdict::Stop;
 use super::{OutputCheck, Trial};
 use crate::cuda::driver::{DeviceBuffer, Gpu};

@@ -3,6 +3,7 @@
 
 use crate::cuda::driver::{DeviceBuffer, DriverError, Geometry, Gpu, Kernel, Module, ParamBytes};
 use crate::cuda::nvrtc;
+use crate::record::Comparison;
 use crate::task::{DType, Distribution};
 
 /// The source, compiled at run time (its hash is part of every record's environment).
@@ -84,39 +85,6 @@ fn warp_geometry(rows: u64) -> Geometry {
         block: [256, 1, 1],
         shared_mem: 0,
         cluster: None,
-    }
-}
-
-/// Comparison of one output with its reference.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Comparison {
-    pub elements: u64,
-    pub violations: u64,
-    pub non_finite: u64,
-    pub non_zero: u64,
-    pub reference_non_zero: u64,
-    /// Index of the first element outside tolerance, if any.
-    pub first_violation: Option<u64>,
-    #[serde(with = "nonfinite")]
-    pub max_abs_error: f64,
-    /// ||out - ref|| / ||ref|| (L2); infinite when the reference is all zeros and the output not.
-    #[serde(with = "nonfinite")]
-    pub relative_l2: f64,
-}
-
-/// JSON has no infinity or NaN: a non-finite figure is written as null and read back as +inf
-/// (serde_json would write null and then refuse to read it as a number).
-mod nonfinite {
-    pub fn serialize<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        if v.is_finite() {
-            s.serialize_f64(*v)
-        } else {
-            s.serialize_none()
-        }
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        Ok(<Option<f64> as serde::Deserialize>::deserialize(d)?.unwrap_or(f64::INFINITY))
     }
 }
 
@@ -483,22 +451,6 @@ impl Support {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_infinite_relative_error_survives_json() {
-        // A zero reference with a non-zero output: the worker must be able to report it.
-        let c = Comparison {
-            elements: 4,
-            relative_l2: f64::INFINITY,
-            max_abs_error: 1e-7,
-            ..Comparison::default()
-        };
-        let text = serde_json::to_string(&c).expect("serialises");
-        assert!(text.contains("\"relative_l2\":null"), "{text}");
-        let back: Comparison = serde_json::from_str(&text).expect("reads back");
-        assert_eq!(back.relative_l2, f64::INFINITY);
-        assert_eq!(back.max_abs_error, 1e-7);
-    }
 
     /// The support code must compile with NVRTC (no libc headers, no INFINITY macro); where
     /// NVRTC is installed this checks it for every architecture we run on.

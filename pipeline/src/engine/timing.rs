@@ -8,12 +8,12 @@
 
 use std::collections::BTreeMap;
 
+use super::Stats;
 use super::baseline::{Planned, baseline_for, check_baseline, l2_flush_buffer};
 use super::inputs::{TensorSet, allocate, fill_inputs, prepare_outputs, seed_for};
 use super::judge::check_trial;
 use super::launch::{encode_params, launch_encoded};
 use super::reference::{Reference, compute_reference};
-use super::stats::Stats;
 use super::support::Support;
 use super::verdict::Stop;
 use super::{BaselineInfo, Outcome, Request, Timing, Verdict};

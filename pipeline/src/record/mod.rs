@@ -6,11 +6,17 @@
 //! canonical JSON with `schema` first (see `store::object`); digests of things that are not
 //! store objects (task and suite hashes) sit under `_hash` keys.
 
+pub mod outcome;
+pub mod stats;
+
 use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
 use crate::digest::Digest;
-use crate::engine::{Outcome, Protocol, Verdict};
+pub use outcome::{
+    BaselineInfo, Comparison, DynamicCounts, KernelInfo, Outcome, OutputCheck, Protocol, Stats,
+    Timing, Trial, Verdict, WorkloadResult,
+};
 
 pub const RECORD_SCHEMA: &str = "ptxbench.record/1";
 pub const RUN_SCHEMA: &str = "ptxbench.run/1";
