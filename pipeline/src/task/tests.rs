@@ -621,17 +621,15 @@ fn axis_roles_follow_the_shapes_not_the_axis_names() {
         ("S", "seq_len"),
         ("D", "dim"),
     ] {
-        let re = |s: &str| {
-            s.replace(&format!("[{from},"), &format!("[{to},"))
-                .replace(&format!(" {from},"), &format!(" {to},"))
-                .replace(&format!(" {from}]"), &format!(" {to}]"))
-                .replace(&format!("\n  {from}:"), &format!("\n  {to}:"))
-                .replace(&format!("{{{from}:"), &format!("{{{to}:"))
-                .replace(&format!(", {from}:"), &format!(", {to}:"))
-                .replace(&format!("*{from}"), &format!("*{to}"))
-                .replace(&format!("{from}*"), &format!("{to}*"))
-        };
-        renamed = re(&renamed);
+        renamed = renamed
+            .replace(&format!("[{from},"), &format!("[{to},"))
+            .replace(&format!(" {from},"), &format!(" {to},"))
+            .replace(&format!(" {from}]"), &format!(" {to}]"))
+            .replace(&format!("\n  {from}:"), &format!("\n  {to}:"))
+            .replace(&format!("{{{from}:"), &format!("{{{to}:"))
+            .replace(&format!(", {from}:"), &format!(", {to}:"))
+            .replace(&format!("*{from}"), &format!("*{to}"))
+            .replace(&format!("{from}*"), &format!("{to}*"));
     }
     assert_ne!(renamed, text);
     let task = parse_task(&renamed, &path, Path::new("mha_with_lse_d128.yaml"))
