@@ -11,6 +11,7 @@ pub mod cmd;
 pub mod cuda;
 pub mod digest;
 pub mod engine;
+pub mod entropy;
 pub mod evidence;
 pub mod export;
 pub mod expr;

@@ -22,9 +22,10 @@ pub struct EvalArgs {
     pub task: String,
     #[arg(long, default_value = "sm_90a")]
     pub arch: Arch,
-    /// Base seed of the inputs (recorded; the same seed gives the same inputs).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Base seed of the inputs (the same seed gives the same inputs); by default one is drawn
+    /// at run time from OS entropy, so nobody knows the inputs in advance. Printed either way.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Evaluate only these workloads (repeatable).
     #[arg(long = "workload")]
     pub workloads: Vec<String>,
@@ -45,6 +46,17 @@ pub struct EvalArgs {
 pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let suite_dir = super::suite_dir(dir)?;
     let suite = super::load_suite(Some(suite_dir.clone()))?;
+    let seed = match a.seed {
+        Some(s) => {
+            eprintln!("seed: {s} (given)");
+            s
+        }
+        None => {
+            let s = crate::entropy::draw_u64();
+            eprintln!("seed: {s} (drawn at run time; pass --seed {s} to reproduce)");
+            s
+        }
+    };
     let task = suite
         .get(&a.task)
         .with_context(|| format!("no task `{}` in the suite", a.task))?;
@@ -76,7 +88,7 @@ pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 arch: a.arch,
                 ptx,
                 plan: c.plan,
-                seed: a.seed,
+                seed,
                 protocol: Protocol::default(),
                 workloads: a.workloads.clone(),
                 no_timing: a.no_timing,

@@ -356,6 +356,15 @@ impl Gpu {
         Ok(out)
     }
 
+    /// Copies all of `src` into `dst` (at least as large), on the stream.
+    pub fn copy(&self, dst: &DeviceBuffer, src: &DeviceBuffer) -> Result<(), DriverError> {
+        assert!(src.bytes <= dst.bytes, "copy into a smaller buffer");
+        // SAFETY: both buffers are live allocations; `src.bytes` fits in `dst` (asserted).
+        check("cuMemcpyDtoDAsync", unsafe {
+            sys::cuMemcpyDtoDAsync_v2(dst.ptr, src.ptr, src.bytes, self.stream)
+        })
+    }
+
     /// Fills `count` 32-bit words at `dst + offset` with `value`, on the stream.
     pub fn fill_u32(
         &self,

@@ -209,7 +209,29 @@ fn run(
                 baseline_info = info;
             }
             let recheck = timing.recheck_passed;
+            let below_floor = timing
+                .floor
+                .as_ref()
+                .filter(|f| f.is_beaten_by(timing.candidate.median_ms))
+                .map(|f| {
+                    format!(
+                        "workload {}: timed at {:.4} ms, below the {} speed of light of {:.4} ms ({}); work was skipped or the measurement fooled, so it earns no speedup",
+                        w.name,
+                        timing.candidate.median_ms,
+                        f.gpu_model,
+                        f.floor_ms,
+                        if f.compute_ms >= f.memory_ms { "FLOPs at the tensor-core peak" } else { "compulsory bytes at the DRAM bandwidth" }
+                    )
+                });
             result.timing = Some(timing);
+            if let Some(why) = below_floor {
+                outcome.workloads.push(result);
+                return Err(Stop::new(Outcome::failed(
+                    Verdict::BelowFloor,
+                    "timing",
+                    why,
+                )));
+            }
             clock.lap(&format!("timing {}", w.name));
             if !recheck {
                 outcome.workloads.push(result);

@@ -89,6 +89,41 @@ pub fn allocate(
     })
 }
 
+/// The seed of input `index` of a set filled from `seed`.
+fn input_seed(seed: u64, index: usize) -> u64 {
+    seed ^ (0x1000_0000_0000_0000u64.wrapping_mul(index as u64 + 1))
+}
+
+/// Redraws, from `seed`, every input the timing loop changes between timed launches (all but
+/// [`crate::task::Op::kept_while_timing`]); the same seed gives the same bytes.
+pub fn refresh_inputs(
+    gpu: &Gpu,
+    support: &Support,
+    task: &Task,
+    set: &TensorSet,
+    seed: u64,
+) -> Result<(), Stop> {
+    let kept = task.op.kept_while_timing();
+    for (i, t) in task.inputs.iter().enumerate() {
+        if kept.contains(&t.name.as_str()) {
+            continue;
+        }
+        let dist = task
+            .input_distribution(&t.name)
+            .unwrap_or(&task.distribution);
+        let ptr = set.ptr(&t.name).expect("allocated");
+        support.fill(
+            gpu,
+            ptr,
+            t.dtype,
+            set.numel(&t.name),
+            input_seed(seed, i),
+            dist,
+        )?;
+    }
+    Ok(())
+}
+
 /// Fills the drawn inputs; derived inputs (attention backward's O and LSE) come from the
 /// fp32 reference forward.
 pub fn fill_inputs(
@@ -108,8 +143,14 @@ pub fn fill_inputs(
             .input_distribution(&t.name)
             .unwrap_or(&task.distribution);
         let ptr = set.ptr(&t.name).expect("allocated above");
-        let s = seed ^ (0x1000_0000_0000_0000u64.wrapping_mul(i as u64 + 1));
-        support.fill(gpu, ptr, t.dtype, set.numel(&t.name), s, dist)?;
+        support.fill(
+            gpu,
+            ptr,
+            t.dtype,
+            set.numel(&t.name),
+            input_seed(seed, i),
+            dist,
+        )?;
     }
     if let Op::AttentionBwd { causal } = task.op {
         let dims = task

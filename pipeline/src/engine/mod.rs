@@ -7,7 +7,9 @@
 
 pub mod baseline;
 pub mod counting;
+pub mod estimate;
 pub mod evaluate;
+pub mod floor;
 pub mod inputs;
 pub mod judge;
 pub mod launch;
@@ -23,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
 pub use crate::record::outcome::{
-    BaselineInfo, Comparison, DynamicCounts, KernelInfo, Outcome, OutputCheck, Protocol, Stats,
-    Timing, Trial, Verdict, WorkloadResult,
+    BaselineInfo, ClockSamples, Comparison, DynamicCounts, Floor, KernelInfo, Outcome, OutputCheck,
+    PeakClass, Protocol, Stats, StopReason, Timing, Trial, Verdict, WorkloadResult,
 };
 
 /// What a worker is asked to do.

@@ -1,29 +1,161 @@
-//! Timing protocol: candidate and library baseline interleaved in one process, on the same
-//! stream, each launch bracketed by CUDA events, L2 flushed before each, input/output sets
-//! rotated, outputs poisoned before every timed candidate launch and re-checked afterwards.
+//! Timing protocol: candidate and library baseline in pairs, in one process, on one stream.
 //!
-//! Baselines: cuBLASLt for GEMM, cuDNN SDPA (native backend graph API, forward with LSE and
-//! backward) for attention. Each baseline's own outputs are checked once per workload against
-//! the fp32 reference (on poisoned buffers) and that comparison is recorded with the timing.
+//! Before every timed pair the inputs are redrawn from a fresh seed (outside the timed window;
+//! attention backward redraws dO and keeps Q, K, V and the O, LSE derived from them), so no
+//! two timed launches see the same input contents and no output cache, keyed on contents or
+//! on pointers, can pay. Outputs are poisoned and L2 is flushed before each launch; candidate
+//! and baseline run on the same inputs, each bracketed by CUDA events. The outputs of
+//! `checked_launches` timed launches, chosen uniformly among all of them by reservoir sampling
+//! from OS entropy (so never announced and not known in advance), are kept and checked after
+//! the loop against the reference for exactly those launches' inputs; a mismatch is a
+//! numerical verdict at stage `timing`.
+//!
+//! A warm-up of pairs runs until both a count and a GPU time are reached, so clocks are
+//! steady; SM clocks and clock-event reasons are sampled during the loop. The speedup is the
+//! median of per-pair ratios with a 95% bootstrap interval ([`super::estimate`]); the loop
+//! stops when the interval is tight enough, the time budget is spent, or the pair limit is
+//! reached, and says which. The workload's speed of light ([`super::floor`]) is recorded
+//! with the candidate's fraction of it.
 
 use std::collections::BTreeMap;
 
-use super::Stats;
-use super::baseline::{Planned, baseline_for, check_baseline, l2_flush_buffer};
-use super::inputs::{TensorSet, allocate, fill_inputs, prepare_outputs, seed_for};
-use super::judge::check_trial;
+use super::baseline::{Baseline, Planned, baseline_for, check_baseline, l2_flush_buffer};
+use super::estimate::{StopRule, paired_speedup};
+use super::inputs::{
+    TensorSet, allocate, f32_bytes, fill_inputs, prepare_outputs, refresh_inputs, seed_for,
+};
+use super::judge::check_output;
 use super::launch::{encode_params, launch_encoded};
-use super::reference::{Reference, compute_reference};
+use super::reference::compute_reference;
 use super::support::Support;
 use super::verdict::Stop;
-use super::{BaselineInfo, Outcome, Request, Timing, Verdict};
+use super::{
+    BaselineInfo, ClockSamples, Outcome, OutputCheck, PeakClass, Request, Stats, Timing, Verdict,
+};
 use crate::candidate::bind::ResolvedLaunch;
 use crate::candidate::plan::LaunchPlan;
 use crate::cuda::driver::{DeviceBuffer, Gpu, Kernel};
+use crate::engine::estimate::SplitMix;
 use crate::expr::Bindings;
-use crate::task::{Task, Workload};
+use crate::task::{Op, Task, Workload};
 
-/// Times one performance workload; see the module doc for the protocol.
+/// NVML clock-event reasons that mean the clock was held down (power cap, slowdowns, thermal,
+/// power brake), as opposed to idle or an application clock setting.
+const THROTTLE_REASONS: u64 = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+
+/// Fewest pairs before the time budget may end timing.
+const MIN_PAIRS_ON_BUDGET: usize = 3;
+
+/// A kept timed launch: its index, the seed of its inputs, and copies of its outputs.
+struct Kept {
+    launch: u32,
+    seed: u64,
+    outputs: Vec<(String, DeviceBuffer)>,
+}
+
+/// Reservoir sampling of `k` timed launches, uniform over however many there turn out to be.
+struct Reservoir {
+    rng: SplitMix,
+    k: usize,
+    kept: Vec<Kept>,
+}
+
+impl Reservoir {
+    fn new(k: usize) -> Reservoir {
+        Reservoir {
+            rng: SplitMix::new(crate::entropy::draw_u64()),
+            k,
+            kept: Vec::new(),
+        }
+    }
+
+    /// The slot launch `n` (0-based) goes to, if it is kept.
+    fn slot_for(&mut self, n: u32) -> Option<usize> {
+        if self.k == 0 {
+            return None;
+        }
+        if (n as usize) < self.k {
+            return Some(n as usize);
+        }
+        let j = self.rng.below(n as usize + 1);
+        (j < self.k).then_some(j)
+    }
+}
+
+fn sample_clocks(gpu: &Gpu, into: &mut Vec<(u32, u64)>) {
+    if let Some(s) = gpu.state() {
+        into.push((s.sm_clock_mhz, s.clock_event_reasons));
+    }
+}
+
+fn clock_summary(samples: &[(u32, u64)]) -> Option<ClockSamples> {
+    let min = samples.iter().map(|s| s.0).min()?;
+    let max = samples.iter().map(|s| s.0).max()?;
+    let reasons = samples.iter().fold(0, |acc, s| acc | s.1);
+    Some(ClockSamples {
+        samples: u32::try_from(samples.len()).unwrap_or(u32::MAX),
+        sm_mhz_min: min,
+        sm_mhz_max: max,
+        reasons_seen: reasons,
+        moved: f64::from(max - min) > 0.01 * f64::from(max) || reasons & THROTTLE_REASONS != 0,
+    })
+}
+
+/// The floor of `w` on this GPU, if the peak table knows it.
+fn floor_of(gpu: &Gpu, task: &Task, w: &Workload) -> Option<super::Floor> {
+    let peaks = super::floor::peaks_for(&gpu.info.name)?;
+    let class = match task.op {
+        Op::GemmFp8 { .. } => PeakClass::Fp8,
+        _ => PeakClass::Half,
+    };
+    let flops = task.flops_of(w).ok()?;
+    let bytes = task.bytes_of(w).ok()?;
+    let clock_mhz = gpu.info.sm_clock_khz as f64 / 1e3;
+    Some(super::Floor::new(peaks, class, clock_mhz, flops, bytes))
+}
+
+/// One pair: candidate, then (if any) baseline, on the inputs now in `set`. Returns the two
+/// times; `keep` gets copies of the candidate's outputs taken between the two.
+#[allow(clippy::too_many_arguments)]
+fn pair(
+    gpu: &Gpu,
+    task: &Task,
+    set: &TensorSet,
+    kernels: &BTreeMap<String, Kernel>,
+    launches: &[ResolvedLaunch],
+    encoded: &[Vec<crate::cuda::driver::ParamBytes>],
+    baseline: Option<&Baseline>,
+    flush: &DeviceBuffer,
+    events: &[crate::cuda::driver::Event; 4],
+    salt: u32,
+    keep: Option<&[(String, DeviceBuffer)]>,
+) -> Result<(f64, Option<f64>), Stop> {
+    let flush_words = flush.bytes() / 4;
+    prepare_outputs(gpu, task, set)?;
+    gpu.fill_u32(flush, 0, salt, flush_words)?;
+    gpu.record(&events[0])?;
+    launch_encoded(gpu, kernels, launches, encoded)?;
+    gpu.record(&events[1])?;
+    if let Some(copies) = keep {
+        for (name, copy) in copies {
+            let (buf, ..) = &set.tensors[name];
+            gpu.copy(copy, buf)?;
+        }
+    }
+    if let Some(b) = baseline {
+        gpu.fill_u32(flush, 0, salt ^ 0x5a5a_5a5a, flush_words)?;
+        gpu.record(&events[2])?;
+        b.launch(gpu)?;
+        gpu.record(&events[3])?;
+    }
+    let c = f64::from(gpu.elapsed_ms(&events[0], &events[1])?);
+    let b = match baseline {
+        Some(_) => Some(f64::from(gpu.elapsed_ms(&events[2], &events[3])?)),
+        None => None,
+    };
+    Ok((c, b))
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn time_workload(
     gpu: &Gpu,
@@ -38,95 +170,200 @@ pub fn time_workload(
     req: &Request,
 ) -> Result<(Timing, Option<BaselineInfo>), Stop> {
     let p = &req.protocol;
-    let mut sets: Vec<(TensorSet, Reference, u64)> = Vec::new();
-    for r in 0..p.rotations.max(1) {
-        let seed = seed_for(req.seed, &format!("timing:{}", w.name), r);
-        let set = allocate(gpu, task, plan, env)?;
-        fill_inputs(gpu, support, task, env, &set, seed)?;
-        let reference = compute_reference(gpu, support, task, env, &set)?;
-        sets.push((set, reference, seed));
-    }
-    let mut keep = Vec::new();
-    let mut encoded = Vec::new();
-    let mut baselines = Vec::new();
-    let mut info = None;
+    let stream = format!("timing:{}", w.name);
+    let set = allocate(gpu, task, plan, env)?;
+    fill_inputs(
+        gpu,
+        support,
+        task,
+        env,
+        &set,
+        seed_for(req.seed, &stream, 0),
+    )?;
+    let reference = compute_reference(gpu, support, task, env, &set)?;
+    let mut keep_maps = Vec::new();
+    let encoded = encode_params(gpu, launches, &set, &mut keep_maps).map_err(|e| {
+        Stop::new(Outcome::failed(
+            Verdict::Runtime,
+            "launch",
+            format!("encoding a tensor map: {e}"),
+        ))
+    })?;
     let mut planned = Planned::default();
-    for (set, ..) in &sets {
-        encoded.push(encode_params(gpu, launches, set, &mut keep).map_err(|e| {
-            Stop::new(Outcome::failed(
-                Verdict::Runtime,
-                "launch",
-                format!("encoding a tensor map: {e}"),
-            ))
-        })?);
-        if let Some((b, i)) = baseline_for(gpu, task, env, set, &mut planned)? {
-            baselines.push(b);
-            info = Some(i);
-        }
-    }
+    let (baseline, info) = match baseline_for(gpu, task, env, &set, &mut planned)? {
+        Some((b, i)) => (Some(b), Some(i)),
+        None => (None, None),
+    };
     // The baseline's own outputs against the reference, once per workload.
-    let baseline_check = match baselines.first() {
-        Some(b) => check_baseline(gpu, support, scratch, task, &sets[0].0, &sets[0].1, b)?,
+    let baseline_check = match &baseline {
+        Some(b) => check_baseline(gpu, support, scratch, task, &set, &reference, b)?,
         None => Vec::new(),
     };
+    drop(reference);
     let flush = l2_flush_buffer(gpu)?;
-    let flush_words = flush.bytes() / 4;
-    for i in 0..p.warmup {
-        let r = i as usize % sets.len();
-        launch_encoded(gpu, kernels, launches, &encoded[r])?;
-        if let Some(b) = baselines.get(r) {
-            b.launch(gpu)?;
+    let events = [gpu.event()?, gpu.event()?, gpu.event()?, gpu.event()?];
+
+    // Warm-up: at least `warmup` pairs and `warmup_ms` of GPU time (capped at 20x that).
+    let mut warm_ms = 0.0;
+    let mut warm_pairs = 0u32;
+    while warm_pairs < p.warmup.max(1) || warm_ms < p.warmup_ms {
+        let (c, b) = pair(
+            gpu,
+            task,
+            &set,
+            kernels,
+            launches,
+            &encoded,
+            baseline.as_ref(),
+            &flush,
+            &events,
+            warm_pairs,
+            None,
+        )?;
+        warm_ms += c + b.unwrap_or(0.0);
+        warm_pairs += 1;
+        if warm_pairs >= 20 * p.warmup.max(1) && warm_ms >= 0.0 && warm_pairs >= 1000 {
+            break;
         }
     }
-    gpu.sync()?;
-    let events = [gpu.event()?, gpu.event()?, gpu.event()?, gpu.event()?];
+
+    let rule = StopRule {
+        min_pairs: p.min_iterations.max(2) as usize,
+        max_pairs: p.iterations.max(2) as usize,
+        target: p.target_half_width,
+        budget_ms: p.max_timing_seconds * 1e3,
+    };
+    let mut reservoir = Reservoir::new(p.checked_launches as usize);
+    let mut clocks = Vec::new();
     let state_before = gpu.state();
+    sample_clocks(gpu, &mut clocks);
     let mut cand = Vec::new();
     let mut base = Vec::new();
     let mut spent = 0.0f64;
-    for i in 0..p.iterations.max(1) {
-        let r = i as usize % sets.len();
-        prepare_outputs(gpu, task, &sets[r].0)?;
-        gpu.fill_u32(&flush, 0, i, flush_words)?;
-        gpu.record(&events[0])?;
-        launch_encoded(gpu, kernels, launches, &encoded[r])?;
-        gpu.record(&events[1])?;
-        if let Some(b) = baselines.get(r) {
-            gpu.fill_u32(&flush, 0, i ^ 0x5a5a, flush_words)?;
-            gpu.record(&events[2])?;
-            b.launch(gpu)?;
-            gpu.record(&events[3])?;
-        }
-        let c = f64::from(gpu.elapsed_ms(&events[0], &events[1])?);
+    let estimate_seed = seed_for(req.seed, &format!("bootstrap:{}", w.name), 0);
+    let mut stop_reason = None;
+    for n in 0u32.. {
+        let seed = seed_for(req.seed, &stream, n + 1);
+        refresh_inputs(gpu, support, task, &set, seed)?;
+        let slot = reservoir.slot_for(n);
+        let copies = match slot {
+            Some(s) if s < reservoir.kept.len() => {
+                reservoir.kept[s].launch = n;
+                reservoir.kept[s].seed = seed;
+                Some(s)
+            }
+            Some(_) => {
+                let mut outputs = Vec::new();
+                for t in &task.outputs {
+                    let (buf, ..) = &set.tensors[&t.name];
+                    outputs.push((t.name.clone(), gpu.alloc(buf.bytes())?));
+                }
+                reservoir.kept.push(Kept {
+                    launch: n,
+                    seed,
+                    outputs,
+                });
+                Some(reservoir.kept.len() - 1)
+            }
+            None => None,
+        };
+        let keep = copies.map(|s| reservoir.kept[s].outputs.as_slice());
+        let (c, b) = pair(
+            gpu,
+            task,
+            &set,
+            kernels,
+            launches,
+            &encoded,
+            baseline.as_ref(),
+            &flush,
+            &events,
+            n,
+            keep,
+        )?;
         cand.push(c);
         spent += c;
-        if let Some(_b) = baselines.get(r) {
-            let b = f64::from(gpu.elapsed_ms(&events[2], &events[3])?);
+        if let Some(b) = b {
             base.push(b);
             spent += b;
         }
-        if spent / 1e3 > p.max_timing_seconds && cand.len() >= 5 {
+        if n % 10 == 9 {
+            sample_clocks(gpu, &mut clocks);
+        }
+        let pairs = cand.len();
+        let check_now = pairs >= rule.min_pairs && pairs % 5 == 0;
+        let estimate = if check_now && baseline.is_some() {
+            paired_speedup(&cand, &base, estimate_seed)
+        } else {
+            None
+        };
+        let decided = if check_now || pairs >= rule.max_pairs || spent >= rule.budget_ms {
+            rule.decide(pairs, spent, estimate.as_ref())
+        } else {
+            None
+        };
+        if let Some(reason) = decided
+            && (pairs >= MIN_PAIRS_ON_BUDGET || reason != super::StopReason::Budget)
+        {
+            stop_reason = Some(reason);
             break;
         }
     }
     gpu.sync()?;
+    sample_clocks(gpu, &mut clocks);
     let state_after = gpu.state();
-    drop(keep);
-    // The outputs now hold each set's last timed launch: they must still be right.
+    drop(keep_maps);
+
+    // The kept launches, each against the reference for its own inputs.
+    let mut checked: Vec<u32> = reservoir.kept.iter().map(|k| k.launch).collect();
+    checked.sort_unstable();
     let mut recheck_passed = true;
-    for (set, reference, seed) in &sets {
-        let t = check_trial(
-            gpu,
-            support,
-            scratch,
-            task,
-            set,
-            reference,
-            &BTreeMap::new(),
-            *seed,
-        )?;
-        recheck_passed &= t.passed;
+    let mut failure: Option<String> = None;
+    for k in &reservoir.kept {
+        refresh_inputs(gpu, support, task, &set, k.seed)?;
+        let reference = compute_reference(gpu, support, task, env, &set)?;
+        for (name, copy) in &k.outputs {
+            let spec = task
+                .outputs
+                .iter()
+                .find(|t| &t.name == name)
+                .expect("kept outputs are task outputs");
+            let numel = set.numel(name);
+            let got = gpu.alloc(f32_bytes(numel)?)?;
+            support.to_f32(gpu, copy.ptr(), spec.dtype, got.ptr(), numel)?;
+            let o: OutputCheck = check_output(
+                gpu,
+                support,
+                scratch,
+                spec,
+                got.ptr(),
+                numel,
+                &reference.outputs[name],
+            )?;
+            if !o.passed {
+                recheck_passed = false;
+                failure.get_or_insert_with(|| {
+                    format!(
+                        "timed launch {} of {}: {}",
+                        k.launch,
+                        cand.len(),
+                        o.failure.clone().unwrap_or_default()
+                    )
+                });
+            }
+        }
     }
+    if let Some(why) = failure {
+        return Err(Stop::new(Outcome::failed(
+            Verdict::Numerical,
+            "timing",
+            format!(
+                "workload {}: the output of a timed launch does not match the reference for its inputs (work skipped or cached across launches?): {why}",
+                w.name
+            ),
+        )));
+    }
+
     let candidate = Stats::from_samples(&cand).ok_or_else(|| {
         Stop::new(Outcome::failed(
             Verdict::Other,
@@ -134,18 +371,26 @@ pub fn time_workload(
             "no finite candidate timing",
         ))
     })?;
-    let baseline = Stats::from_samples(&base);
+    let baseline_stats = Stats::from_samples(&base);
+    let estimate = paired_speedup(&cand, &base, estimate_seed);
     let flops = task.flops_of(w).unwrap_or(0.0);
     let tflops = |ms: f64| flops / (ms * 1e-3) / 1e12;
+    let floor = floor_of(gpu, task, w);
     Ok((
         Timing {
-            speedup: baseline.as_ref().map(|b| b.median_ms / candidate.median_ms),
+            speedup: estimate.map(|e| e.estimate),
+            speedup_ci95: estimate.map(|e| [e.lo, e.hi]),
+            stop_reason,
             candidate_tflops: tflops(candidate.median_ms),
-            baseline_tflops: baseline.as_ref().map(|b| tflops(b.median_ms)),
+            baseline_tflops: baseline_stats.as_ref().map(|b| tflops(b.median_ms)),
+            floor_fraction: floor.as_ref().map(|f| f.fraction(candidate.median_ms)),
+            floor,
             candidate,
-            baseline,
+            baseline: baseline_stats,
             baseline_check,
+            checked_launches: checked,
             recheck_passed,
+            clocks: clock_summary(&clocks),
             state_before,
             state_after,
         },

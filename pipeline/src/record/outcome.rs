@@ -21,6 +21,9 @@ pub enum Verdict {
     /// It ran, but an output was wrong, unwritten, non-finite, or it wrote where it must not.
     Numerical,
     Correct,
+    /// Correct, but timed faster than the hardware allows (see `Floor`): work was skipped or
+    /// the measurement fooled; it earns no speedup.
+    BelowFloor,
     /// The harness itself failed (reported, never blamed on the candidate).
     Other,
 }
@@ -34,24 +37,50 @@ impl Verdict {
             Verdict::Timeout => "timeout",
             Verdict::Numerical => "numerical",
             Verdict::Correct => "correct",
+            Verdict::BelowFloor => "below_floor",
             Verdict::Other => "other",
         }
     }
 }
 
-/// How many trials and timed launches an evaluation makes.
+/// How many trials and timed launches an evaluation makes, and when timing stops.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Protocol {
     /// Correctness trials per workload, each with fresh inputs.
     pub trials: u32,
-    /// Untimed launches before timing.
+    /// Untimed candidate + baseline pairs before timing (at least; see `warmup_ms`).
     pub warmup: u32,
-    /// Timed launches of the candidate (and as many of the baseline, interleaved).
+    /// Warm-up goes on until this much GPU time was spent, so clocks are steady.
+    #[serde(default = "default_warmup_ms")]
+    pub warmup_ms: f64,
+    /// At most this many timed pairs (candidate, then baseline, on the same fresh inputs).
     pub iterations: u32,
-    /// Input/output sets rotated through while timing.
-    pub rotations: u32,
-    /// Stop timing a workload early once this much GPU time was spent on it.
+    /// At least this many timed pairs before the interval may end timing.
+    #[serde(default = "default_min_iterations")]
+    pub min_iterations: u32,
+    /// Timing stops once the speedup's 95% interval has this half-width relative to the
+    /// estimate (0.01 = 1%).
+    #[serde(default = "default_target_half_width")]
+    pub target_half_width: f64,
+    /// Or once this much GPU time was spent on the workload (after at least 3 pairs).
     pub max_timing_seconds: f64,
+    /// Timed launches whose outputs are checked against their own inputs' reference, chosen
+    /// at random and never announced.
+    #[serde(default = "default_checked_launches")]
+    pub checked_launches: u32,
+}
+
+fn default_warmup_ms() -> f64 {
+    200.0
+}
+fn default_min_iterations() -> u32 {
+    20
+}
+fn default_target_half_width() -> f64 {
+    0.01
+}
+fn default_checked_launches() -> u32 {
+    3
 }
 
 impl Default for Protocol {
@@ -59,11 +88,82 @@ impl Default for Protocol {
         Protocol {
             trials: 2,
             warmup: 5,
-            iterations: 40,
-            rotations: 2,
-            max_timing_seconds: 4.0,
+            warmup_ms: default_warmup_ms(),
+            iterations: 400,
+            min_iterations: default_min_iterations(),
+            target_half_width: default_target_half_width(),
+            max_timing_seconds: 2.0,
+            checked_launches: default_checked_launches(),
         }
     }
+}
+
+impl Protocol {
+    /// The protocol in words, for pages and logs.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} correctness trials per workload (fresh seeded inputs each); a warm-up of at least {} candidate/library pairs and {} ms of GPU time; then timed pairs, the candidate and the library on the same inputs, redrawn from a fresh seed before every pair, outputs poisoned and L2 flushed before each launch; {} timed launches, chosen at random, checked against the reference for their own inputs; timing stops when the speedup's 95% interval is within {}% of the estimate (after at least {} pairs), after {} s of GPU time, or after {} pairs",
+            self.trials,
+            self.warmup,
+            self.warmup_ms,
+            self.checked_launches,
+            self.target_half_width * 100.0,
+            self.min_iterations,
+            self.max_timing_seconds,
+            self.iterations
+        )
+    }
+}
+
+/// Why timing a workload stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The interval's half-width reached the protocol's target.
+    Converged,
+    /// The workload's time budget was spent first.
+    Budget,
+    /// The most pairs the protocol allows were timed.
+    MaxIterations,
+}
+
+/// Which tensor-core peak a task's floor uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeakClass {
+    /// bf16 / f16 inputs, fp32 accumulation.
+    Half,
+    /// fp8 (e4m3 / e5m2) inputs.
+    Fp8,
+}
+
+/// A workload's speed of light on one GPU (see `engine::floor`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Floor {
+    pub gpu_model: String,
+    pub peak_class: PeakClass,
+    /// The compute peak used (datasheet, scaled up to the device's maximum clock if higher).
+    pub peak_tflops: f64,
+    pub dram_tb_per_s: f64,
+    /// FLOPs / peak.
+    pub compute_ms: f64,
+    /// Compulsory bytes / bandwidth.
+    pub memory_ms: f64,
+    /// The larger of the two.
+    pub floor_ms: f64,
+}
+
+/// SM clocks and clock-event reasons sampled (NVML) during the timed launches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockSamples {
+    pub samples: u32,
+    pub sm_mhz_min: u32,
+    pub sm_mhz_max: u32,
+    /// Every NVML clock-event reason bit seen in any sample.
+    pub reasons_seen: u64,
+    /// The SM clock varied by more than 1%, or a throttling reason (power, thermal,
+    /// slowdown) was seen.
+    pub moved: bool,
 }
 
 /// Executed counts of the target families, from one launch sequence of the counted PTX.
@@ -110,12 +210,31 @@ pub struct Timing {
     /// poisoned buffers): a wrong baseline shows here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub baseline_check: Vec<OutputCheck>,
-    /// Baseline median over candidate median.
+    /// The median over pairs of baseline time / candidate time.
     pub speedup: Option<f64>,
+    /// The 95% bootstrap interval of `speedup` over the pairs.
+    #[serde(default)]
+    pub speedup_ci95: Option<[f64; 2]>,
+    /// Why timing stopped.
+    #[serde(default)]
+    pub stop_reason: Option<StopReason>,
     pub candidate_tflops: f64,
     pub baseline_tflops: Option<f64>,
-    /// Whether the outputs of the last timed launches matched the reference.
+    /// The timed launches (0-based) whose outputs were checked against the reference of their
+    /// own inputs.
+    #[serde(default)]
+    pub checked_launches: Vec<u32>,
+    /// Whether every checked timed launch matched its reference.
     pub recheck_passed: bool,
+    /// The workload's speed of light on this GPU, where the GPU is in the table.
+    #[serde(default)]
+    pub floor: Option<Floor>,
+    /// Floor over the candidate's median time (1.0 is the speed of light).
+    #[serde(default)]
+    pub floor_fraction: Option<f64>,
+    /// Clocks sampled during the timed launches.
+    #[serde(default)]
+    pub clocks: Option<ClockSamples>,
     /// Device state (NVML) before and after the timed launches, where NVML is available.
     #[serde(default)]
     pub state_before: Option<crate::cuda::nvml::GpuState>,

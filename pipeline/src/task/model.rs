@@ -418,6 +418,17 @@ impl Op {
         }
     }
 
+    /// Inputs the timing loop keeps while it redraws the others before every timed launch:
+    /// the derived inputs and what they are derived from (attention backward's O and LSE come
+    /// from Q, K, V by the reference forward, too slow to redo per launch; dO changes, and
+    /// with it every output).
+    pub fn kept_while_timing(&self) -> &'static [&'static str] {
+        match self {
+            Op::AttentionBwd { .. } => &["Q", "K", "V", "O", "LSE"],
+            _ => &[],
+        }
+    }
+
     pub fn causal(&self) -> bool {
         matches!(
             self,

@@ -205,13 +205,7 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
                 records: n.to_string(),
             })
             .collect(),
-        default_protocol: protocol_text(
-            d.trials,
-            d.warmup,
-            d.iterations,
-            d.rotations,
-            d.max_timing_seconds,
-        ),
+        default_protocol: d.describe(),
         peaks: ctx
             .peaks
             .iter()
