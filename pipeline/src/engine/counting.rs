@@ -7,8 +7,8 @@ use super::inputs::{allocate, fill_inputs, prepare_outputs, seed_for};
 use super::launch::run_plan;
 use super::support::Support;
 use super::verdict::Stop;
-use super::{CountedPtx, DynamicCounts, Request};
-use crate::candidate::bind;
+use super::{CountedPtx, Direction, DynamicCounts, Request, SiteCount};
+use crate::candidate::bind::{self, ResolvedLaunch, ResolvedParam};
 use crate::candidate::plan::LaunchPlan;
 use crate::cuda::driver::Gpu;
 use crate::task::{Task, Workload, WorkloadKind};
@@ -38,13 +38,19 @@ pub fn count_targets(
         method: "ptx-splice".into(),
         workload: w.map(|w| w.name.clone()).unwrap_or_default(),
         counts: Vec::new(),
+        sites: Vec::new(),
+        mma_flops: None,
+        mma_flop_share: None,
+        tma_load_bytes: None,
+        tma_byte_share: None,
+        notes: Vec::new(),
         error: None,
     };
     let Some(w) = w else {
         result.error = Some("no workload selected".into());
         return result;
     };
-    let run = || -> Result<Vec<u64>, String> {
+    let run = || -> Result<(Vec<u64>, Vec<ResolvedLaunch>), String> {
         let launches = bind::resolve(plan, module, task, w, req.arch).map_err(|p| {
             p.iter()
                 .map(ToString::to_string)
@@ -76,22 +82,130 @@ pub fn count_targets(
         prepare_outputs(gpu, task, &set).map_err(|e| e.to_string())?;
         run_plan(gpu, &kernels, &launches, &set).map_err(stop)?;
         let (ptr, bytes) = gpu.global(&m, &counted.symbol).map_err(|e| e.to_string())?;
-        let n = counted.families.len();
+        let n = counted.sites.len();
         if bytes < 8 * n {
             return Err(format!(
                 "counter array {} has {bytes} bytes for {n} counters",
                 counted.symbol
             ));
         }
+        if n == 0 {
+            return Ok((Vec::new(), launches));
+        }
         let raw = gpu.download_raw(ptr, 8 * n).map_err(|e| e.to_string())?;
-        Ok(raw
+        let counts = raw
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect())
+            .collect();
+        Ok((counts, launches))
     };
     match run() {
-        Ok(counts) => result.counts = counted.families.iter().cloned().zip(counts).collect(),
+        Ok((counts, launches)) => weigh(&mut result, task, w, module, counted, &counts, &launches),
         Err(e) => result.error = Some(e),
     }
     result
+}
+
+/// The box bytes of the tensor map bound to `param` of kernel `function`, if the plan binds one.
+fn box_bytes(
+    module: &ptxbench_ptx::Module,
+    launches: &[ResolvedLaunch],
+    function: &str,
+    param: &str,
+) -> Option<u64> {
+    let f = module.entry(function)?;
+    let index = f.params.iter().position(|p| p.name == param)?;
+    launches
+        .iter()
+        .filter(|l| l.entry == function)
+        .find_map(|l| match l.params.get(index) {
+            Some(ResolvedParam::TensorMap { map, .. }) => Some(map.desc.box_bytes()),
+            _ => None,
+        })
+}
+
+/// Per-site counts weighed by each site's work: executed MMA FLOPs and TMA load bytes, as
+/// shares of the workload's FLOPs and input bytes.
+fn weigh(
+    result: &mut DynamicCounts,
+    task: &Task,
+    w: &Workload,
+    module: &ptxbench_ptx::Module,
+    counted: &CountedPtx,
+    counts: &[u64],
+    launches: &[ResolvedLaunch],
+) {
+    let mut per_family: BTreeMap<String, u64> =
+        counted.families.iter().map(|f| (f.clone(), 0)).collect();
+    let mut mma_flops = 0.0;
+    let mut mma_known = true;
+    let mut mma_sites = 0;
+    let mut load_bytes = 0.0;
+    let mut load_known = true;
+    for (site, &count) in counted.sites.iter().zip(counts) {
+        *per_family.entry(site.family.clone()).or_default() += count;
+        let executions = count as f64 / site.threads_per_execution.max(1) as f64;
+        let bytes = match (&site.direction, &site.tensor_map_param) {
+            (Some(Direction::Load), Some(p)) => box_bytes(module, launches, &site.function, p),
+            _ => None,
+        };
+        if site.family == "wgmma"
+            || site.family == "tcgen05" && site.opcode.starts_with("tcgen05.mma")
+        {
+            mma_sites += 1;
+            match site.flops_per_execution {
+                Some(f) => mma_flops += executions * f,
+                None if count > 0 => {
+                    mma_known = false;
+                    result.notes.push(format!(
+                        "{} (line {}) executed {count} times; its shape is not in the opcode, so its FLOPs are unknown",
+                        site.opcode, site.line
+                    ));
+                }
+                None => {}
+            }
+        }
+        if site.direction == Some(Direction::Load) {
+            match bytes {
+                Some(b) => load_bytes += executions * b as f64,
+                None if count > 0 => {
+                    load_known = false;
+                    result.notes.push(format!(
+                        "the TMA load at line {} of {} executed {count} times; its tensor map could not be traced to a bound parameter",
+                        site.line, site.function
+                    ));
+                }
+                None => {}
+            }
+        }
+        result.sites.push(SiteCount {
+            site: site.clone(),
+            count,
+            bytes_per_execution: bytes,
+        });
+    }
+    result.counts = per_family.into_iter().collect();
+    let env = task.bindings(w);
+    let task_flops = task.flops_of(w).ok().filter(|f| *f > 0.0);
+    if mma_known
+        && (mma_sites > 0
+            || counted
+                .families
+                .iter()
+                .any(|f| f == "wgmma" || f == "tcgen05"))
+    {
+        result.mma_flops = Some(mma_flops);
+        result.mma_flop_share = task_flops.map(|f| mma_flops / f);
+    }
+    let input_bytes: Option<u64> = task
+        .inputs
+        .iter()
+        .map(|t| task.size_bytes(t, &env).ok())
+        .sum();
+    if load_known && counted.families.iter().any(|f| f == "tma") {
+        result.tma_load_bytes = Some(load_bytes);
+        result.tma_byte_share = input_bytes
+            .filter(|b| *b > 0)
+            .map(|b| load_bytes / b as f64);
+    }
 }

@@ -25,8 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
 pub use crate::record::outcome::{
-    BaselineInfo, ClockSamples, Comparison, DynamicCounts, Floor, KernelInfo, Outcome, OutputCheck,
-    PeakClass, Protocol, Stats, StopReason, Timing, Trial, Verdict, WorkloadResult,
+    BaselineInfo, ClockSamples, Comparison, CountedSite, Direction, DynamicCounts, Floor,
+    KernelInfo, Outcome, OutputCheck, PeakClass, Protocol, SiteCount, Stats, StopReason, Timing,
+    Trial, Verdict, WorkloadResult,
 };
 
 /// What a worker is asked to do.
@@ -57,10 +58,11 @@ pub struct Request {
 }
 
 /// The instrumented copy of a candidate's PTX: `symbol` is a `.global .u64` array with one
-/// counter per entry of `families`.
+/// counter per entry of `sites`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CountedPtx {
     pub ptx: String,
     pub symbol: String,
     pub families: Vec<String>,
+    pub sites: Vec<crate::evidence::sites::CountedSite>,
 }

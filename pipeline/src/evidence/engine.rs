@@ -32,6 +32,7 @@ pub fn counted_copy(task: &Task, arch: Arch, ptx: &str) -> Result<Option<Counted
             .iter()
             .map(|f| f.as_str().to_string())
             .collect(),
+        sites: s.site_info,
     }))
 }
 

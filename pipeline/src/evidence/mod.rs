@@ -9,6 +9,7 @@
 pub mod engine;
 pub mod ncu;
 pub mod sass;
+pub mod sites;
 pub mod splice;
 pub mod status;
 

@@ -2,7 +2,8 @@
 //! increment spliced in front of every target instruction.
 //!
 //! The copy declares `.visible .global .align 8 .u64 ptxbench_evidence_counters[N];` (one
-//! counter per family, in [`Spliced::families_in_order`]) after the module header, and puts
+//! counter per counted instruction *site*, in [`Spliced::site_info`] order, so the work each
+//! site does can be weighed by its count) after the module header, and puts
 //! `red.global.add.u64 [ptxbench_evidence_counters+8*i], 1;` on the same line just before each
 //! counted instruction, after its labels and with its guard predicate (`@%p2 cp.async...`
 //! becomes `@%p2 red...; @%p2 cp.async...`). Because the increment is written in place, it sits
@@ -33,7 +34,7 @@ use ptxbench_ptx::{Family, ParseError, opcode_key};
 pub const COUNTER_SYMBOL: &str = "ptxbench_evidence_counters";
 
 /// The spliced copy of a module.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Spliced {
     pub ptx: String,
     /// The `.global .u64` array to read back (see the module docs).
@@ -42,20 +43,24 @@ pub struct Spliced {
     pub families_in_order: Vec<Family>,
     /// How many instructions were instrumented per family (same order).
     pub sites: Vec<u64>,
+    /// Counter `i` counts site `site_info[i]`.
+    pub site_info: Vec<super::sites::CountedSite>,
 }
 
 impl Spliced {
-    /// The counter array read back as bytes (little-endian u64s), keyed by family name.
+    /// The counter array read back as bytes (little-endian u64s), summed per family name.
     pub fn counts_from_bytes(&self, bytes: &[u8]) -> BTreeMap<String, u64> {
-        self.families_in_order
+        let mut out: BTreeMap<String, u64> = self
+            .families_in_order
             .iter()
-            .zip(bytes.chunks_exact(8))
-            .map(|(f, b)| {
-                let mut w = [0u8; 8];
-                w.copy_from_slice(b);
-                (f.as_str().to_string(), u64::from_le_bytes(w))
-            })
-            .collect()
+            .map(|f| (f.as_str().to_string(), 0))
+            .collect();
+        for (site, b) in self.site_info.iter().zip(bytes.chunks_exact(8)) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(b);
+            *out.entry(site.family.clone()).or_default() += u64::from_le_bytes(w);
+        }
+        out
     }
 }
 
@@ -107,7 +112,9 @@ struct Site {
     /// Byte offset of the instruction (its `@` guard, else its opcode).
     at: usize,
     predicate: Option<String>,
-    counter: usize,
+    /// Index of its family in the splice's order.
+    family: usize,
+    opcode: String,
 }
 
 /// Produces the instrumented copy of `ptx` counting `families` (duplicates ignored).
@@ -138,7 +145,7 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
     let sites = scan(ptx, &order);
     let mut found = vec![0u64; order.len()];
     for s in &sites {
-        found[s.counter] += 1;
+        found[s.family] += 1;
     }
     for (i, f) in order.iter().enumerate() {
         if found[i] != expected[i] {
@@ -150,6 +157,37 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
         }
     }
 
+    // The parser's counted instructions, in text order, describe the scanner's sites.
+    let described: Vec<(Family, &ptxbench_ptx::Function, &ptxbench_ptx::Instruction)> = module
+        .functions
+        .iter()
+        .flat_map(|f| f.instructions.iter().map(move |i| (f, i)))
+        .filter_map(|(f, i)| {
+            order
+                .iter()
+                .find(|fam| counted(**fam, &i.opcode))
+                .map(|fam| (*fam, f, i))
+        })
+        .collect();
+    let mut site_info = Vec::with_capacity(sites.len());
+    for (s, (fam, f, i)) in sites.iter().zip(&described) {
+        if order[s.family] != *fam || s.opcode != i.opcode {
+            return Err(SpliceError::Mismatch {
+                family: *fam,
+                expected: described.len() as u64,
+                found: sites.len() as u64,
+            });
+        }
+        site_info.push(super::sites::describe(*fam, f, i));
+    }
+    if site_info.len() != sites.len() {
+        return Err(SpliceError::Mismatch {
+            family: order[0],
+            expected: described.len() as u64,
+            found: sites.len() as u64,
+        });
+    }
+
     let header_end = header_end(ptx).ok_or(SpliceError::NoHeader)?;
     let mut out = String::with_capacity(ptx.len() + sites.len() * 64 + 128);
     let mut last = 0usize;
@@ -157,10 +195,10 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
         header_end,
         format!(
             "\n.visible .global .align 8 .u64 {COUNTER_SYMBOL}[{}];",
-            order.len()
+            sites.len().max(1)
         ),
     )];
-    for s in &sites {
+    for (index, s) in sites.iter().enumerate() {
         let guard = s
             .predicate
             .as_ref()
@@ -170,7 +208,7 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
             s.at,
             format!(
                 "{guard}red.global.add.u64 [{COUNTER_SYMBOL}+{}], 1; ",
-                8 * s.counter
+                8 * index
             ),
         ));
     }
@@ -199,6 +237,7 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
         counter_symbol: COUNTER_SYMBOL.into(),
         families_in_order: order,
         sites: found,
+        site_info,
     })
 }
 
@@ -360,11 +399,12 @@ fn statement(ptx: &str, s: usize, end: usize, order: &[Family], sites: &mut Vec<
     if opcode.is_empty() || opcode.starts_with('.') {
         return;
     }
-    if let Some(counter) = order.iter().position(|f| counted(*f, opcode)) {
+    if let Some(family) = order.iter().position(|f| counted(*f, opcode)) {
         sites.push(Site {
             at,
             predicate,
-            counter,
+            family,
+            opcode: opcode.to_string(),
         });
     }
 }
@@ -392,11 +432,11 @@ $L1:\n  @!%p1 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_
             ".address_size 64\n.visible .global .align 8 .u64 ptxbench_evidence_counters[2];\n"
         ));
         assert!(s.ptx.contains(
-            "$L1:\n  @!%p1 red.global.add.u64 [ptxbench_evidence_counters+8], 1; @!%p1 cp.async"
+            "$L1:\n  @!%p1 red.global.add.u64 [ptxbench_evidence_counters+0], 1; @!%p1 cp.async"
         ));
         assert!(
             s.ptx
-                .contains("red.global.add.u64 [ptxbench_evidence_counters+0], 1; wgmma.mma_async")
+                .contains("red.global.add.u64 [ptxbench_evidence_counters+8], 1; wgmma.mma_async")
         );
         assert!(!s.ptx.contains("1; wgmma.fence"));
         assert!(!s.ptx.contains("1; wgmma.commit"));
@@ -409,9 +449,16 @@ $L1:\n  @!%p1 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_
         let s = splice(PTX, &[Family::Tma, Family::Wgmma]).expect("splices");
         let mut bytes = 5u64.to_le_bytes().to_vec();
         bytes.extend(128u64.to_le_bytes());
+        // Counters are per site, in text order: the TMA copy, then the wgmma.
         let c = s.counts_from_bytes(&bytes);
         assert_eq!(c.get("tma"), Some(&5));
         assert_eq!(c.get("wgmma"), Some(&128));
+        assert_eq!(
+            s.site_info[1].flops_per_execution,
+            Some(2.0 * 64.0 * 8.0 * 16.0)
+        );
+        assert_eq!(s.site_info[1].threads_per_execution, 128);
+        assert_eq!(s.site_info[0].function, "k");
     }
 
     #[test]

@@ -166,14 +166,72 @@ pub struct ClockSamples {
     pub moved: bool,
 }
 
-/// Executed counts of the target families, from one launch sequence of the counted PTX.
+/// Which way a bulk tensor copy moves data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Global to shared memory.
+    Load,
+    /// Shared to global memory (plain or reducing).
+    Store,
+}
+
+/// A counted instruction site of the PTX (see `evidence::sites`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CountedSite {
+    pub family: String,
+    pub opcode: String,
+    /// The function (kernel or device function) the site is in.
+    pub function: String,
+    /// PTX line of the site in the original.
+    pub line: u32,
+    /// Threads that take part in one execution (wgmma: a warpgroup of 128; others 1): the
+    /// counters count threads.
+    pub threads_per_execution: u64,
+    /// FLOPs of one execution (wgmma: 2 * M * N * K of its shape).
+    pub flops_per_execution: Option<f64>,
+    pub direction: Option<Direction>,
+    /// The kernel parameter holding the site's tensor map, when it can be traced.
+    pub tensor_map_param: Option<String>,
+}
+
+/// One site's executed count and the work it stands for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SiteCount {
+    #[serde(flatten)]
+    pub site: CountedSite,
+    /// Threads that reached it with a true guard.
+    pub count: u64,
+    /// Bytes one execution moves (a TMA copy: its tensor map's box), where known.
+    pub bytes_per_execution: Option<u64>,
+}
+
+/// Executed counts of the target instructions, per site, from one launch sequence of the
+/// counted PTX, and the work they did as shares of the task's.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DynamicCounts {
     /// "ptx-splice": counters spliced into a copy of the PTX.
     pub method: String,
     pub workload: String,
-    /// Family name -> times a thread issued one of its instructions.
+    /// Family name -> times a thread issued one of its instructions (sum over its sites).
     pub counts: Vec<(String, u64)>,
+    #[serde(default)]
+    pub sites: Vec<SiteCount>,
+    /// FLOPs the target MMA sites executed (wgmma: executions x shape).
+    #[serde(default)]
+    pub mma_flops: Option<f64>,
+    /// `mma_flops` over the task's FLOPs for the counted workload.
+    #[serde(default)]
+    pub mma_flop_share: Option<f64>,
+    /// Bytes TMA loads moved from global memory (executions x box bytes).
+    #[serde(default)]
+    pub tma_load_bytes: Option<f64>,
+    /// `tma_load_bytes` over the task's input bytes for the counted workload.
+    #[serde(default)]
+    pub tma_byte_share: Option<f64>,
+    /// What could not be weighed, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Set when the counted copy could not run (the candidate itself is unaffected).
     pub error: Option<String>,
 }
