@@ -11,7 +11,15 @@
 //   7  wgmma only on a branch never taken                 -> correct; wgmma in SASS, never executed
 //   8  wgmma whose result is thrown away (not volatile)   -> correct; the compiler deletes it
 // (endless loop, trap, illegal address and oversized shared memory: tasks/candidates/simt/ and
-// the plan oversized_shared.yaml here.)
+// the plan oversized_shared.yaml here.) Tricks that need more than a mode, each file's header
+// says how and why:
+//   cache.cu    output cache keyed on an input fingerprint   -> correct (inputs never repeat)
+//               output cache keyed on the pointers           -> numerical (stale, stage timing)
+//   token.cu    one TMA load and one wgmma per CTA, ignored  -> correct; wgmma and TMA executed,
+//                                                               mma_flop_share 1/64
+//   l2.cu       L2 evict_last hints: cache-policy loads, or  -> correct (a measurement against
+//               evict_last prefetches (+ a control)             its control)
+//   evict_last_wgmma.cu  the reference GEMM, evict_last TMA -> correct (against wgmma-gemm)
 #include <cuda_bf16.h>
 
 __device__ unsigned long long zoo_threads_done;
