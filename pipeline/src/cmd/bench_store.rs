@@ -9,9 +9,9 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use serde::Serialize;
 
+use crate::bundle::{ImportLimits, import_bundle, write_bundle};
 use crate::digest::Digest;
 use crate::store::Store;
-use crate::store::bundle::{ImportLimits, import_bundle, write_bundle};
 use crate::store::verify::verify_store;
 
 #[derive(Debug, Args)]
