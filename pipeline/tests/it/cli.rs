@@ -184,3 +184,21 @@ fn issue_15_every_command_exits_quietly_on_a_closed_pipe() {
         );
     }
 }
+
+#[test]
+fn issue_15_plan_yaml_errors_name_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        crate::ptx_fixture("gemm_simt_bf16.sm_90a.ptx"),
+        dir.path().join("kernel.ptx"),
+    )
+    .expect("copy");
+    std::fs::write(dir.path().join("plan.yaml"), "launches: [\n").expect("write");
+    let d = dir.path().to_str().expect("utf-8");
+    let (code, out, err) = ptxbench(&["check", d, "--task", "gemm_n7168_k5120"]);
+    assert_ne!(code, 0, "{out}{err}");
+    let plan = dir.path().join("plan.yaml");
+    let text = format!("{out}{err}");
+    assert!(text.contains(&plan.display().to_string()), "{text}");
+    assert!(!text.contains("(yaml)"), "{text}");
+}
