@@ -78,9 +78,6 @@ pub enum Command {
     Run(run::RunArgs),
     /// Prompt models through a chat endpoint, evaluate, feed back; resumable.
     Generate(generate::GenerateArgs),
-    /// Internal: a loopback chat server replaying canned answers (tests, dry runs).
-    #[command(hide = true)]
-    ServeCanned(generate::ServeCannedArgs),
     /// Time the library baseline alone on a task's workloads and check its outputs.
     Baseline(baseline::BaselineArgs),
     /// Run the harness's fp32 reference for one workload and write inputs and outputs.
@@ -112,7 +109,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(a) => audit::run(a, tasks_dir),
         Command::Run(a) => run::run(a, tasks_dir),
         Command::Generate(a) => generate::run(a, tasks_dir),
-        Command::ServeCanned(a) => generate::serve_canned(a),
         Command::Reference(a) => reference::run(a, tasks_dir),
         Command::Worker { dir } => {
             crate::engine::worker::serve(&dir)
