@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole generation loop on a GPU machine, with no model behind it: `ptxbench serve-canned`
-# replays canned answers on 127.0.0.1, `ptxbench generate` prompts it, extracts, checks and
+# The whole generation loop on a GPU machine, with no model behind it: the canned chat server
+# (the `canned-server` example, test support that is not in the shipped binary) replays canned
+# answers on 127.0.0.1, `ptxbench generate` prompts it, extracts, checks and
 # evaluates every answer in an engine worker between turns and feeds the result back; then both
 # SFT kinds are exported from the run. Canned answers, by turn: 0 a truncated answer
 # (extraction), 1 the SIMT GEMM with its numerically wrong plan (tasks/candidates/simt/gemm/
@@ -9,12 +10,18 @@
 #
 # Usage (from anywhere; needs a GPU and the CUDA libraries the engine loads, as `ptxbench run`):
 #   PTXBENCH=target/release/ptxbench pipeline/scripts/generate-loopback.sh [WORK_DIR]
+# CANNED_SERVER names the server's binary (default: target/release/examples/canned-server,
+# built with `cargo build --release --example canned-server` when it is missing).
 # Writes under WORK_DIR (default: a new temp folder): canned/, gen.yaml, out/ (journal,
 # digests), artifacts/ (the store), kernelgen.jsonl, fixit.jsonl, fixit.parquet and the
 # coverage reports beside them. Run it twice: the second run asks the server for nothing.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 ptxbench=${PTXBENCH:-$repo/target/release/ptxbench}
+canned_server=${CANNED_SERVER:-${CARGO_TARGET_DIR:-$repo/target}/release/examples/canned-server}
+if [ ! -x "$canned_server" ]; then
+  (cd "$repo" && cargo build --release --locked -p ptxbench --example canned-server)
+fi
 work=${1:-$(mktemp -d)}
 port=${PORT:-18931}
 mkdir -p "$work/canned"
@@ -33,7 +40,7 @@ answer "$cand/wrong.yaml" > "$work/canned/turn-1.md"
 answer "$cand/plan.yaml" > "$work/canned/turn-2.md"
 printf '429 1\n500\n' > "$work/canned/faults.txt"
 
-"$ptxbench" serve-canned "$work/canned" --port "$port" &
+"$canned_server" "$work/canned" --port "$port" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do

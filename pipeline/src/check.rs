@@ -224,7 +224,7 @@ pub fn check(candidate: &Candidate, task: &Task, opts: &CheckOptions) -> CheckRe
     }
 
     // 3. The plan, bound to the PTX and evaluated per workload.
-    match LaunchPlan::parse(&candidate.plan, task) {
+    match LaunchPlan::parse_from(&candidate.plan, task, &candidate.plan_source) {
         Err(e) => r.fail(FailureClass::Launch, plan_reasons(e.problems)),
         Ok(plan) => {
             let problems = bind::check_module(&plan, &module, arch);

@@ -5,6 +5,7 @@
 
 pub mod arch;
 pub mod audit;
+pub mod bundle;
 pub mod candidate;
 pub mod check;
 pub mod cmd;
@@ -20,6 +21,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod prompt;
 pub mod record;
+pub mod scratch;
 pub mod site;
 pub mod store;
 pub mod task;

@@ -18,9 +18,15 @@ pub struct Candidate {
     pub lang: KernelLang,
     pub kernel: String,
     pub plan: String,
+    /// Where the plan came from, for errors: its file, or the response's plan block.
+    #[serde(skip)]
+    pub plan_source: String,
     /// How extraction resolved ambiguities (empty for a folder).
     pub notes: Vec<String>,
 }
+
+/// The `plan_source` of a plan extracted from a model response.
+pub const RESPONSE_PLAN: &str = "the response's plan block";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CandidateError {
@@ -53,6 +59,7 @@ impl Candidate {
             lang: e.lang,
             kernel: e.kernel,
             plan: e.plan,
+            plan_source: RESPONSE_PLAN.into(),
             notes: e.notes,
         })
     }
@@ -79,6 +86,7 @@ impl Candidate {
             lang,
             kernel: read(kernel)?,
             plan: read(plan)?,
+            plan_source: plan.display().to_string(),
             notes: Vec::new(),
         })
     }
@@ -121,13 +129,17 @@ impl Candidate {
                 lang,
                 kernel: read(&kernel_path)?,
                 plan: read(&plan_path)?,
+                plan_source: plan_path.display().to_string(),
                 notes: Vec::new(),
             });
         }
         let text = read(path)?;
-        Candidate::from_response(&text).map_err(|source| CandidateError::Extraction {
-            path: path.to_path_buf(),
-            source,
-        })
+        let mut c =
+            Candidate::from_response(&text).map_err(|source| CandidateError::Extraction {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        c.plan_source = format!("{}: {RESPONSE_PLAN}", path.display());
+        Ok(c)
     }
 }

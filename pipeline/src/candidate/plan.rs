@@ -323,8 +323,15 @@ pub struct PlanError {
 pub const MAX_LAUNCHES: usize = 16;
 
 impl LaunchPlan {
-    /// Parses the YAML text of a plan and checks it against `task`.
+    /// Parses the YAML text of a plan and checks it against `task`; a YAML error is located as
+    /// `plan YAML`.
     pub fn parse(text: &str, task: &Task) -> Result<LaunchPlan, PlanError> {
+        LaunchPlan::parse_from(text, task, "plan YAML")
+    }
+
+    /// Like [`LaunchPlan::parse`], with a YAML error located at `source` (the plan's file, or
+    /// which block of which response).
+    pub fn parse_from(text: &str, task: &Task, source: &str) -> Result<LaunchPlan, PlanError> {
         // YAML 1.2 booleans: an axis called `N` or `y` stays a name, not `false`/`true`;
         // a key written twice is an error, not a silent last-wins.
         let options = serde_saphyr::options! {
@@ -335,7 +342,7 @@ impl LaunchPlan {
         let file: PlanFile =
             serde_saphyr::from_str_with_options(text, options).map_err(|e| PlanError {
                 problems: vec![PlanProblem {
-                    field: "(yaml)".into(),
+                    field: source.to_string(),
                     reason: e.to_string(),
                 }],
             })?;

@@ -1,12 +1,12 @@
 //! `ptxbench bundle MANIFEST -o FILE.zip`: a manifest and its whole closure in one
-//! deterministic zip (see `store::bundle`).
+//! deterministic zip (see `bundle`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::store::bundle::write_bundle;
+use crate::bundle::write_bundle;
 
 use super::verify::StoreArgs;
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::store::bundle::{ImportLimits, import_bundle};
+use crate::bundle::{ImportLimits, import_bundle};
 use crate::store::reported::{PAPER_SOURCE, ReportedData, import_reported};
 
 use super::verify::StoreArgs;
@@ -35,11 +35,30 @@ pub fn run(a: ImportArgs) -> anyhow::Result<ExitCode> {
             .context("the store folder has no parent; pass --manifests DIR")?,
     };
     let s = import_bundle(&store, &manifests, &a.bundle, &ImportLimits::default())?;
+    if s.swept > 0 {
+        eprintln!(
+            "removed {} temp files that interrupted writes had left in {}",
+            s.swept,
+            store.temp_dir().display()
+        );
+    }
+    for d in &s.repaired {
+        eprintln!(
+            "repaired {d}: the stored copy did not hash to its name; replaced by the bundle's"
+        );
+    }
+    if let Some(first) = s.skipped.first() {
+        eprintln!(
+            "skipped {} entries that the manifest's closure does not reference (not imported; the first: {first})",
+            s.skipped.len()
+        );
+    }
     println!(
-        "imported {}: {} objects ({} new, {} bytes), manifest {}",
+        "imported {}: {} objects ({} new, repaired {} objects, {} bytes), manifest {}",
         a.bundle.display(),
         s.objects,
         s.new_objects,
+        s.repaired.len(),
         s.bytes,
         s.manifest.display()
     );

@@ -3,7 +3,6 @@
 mod audit;
 mod baseline;
 mod bench_site;
-mod bench_store;
 mod bundle;
 mod check;
 mod eval;
@@ -57,9 +56,6 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Store a folder of published (reported) data byte-for-byte, with an import object.
     ImportReported(import::ImportReportedArgs),
-    /// Internal: benchmark the store (verify, bundle, import) on generated data.
-    #[command(hide = true)]
-    BenchStore(bench_store::BenchStoreArgs),
     /// Build the static leaderboard site from a manifest and its store (no GPU needed).
     Site(site::SiteArgs),
     /// Export data of a manifest (the metrics table as Parquet or CSV).
@@ -78,9 +74,6 @@ pub enum Command {
     Run(run::RunArgs),
     /// Prompt models through a chat endpoint, evaluate, feed back; resumable.
     Generate(generate::GenerateArgs),
-    /// Internal: a loopback chat server replaying canned answers (tests, dry runs).
-    #[command(hide = true)]
-    ServeCanned(generate::ServeCannedArgs),
     /// Time the library baseline alone on a task's workloads and check its outputs.
     Baseline(baseline::BaselineArgs),
     /// Run the harness's fp32 reference for one workload and write inputs and outputs.
@@ -102,7 +95,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bundle(a) => bundle::run(a),
         Command::Import(a) => import::run(a),
         Command::ImportReported(a) => import::run_reported(a),
-        Command::BenchStore(a) => bench_store::run(a),
         Command::Site(a) => site::run(a, tasks_dir),
         Command::Export(c) => export::run(c, tasks_dir),
         Command::BenchSite(a) => bench_site::run(a, tasks_dir),
@@ -112,7 +104,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(a) => audit::run(a, tasks_dir),
         Command::Run(a) => run::run(a, tasks_dir),
         Command::Generate(a) => generate::run(a, tasks_dir),
-        Command::ServeCanned(a) => generate::serve_canned(a),
         Command::Reference(a) => reference::run(a, tasks_dir),
         Command::Worker { dir } => {
             crate::engine::worker::serve(&dir)

@@ -47,10 +47,32 @@ pub struct VerifyArgs {
     /// Hashing threads for a whole-store verify (default: the number of cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Remove the temp files that interrupted writes left in the store (never the file of a
+    /// write in progress).
+    #[arg(long)]
+    pub sweep: bool,
 }
 
 pub fn run(a: VerifyArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let store = a.store.open()?;
+    if a.sweep {
+        for p in store.sweep_temp()? {
+            eprintln!("removed leftover temp file {}", p.display());
+        }
+    }
+    for t in store.leftover_temp()? {
+        if t.stale {
+            eprintln!(
+                "warning: leftover temp file of an interrupted write: {} (`ptxbench verify --sweep` removes it)",
+                t.path.display()
+            );
+        } else {
+            eprintln!(
+                "note: temp file of a write in progress: {}",
+                t.path.display()
+            );
+        }
+    }
     let start = Instant::now();
     let (problems, summary) = match &a.manifest {
         Some(path) => {

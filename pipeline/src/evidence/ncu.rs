@@ -194,26 +194,18 @@ impl NcuSourceReport {
     }
 }
 
-/// Splits one CSV line (RFC 4180 quoting: `"a,b"`, `""` inside quotes).
+/// Splits one CSV line (RFC 4180 quoting: `"a,b"`, `""` inside quotes) with the `csv` crate.
+/// ncu interleaves CSV tables of different widths with `==PROF==` lines, so it is read a line
+/// at a time.
 pub fn split_csv_line(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            ',' if !quoted => out.push(std::mem::take(&mut cur)),
-            '\r' if !quoted => {}
-            _ => cur.push(c),
-        }
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(line.as_bytes());
+    match reader.records().next() {
+        Some(Ok(r)) => r.iter().map(str::to_string).collect(),
+        _ => vec![String::new()],
     }
-    out.push(cur);
-    out
 }
 
 fn is_warp_count(h: &str) -> bool {

@@ -5,6 +5,10 @@
 //! (429, 5xx, timeouts, dropped connections) or not (other 4xx, a bad URL). Retrying, backoff
 //! and spend are the caller's ([`super::backoff`], [`super::trajectory`]). The API key travels
 //! in the `Authorization` header only; it is never part of the bytes returned or stored.
+//!
+//! A redirect is never followed (another origin would answer in the model's name, and get the
+//! key): it is an [`AttemptError::Redirect`] with its status and location. Token counts
+//! saturate: a usage of 2^63 or beyond reads as `u64::MAX` (a negative one as 0), never wraps.
 
 use std::time::{Duration, Instant};
 
@@ -63,6 +67,14 @@ pub enum AttemptError {
         retry_after: Option<Duration>,
         body: Vec<u8>,
     },
+    #[error(
+        "HTTP {status}: redirect to `{location}` not followed (a chat endpoint must answer itself; point `endpoint` at the final URL if it is trusted)"
+    )]
+    Redirect {
+        status: u16,
+        location: String,
+        body: Vec<u8>,
+    },
     #[error("timed out: {0}")]
     Timeout(String),
     #[error("connection failed or dropped: {0}")]
@@ -88,6 +100,7 @@ impl AttemptError {
     pub fn retryable(&self) -> bool {
         match self {
             AttemptError::Status { status, .. } => *status == 429 || *status >= 500,
+            AttemptError::Redirect { .. } => false,
             AttemptError::Timeout(_) | AttemptError::Connection(_) | AttemptError::Malformed(_) => {
                 true
             }
@@ -103,10 +116,22 @@ impl AttemptError {
         }
     }
 
+    /// The body the server sent with a refused reply, if any.
+    pub fn body(&self) -> Option<&[u8]> {
+        match self {
+            AttemptError::Status { body, .. } | AttemptError::Redirect { body, .. } => {
+                Some(body.as_slice()).filter(|b| !b.is_empty())
+            }
+            _ => None,
+        }
+    }
+
     /// A one-line summary for exchange objects and logs.
     pub fn summary(&self) -> String {
         match self {
-            AttemptError::Status { status, .. } => format!("http {status}"),
+            AttemptError::Status { status, .. } | AttemptError::Redirect { status, .. } => {
+                format!("http {status}")
+            }
             AttemptError::Timeout(_) => "timeout".into(),
             AttemptError::Connection(_) => "connection".into(),
             AttemptError::Malformed(_) => "malformed".into(),
@@ -137,6 +162,7 @@ impl ChatClient {
     pub fn new(url: String, api_key: Option<String>, timeout: Duration) -> ChatClient {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .max_redirects(0)
             .timeout_global(Some(timeout))
             .max_idle_connections(0)
             .build()
@@ -166,6 +192,12 @@ impl ChatClient {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
+        let location = resp.headers().get("location").map(|v| {
+            String::from_utf8_lossy(v.as_bytes())
+                .chars()
+                .take(500)
+                .collect()
+        });
         let bytes = resp
             .body_mut()
             .with_config()
@@ -173,6 +205,13 @@ impl ChatClient {
             .read_to_vec()
             .map_err(classify)?;
         let latency_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if (300..400).contains(&status) {
+            return Err(AttemptError::Redirect {
+                status,
+                location: location.unwrap_or_else(|| "(no Location header)".into()),
+                body: bytes,
+            });
+        }
         if !(200..300).contains(&status) {
             return Err(AttemptError::Status {
                 status,
@@ -230,11 +269,11 @@ struct RawMessage {
 
 #[derive(Deserialize)]
 struct RawUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "saturating")]
     prompt_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "saturating")]
     completion_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "saturating")]
     total_tokens: u64,
     #[serde(default)]
     completion_tokens_details: Option<RawDetails>,
@@ -242,19 +281,32 @@ struct RawUsage {
 
 #[derive(Deserialize)]
 struct RawDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "saturating_opt")]
     reasoning_tokens: Option<u64>,
+}
+
+/// A token count as any JSON number (or null): clamped to `0..=u64::MAX`, never wrapped.
+fn saturating<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    saturating_opt(d).map(Option::unwrap_or_default)
+}
+
+fn saturating_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = Option::<serde_json::Number>::deserialize(d)?;
+    Ok(v.map(|n| {
+        n.as_u64().unwrap_or_else(|| match n.as_f64() {
+            Some(f) if f > 0.0 => f.min(u64::MAX as f64) as u64,
+            _ => 0,
+        })
+    }))
 }
 
 /// Reads a chat-completions reply body.
 pub fn parse_completion(body: &[u8]) -> Result<Completion, AttemptError> {
     let raw: RawReply =
         serde_json::from_slice(body).map_err(|e| AttemptError::Malformed(e.to_string()))?;
-    let choice = raw
-        .choices
-        .into_iter()
-        .next()
-        .ok_or_else(|| AttemptError::Malformed("no `choices`".into()))?;
+    let choice = raw.choices.into_iter().next().ok_or_else(|| {
+        AttemptError::Malformed(format!("no `choices` in the reply: {}", snippet(body)))
+    })?;
     let usage = raw.usage.map_or(Usage::default(), |u| Usage {
         prompt_tokens: u.prompt_tokens,
         completion_tokens: u.completion_tokens,
@@ -262,7 +314,7 @@ pub fn parse_completion(body: &[u8]) -> Result<Completion, AttemptError> {
         total_tokens: if u.total_tokens > 0 {
             u.total_tokens
         } else {
-            u.prompt_tokens + u.completion_tokens
+            u.prompt_tokens.saturating_add(u.completion_tokens)
         },
     });
     Ok(Completion {
@@ -287,6 +339,34 @@ mod tests {
         assert_eq!(c.usage.total_tokens, 8);
         assert!(parse_completion(b"{\"choices\":[]}").is_err());
         assert!(parse_completion(b"<html>").is_err());
+    }
+
+    #[test]
+    fn issue_15_token_counts_saturate() {
+        let body = br#"{"choices":[{"message":{"content":"x"}}],
+            "usage":{"prompt_tokens":9223372036854775808,"completion_tokens":9223372036854775808}}"#;
+        let c = parse_completion(body).expect("a completion");
+        assert_eq!(
+            c.usage.total_tokens,
+            u64::MAX,
+            "2^63 + 2^63 must not wrap to 0"
+        );
+        let body = br#"{"choices":[{"message":{"content":"x"}}],
+            "usage":{"prompt_tokens":1e30,"completion_tokens":-5,"total_tokens":184467440737095516150,
+                     "completion_tokens_details":{"reasoning_tokens":1e300}}}"#;
+        let c = parse_completion(body).expect("a completion");
+        assert_eq!(c.usage.prompt_tokens, u64::MAX);
+        assert_eq!(c.usage.completion_tokens, 0);
+        assert_eq!(c.usage.total_tokens, u64::MAX);
+        assert_eq!(c.usage.reasoning_tokens, Some(u64::MAX));
+    }
+
+    #[test]
+    fn issue_15_a_200_without_choices_shows_its_body() {
+        let e = parse_completion(br#"{"error":{"message":"quota exceeded for this key"}}"#)
+            .expect_err("no choices")
+            .to_string();
+        assert!(e.contains("quota exceeded for this key"), "{e}");
     }
 
     #[test]

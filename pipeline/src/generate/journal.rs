@@ -4,8 +4,16 @@
 //! One entry per finished turn, keyed by `<trajectory key>#<turn>`; it names the turn's record
 //! and exchange (both already in the store when the entry is written) and the conversation the
 //! next turn continues from. Finished trajectories map to their trajectory object; the spend
-//! counters cover every invocation on this folder. The file is rewritten whole, to a temp file
-//! then renamed, after every change: a crash leaves the old journal or the new one, never half.
+//! counters cover every invocation on this folder. The file is rewritten whole, to a locked temp
+//! file (`.journal-*`) then renamed, after every change: a crash leaves the old journal or the
+//! new one, never half, and [`Journal::load`] sweeps the temp files a killed run left.
+//!
+//! Spend is journalled as an intent before a request is sent: the request is counted and its
+//! completion budget (`sampling.max_tokens`) reserved, and the journal is saved, then the
+//! request goes out; the reply's usage replaces the reservation. A run killed with requests in
+//! flight leaves them counted, and [`Journal::load`] counts their reservations as tokens spent,
+//! so `--max-requests` and `--max-tokens` hold across kills. The journal also keeps the
+//! generation's seed, so a resumed generation reuses the one drawn when it started.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,9 +29,18 @@ pub const JOURNAL_FILE: &str = "journal.json";
 /// Requests and tokens spent so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spend {
+    /// Requests sent or about to be (counted before sending).
     pub requests: u64,
+    /// Tokens the endpoint reported, saturating.
     pub tokens: u64,
+    /// Tokens reserved for requests in flight (their `max_tokens`); on load, those of a run
+    /// that was killed count as spent.
+    #[serde(default)]
+    pub reserved_tokens: u64,
 }
+
+/// The prefix of the journal's temp files.
+const TEMP_PREFIX: &str = ".journal-";
 
 /// One finished turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +59,9 @@ pub struct TurnEntry {
 pub struct Journal {
     pub schema: String,
     pub spent: Spend,
+    /// The base seed of the generation (the manifest's, or the one drawn when it started).
+    #[serde(default)]
+    pub seed: Option<u64>,
     pub turns: BTreeMap<String, TurnEntry>,
     /// Trajectory key → its trajectory object.
     pub trajectories: BTreeMap<String, Digest>,
@@ -64,12 +84,19 @@ pub fn turn_key(trajectory: &str, turn: u32) -> String {
 }
 
 impl Journal {
-    /// Reads the journal in `dir`, or an empty one if there is none yet.
+    /// Reads the journal in `dir`, or an empty one if there is none yet; removes the temp files
+    /// of killed runs and counts their in-flight reservations as spent.
     pub fn load(dir: &Path) -> Result<Journal, JournalError> {
         let path = dir.join(JOURNAL_FILE);
+        crate::scratch::sweep(dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, None).map_err(
+            |source| JournalError::Io {
+                path: dir.to_path_buf(),
+                source,
+            },
+        )?;
         match std::fs::read(&path) {
             Ok(bytes) => {
-                let j: Journal =
+                let mut j: Journal =
                     serde_json::from_slice(&bytes).map_err(|e| JournalError::Parse {
                         path: path.clone(),
                         message: e.to_string(),
@@ -80,6 +107,8 @@ impl Journal {
                         message: format!("schema `{}`, expected `{JOURNAL_SCHEMA}`", j.schema),
                     });
                 }
+                j.spent.tokens = j.spent.tokens.saturating_add(j.spent.reserved_tokens);
+                j.spent.reserved_tokens = 0;
                 Ok(j)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Journal {
@@ -99,7 +128,11 @@ impl Journal {
             source,
         };
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .tempfile_in(dir)
+            .and_then(crate::scratch::lock)
+            .map_err(io)?;
         tmp.write_all(&bytes).map_err(io)?;
         tmp.as_file().sync_all().map_err(io)?;
         tmp.persist(&path).map_err(|e| io(e.error))?;
@@ -147,5 +180,23 @@ mod tests {
         let back = Journal::load(dir.path()).expect("loads");
         assert_eq!(back, j);
         assert_eq!(back.turns_of("m/t/sm_90a/v1/r1").len(), 2);
+    }
+
+    #[test]
+    fn issue_15_reservations_of_a_killed_run_count_as_spent() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut j = Journal::load(dir.path()).expect("empty");
+        j.spent = Spend {
+            requests: 5,
+            tokens: u64::MAX - 10,
+            reserved_tokens: 4096,
+        };
+        j.seed = Some(42);
+        j.save(dir.path()).expect("saved");
+        let back = Journal::load(dir.path()).expect("loads");
+        assert_eq!(back.spent.requests, 5);
+        assert_eq!(back.spent.tokens, u64::MAX, "saturates");
+        assert_eq!(back.spent.reserved_tokens, 0);
+        assert_eq!(back.seed, Some(42));
     }
 }

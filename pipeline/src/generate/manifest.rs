@@ -7,7 +7,16 @@
 //! model names unique. Defaults mirror the paper: prompt variants 1-3, 4 replicas, turn limits
 //! 1, 4 and 8 (a trajectory runs to the largest limit; the smaller limits are read from its
 //! first turns). API keys are never in the file: a model names the environment variable that
-//! holds its key, and the key is read at run time only.
+//! holds its key, and the key is read at run time only. With no `seed`, each generation draws
+//! one from the operating system's entropy when it starts (and records it); a given seed
+//! reproduces a generation.
+//!
+//! Every number is bounded, so that no manifest can overflow a clock or fill the memory:
+//! timeouts 1 s to [`MAX_TIMEOUT_S`] (a day), replicas up to [`MAX_REPLICAS`], turn limits up to
+//! [`MAX_TURNS`], concurrency up to [`MAX_CONCURRENCY`], GPUs up to [`MAX_GPUS`], attempts up to
+//! [`MAX_ATTEMPTS`], retry delays up to [`MAX_DELAY_MS`], `max_tokens` up to
+//! [`MAX_SAMPLING_TOKENS`]; and the work list is at most [`MAX_TRAJECTORIES`] trajectories
+//! (checked before it is built).
 //!
 //! ```yaml
 //! generate: 1
@@ -30,6 +39,22 @@ use crate::arch::Arch;
 /// The generation-manifest format this code reads.
 pub const FORMAT: u32 = 1;
 
+/// The longest timeout (a request's or an evaluation's), seconds: a day.
+pub const MAX_TIMEOUT_S: u64 = 86_400;
+pub const MAX_REPLICAS: u32 = 1000;
+pub const MAX_TURNS: u32 = 64;
+/// Requests in flight at once for one model.
+pub const MAX_CONCURRENCY: usize = 256;
+pub const MAX_GPUS: usize = 64;
+/// Attempts of one request.
+pub const MAX_ATTEMPTS: u32 = 100;
+/// The longest wait between two attempts, milliseconds: an hour.
+pub const MAX_DELAY_MS: u64 = 3_600_000;
+/// The largest `sampling.max_tokens`.
+pub const MAX_SAMPLING_TOKENS: u64 = 10_000_000;
+/// The most trajectories one manifest expands into.
+pub const MAX_TRAJECTORIES: u64 = 1_000_000;
+
 /// A parsed and validated generation manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,9 +76,9 @@ pub struct GenManifest {
     /// The system message that opens every conversation (none when absent).
     #[serde(default = "default_system")]
     pub system: Option<String>,
-    /// Base of the evaluation seeds and of the retry jitter.
-    #[serde(default = "default_seed")]
-    pub seed: u64,
+    /// Base of the evaluation seeds and of the retry jitter; drawn at run time when absent.
+    #[serde(default)]
+    pub seed: Option<u64>,
     #[serde(default)]
     pub eval: EvalSettings,
     #[serde(default)]
@@ -194,9 +219,6 @@ fn default_system() -> Option<String> {
             .into(),
     )
 }
-fn default_seed() -> u64 {
-    1
-}
 fn default_concurrency() -> usize {
     4
 }
@@ -313,24 +335,57 @@ impl GenManifest {
         if self.variants.iter().collect::<BTreeSet<_>>().len() != self.variants.len() {
             return Err(invalid("variants", "a variant is listed twice"));
         }
-        if self.replicas == 0 {
-            return Err(invalid("replicas", "must be at least 1"));
-        }
+        let within = |field: &str, v: u64, lo: u64, hi: u64, unit: &str| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(invalid(
+                    field,
+                    &format!("{v} is out of range: must be {lo} to {hi}{unit}"),
+                ))
+            }
+        };
+        within(
+            "replicas",
+            u64::from(self.replicas),
+            1,
+            u64::from(MAX_REPLICAS),
+            "",
+        )?;
         if self.turn_limits.is_empty() || self.turn_limits.contains(&0) {
             return Err(invalid(
                 "turn_limits",
                 "list positive turn limits, e.g. [1, 4, 8]",
             ));
         }
-        if self.max_turns() > 64 {
-            return Err(invalid("turn_limits", "at most 64 turns per trajectory"));
+        if self.max_turns() > MAX_TURNS {
+            return Err(invalid(
+                "turn_limits",
+                &format!("at most {MAX_TURNS} turns per trajectory"),
+            ));
         }
-        if self.eval.gpus == 0 {
-            return Err(invalid("eval.gpus", "must be at least 1"));
-        }
-        if self.retry.max_attempts == 0 {
-            return Err(invalid("retry.max_attempts", "must be at least 1"));
-        }
+        within("eval.gpus", self.eval.gpus as u64, 1, MAX_GPUS as u64, "")?;
+        within(
+            "eval.timeout_s",
+            self.eval.timeout_s,
+            1,
+            MAX_TIMEOUT_S,
+            " seconds",
+        )?;
+        within(
+            "retry.max_attempts",
+            u64::from(self.retry.max_attempts),
+            1,
+            u64::from(MAX_ATTEMPTS),
+            "",
+        )?;
+        within(
+            "retry.max_delay_ms",
+            self.retry.max_delay_ms,
+            0,
+            MAX_DELAY_MS,
+            " ms",
+        )?;
         if self.retry.base_delay_ms > self.retry.max_delay_ms {
             return Err(invalid(
                 "retry.base_delay_ms",
@@ -373,12 +428,14 @@ impl GenManifest {
                     "must be an environment variable name",
                 ));
             }
-            if m.concurrency == 0 {
-                return Err(invalid(&f("concurrency"), "must be at least 1"));
-            }
-            if m.timeout_s == 0 {
-                return Err(invalid(&f("timeout_s"), "must be at least 1"));
-            }
+            within(
+                &f("concurrency"),
+                m.concurrency as u64,
+                1,
+                MAX_CONCURRENCY as u64,
+                "",
+            )?;
+            within(&f("timeout_s"), m.timeout_s, 1, MAX_TIMEOUT_S, " seconds")?;
             let s = &m.sampling;
             if s.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
                 return Err(invalid(&f("sampling.temperature"), "must be within 0..=2"));
@@ -386,8 +443,8 @@ impl GenManifest {
             if s.top_p.is_some_and(|t| !(t > 0.0 && t <= 1.0)) {
                 return Err(invalid(&f("sampling.top_p"), "must be within (0, 1]"));
             }
-            if s.max_tokens == Some(0) {
-                return Err(invalid(&f("sampling.max_tokens"), "must be at least 1"));
+            if let Some(n) = s.max_tokens {
+                within(&f("sampling.max_tokens"), n, 1, MAX_SAMPLING_TOKENS, "")?;
             }
             for k in s.extra.keys() {
                 if ["model", "messages", "stream"].contains(&k.as_str()) {
@@ -455,5 +512,57 @@ mod tests {
             .expect_err("zero turns")
             .to_string();
         assert!(e.contains("turn_limits"), "{e}");
+    }
+
+    #[test]
+    fn issue_15_huge_numbers_are_clear_errors_naming_the_field() {
+        let cases = [
+            (
+                MINIMAL.replace("endpoint:", "timeout_s: 18446744073709551615, endpoint:"),
+                "models[0].timeout_s",
+            ),
+            (
+                MINIMAL.replace("archs", "replicas: 4294967295\narchs"),
+                "replicas",
+            ),
+            (
+                MINIMAL.replace("archs", "turn_limits: [1, 4294967295]\narchs"),
+                "turn_limits",
+            ),
+            (
+                MINIMAL.replace("endpoint:", "concurrency: 18446744073709551615, endpoint:"),
+                "models[0].concurrency",
+            ),
+            (
+                MINIMAL.replace("archs", "eval: {timeout_s: 18446744073709551615}\narchs"),
+                "eval.timeout_s",
+            ),
+            (
+                MINIMAL.replace("archs", "eval: {gpus: 100000}\narchs"),
+                "eval.gpus",
+            ),
+            (
+                MINIMAL.replace("archs", "retry: {max_attempts: 4294967295}\narchs"),
+                "retry.max_attempts",
+            ),
+            (
+                MINIMAL.replace(
+                    "archs",
+                    "retry: {base_delay_ms: 1, max_delay_ms: 18446744073709551615}\narchs",
+                ),
+                "retry.max_delay_ms",
+            ),
+        ];
+        for (text, field) in cases {
+            let e = GenManifest::parse(&text, Path::new("g.yaml"))
+                .expect_err(field)
+                .to_string();
+            assert!(
+                e.contains("g.yaml") && e.contains(&format!("field `{field}`")),
+                "{field}: {e}"
+            );
+        }
+        let m = GenManifest::parse(MINIMAL, Path::new("g.yaml")).expect("valid");
+        assert_eq!(m.seed, None, "no seed: drawn at run time");
     }
 }

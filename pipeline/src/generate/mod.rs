@@ -4,15 +4,16 @@
 //! x prompt variant x replica ([`work_list`]). Each trajectory ([`trajectory`]) prompts the
 //! model, extracts and checks the candidate, evaluates it in an engine worker, and feeds the
 //! result back ([`feedback`]) for further turns. Requests go through [`chat`] with retries
-//! ([`backoff`]); the [`journal`] makes a run resumable; [`canned`] is a loopback server that
-//! replays canned answers, for tests and for dry runs of the whole loop.
+//! ([`backoff`]); the [`journal`] makes a run resumable. [`generation`] runs a whole work list
+//! and [`publish`] writes what it leaves behind.
 
 pub mod backoff;
-pub mod canned;
 pub mod chat;
 pub mod feedback;
+pub mod generation;
 pub mod journal;
 pub mod manifest;
+pub mod publish;
 pub mod trajectory;
 
 use crate::arch::Arch;
@@ -39,10 +40,13 @@ pub struct TrajectorySpec {
 }
 
 /// The trajectories of a manifest, in a fixed order (model, task, arch, variant, replica), and
-/// the (task, arch) pairs skipped because the task has no target for the arch.
+/// the (task, arch) pairs skipped because the task has no target for the arch. `seed` is the
+/// base of the evaluation seeds (the manifest's, or the one drawn for this generation). More
+/// than [`manifest::MAX_TRAJECTORIES`] is an error, found before any is built.
 pub fn work_list(
     m: &GenManifest,
     suite: &Suite,
+    seed: u64,
 ) -> Result<(Vec<TrajectorySpec>, Vec<String>), String> {
     let mut specs = Vec::new();
     let mut skipped = Vec::new();
@@ -50,6 +54,26 @@ pub fn work_list(
         if !suite.tasks.iter().any(|t| glob_match(p, t.id.as_str())) {
             return Err(format!("tasks[{i}]: no task matches `{p}`"));
         }
+    }
+    let pairs = suite
+        .tasks
+        .iter()
+        .filter(|t| m.tasks.iter().any(|p| glob_match(p, t.id.as_str())))
+        .map(|t| m.archs.iter().filter(|&&a| t.target(a).is_some()).count() as u64)
+        .sum::<u64>();
+    let total = [
+        m.models.len() as u64,
+        m.variants.len() as u64,
+        u64::from(m.replicas),
+    ]
+    .into_iter()
+    .try_fold(pairs, u64::checked_mul)
+    .unwrap_or(u64::MAX);
+    if total > manifest::MAX_TRAJECTORIES {
+        return Err(format!(
+            "{total} trajectories (models x (task, arch) pairs x variants x replicas), over the limit of {}",
+            manifest::MAX_TRAJECTORIES
+        ));
     }
     for (mi, model) in m.models.iter().enumerate() {
         for task in suite
@@ -74,8 +98,7 @@ pub fn work_list(
                             arch,
                             variant,
                             replica,
-                            seed: m
-                                .seed
+                            seed: seed
                                 .wrapping_mul(1_000_000)
                                 .wrapping_add(u64::from(v) * 1000 + u64::from(replica)),
                         });

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::TrajectorySpec;
 use super::backoff;
-use super::chat::{AttemptError, ChatClient, Completion, Message, Usage, parse_completion};
+use super::chat::{ChatClient, Completion, Message, Usage, parse_completion};
 use super::feedback;
 use super::journal::{Journal, JournalError, Spend, TurnEntry, turn_key};
 use super::manifest::{GenManifest, SpendLimits};
@@ -109,6 +109,8 @@ pub struct Context<'a> {
     /// Absolute, as the worker needs it.
     pub suite_dir: PathBuf,
     pub manifest: &'a GenManifest,
+    /// The generation's base seed (retry jitter; the specs carry the evaluation seeds).
+    pub seed: u64,
     pub out: PathBuf,
     /// The `ptxbench` executable evaluations run in.
     pub exe: PathBuf,
@@ -156,29 +158,41 @@ impl Context<'_> {
         self.journal.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Counts one request against the caps, or says which cap is spent.
-    fn reserve_request(&self) -> Result<(), TurnError> {
+    /// Charges one request against the caps before it is sent: counts it, reserves `budget`
+    /// tokens for its reply, and saves the journal (so a kill cannot lose the charge); or says
+    /// which cap is spent.
+    fn reserve_request(&self, budget: u64) -> Result<(), TurnError> {
         let mut j = self.lock_journal();
-        let Spend { requests, tokens } = j.spent;
+        let Spend {
+            requests,
+            tokens,
+            reserved_tokens,
+        } = j.spent;
+        let committed = tokens.saturating_add(reserved_tokens);
         let over = match (self.limits.max_requests, self.limits.max_tokens) {
             (Some(m), _) if requests >= m => Some(format!(
                 "request cap reached ({requests} of {m} requests sent)"
             )),
-            (_, Some(m)) if tokens >= m => {
-                Some(format!("token cap reached ({tokens} of {m} tokens used)"))
-            }
+            (_, Some(m)) if committed >= m => Some(format!(
+                "token cap reached ({committed} of {m} tokens used or reserved)"
+            )),
             _ => None,
         };
         if let Some(why) = over {
             self.capped.store(true, Ordering::SeqCst);
             return Err(TurnError::Capped(why));
         }
-        j.spent.requests += 1;
+        j.spent.requests = requests.saturating_add(1);
+        j.spent.reserved_tokens = reserved_tokens.saturating_add(budget);
+        j.save(&self.out)?;
         Ok(())
     }
 
-    fn add_tokens(&self, n: u64) {
-        self.lock_journal().spent.tokens += n;
+    /// Replaces a request's reservation by the tokens its reply reported.
+    fn settle(&self, budget: u64, used: u64) {
+        let mut j = self.lock_journal();
+        j.spent.reserved_tokens = j.spent.reserved_tokens.saturating_sub(budget);
+        j.spent.tokens = j.spent.tokens.saturating_add(used);
     }
 
     fn save_journal(&self) -> Result<(), TurnError> {
@@ -358,12 +372,21 @@ fn exchange(
     let policy = &ctx.manifest.retry;
     let request_body_digest = ctx.store.put(body)?;
     let mut attempts = Vec::new();
+    let budget = ctx.manifest.models[spec.model]
+        .sampling
+        .max_tokens
+        .unwrap_or(0);
     for attempt in 0..policy.max_attempts {
-        ctx.reserve_request()?;
-        let (err, body_digest) = match client.attempt(body) {
-            Ok(reply) => match parse_completion(&reply.body) {
+        ctx.reserve_request(budget)?;
+        let reply = client.attempt(body).map(|r| (parse_completion(&r.body), r));
+        let used = match &reply {
+            Ok((Ok(c), _)) => c.usage.total_tokens,
+            _ => 0,
+        };
+        ctx.settle(budget, used);
+        let (err, body_digest) = match reply {
+            Ok((parsed, reply)) => match parsed {
                 Ok(completion) => {
-                    ctx.add_tokens(completion.usage.total_tokens);
                     let response_body_digest = ctx.store.put(&reply.body)?;
                     attempts.push(AttemptNote {
                         outcome: "ok".into(),
@@ -387,12 +410,7 @@ fn exchange(
                 Err(e) => (e, Some(ctx.store.put(&reply.body)?)),
             },
             Err(e) => {
-                let d = match &e {
-                    AttemptError::Status { body, .. } if !body.is_empty() => {
-                        Some(ctx.store.put(body)?)
-                    }
-                    _ => None,
-                };
+                let d = e.body().map(|b| ctx.store.put(b)).transpose()?;
                 (e, d)
             }
         };
@@ -400,7 +418,7 @@ fn exchange(
         let wait = if err.retryable() && !last {
             backoff::delay(
                 policy,
-                ctx.manifest.seed,
+                ctx.seed,
                 &turn_key(&spec.key, turn),
                 attempt,
                 err.retry_after(),

@@ -260,7 +260,8 @@ impl Manifest {
     }
 }
 
-/// `YYYY-MM-DD` with month 1–12 and day 1–31.
+/// `YYYY-MM-DD` naming a day of the Gregorian calendar (`2026-02-31` is not one; leap years
+/// count).
 fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
@@ -271,7 +272,18 @@ fn is_date(s: &str) -> bool {
             c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
         })
     };
-    matches!((num(0..4), num(5..7), num(8..10)), (Some(_), Some(m), Some(d)) if (1..=12).contains(&m) && (1..=31).contains(&d))
+    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
 }
 
 #[cfg(test)]
@@ -310,5 +322,27 @@ mod tests {
         )
         .expect_err("bad date");
         assert!(e.to_string().contains("models.M.release_date"), "{e}");
+    }
+
+    #[test]
+    fn issue_15_release_date_must_be_a_real_day() {
+        let with = |date: &str| {
+            Manifest::parse(
+                &text(&format!(
+                    "models:\n  M: {{ display_name: M, organisation: O, release_date: {date} }}\n"
+                )),
+                Path::new("x.yaml"),
+            )
+        };
+        let e = with("2026-02-31").expect_err("February has no 31st");
+        assert!(e.to_string().contains("models.M.release_date"), "{e}");
+        assert!(with("2026-04-31").is_err());
+        assert!(with("2026-02-29").is_err(), "2026 is not a leap year");
+        assert!(with("2028-02-29").is_ok());
+        assert!(with("2000-02-29").is_ok());
+        assert!(with("1900-02-29").is_err());
+        assert!(with("2026-12-31").is_ok());
+        assert!(with("2026-13-01").is_err());
+        assert!(with("2026-01-00").is_err());
     }
 }

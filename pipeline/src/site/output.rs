@@ -2,6 +2,8 @@
 //! sibling folder, then swapped in place of the output folder, so a reader never sees a half
 //! site and stale pages of an earlier build never survive. A non-empty output folder is only
 //! replaced if an earlier build made it (it holds [`MARKER`]): `-o .` cannot wipe a checkout.
+//! The staging folders (`.ptxbench-site-*`) are locked while their build lives
+//! ([`crate::scratch`]); a build first removes those that a killed build left beside the output.
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -10,6 +12,8 @@ use super::{SiteError, SiteInput, render_each};
 
 /// The file that marks a folder as built by `ptxbench site`.
 pub const MARKER: &str = ".ptxbench-site";
+/// The name prefix of staging folders beside the output.
+pub const STAGING_PREFIX: &str = ".ptxbench-site-";
 const MARKER_TEXT: &str =
     "Built by `ptxbench site`; the whole folder is replaced by the next build.\n";
 
@@ -65,11 +69,19 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
+    crate::scratch::sweep(
+        &parent,
+        STAGING_PREFIX,
+        crate::scratch::STALE_AFTER,
+        Some(out),
+    )
+    .map_err(|e| io(&parent, e))?;
     let staging = tempfile::Builder::new()
-        .prefix(".ptxbench-site-")
+        .prefix(STAGING_PREFIX)
         .tempdir_in(&parent)
         .map_err(|e| io(&parent, e))?;
     let dir = staging.path().to_path_buf();
+    let _lock = crate::scratch::lock_dir(&dir).map_err(|e| io(&dir, e))?;
     let count = render_each(input, &|rel, bytes| {
         let path = safe_join(&dir, &rel)?;
         // Folders are made on the first write that needs one (a failed write is retried once
@@ -93,9 +105,10 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
     let built = staging.keep();
     if exists {
         let old = tempfile::Builder::new()
-            .prefix(".ptxbench-site-old-")
+            .prefix(&format!("{STAGING_PREFIX}old-"))
             .tempdir_in(&parent)
             .map_err(|e| io(&parent, e))?;
+        let _old_lock = crate::scratch::lock_dir(old.path()).map_err(|e| io(old.path(), e))?;
         let old_path = old.path().join("site");
         fs::rename(out, &old_path).map_err(|e| io(out, e))?;
         fs::rename(&built, out).map_err(|e| io(out, e))?;

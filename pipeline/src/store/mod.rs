@@ -1,16 +1,19 @@
 //! The content-addressed artifact store (`artifacts/`), modelled on cacache-rs.
 //!
 //! Layout: `<root>/v1/blake3/ab/cd/<64 hex>` holds the blob whose blake3 digest is that hex
-//! (`ab`, `cd`: its first two bytes in hex). `<root>/v1/tmp/` holds in-flight streaming writes.
-//! A new layout gets a new `vN` folder, so old and new readers never misread each other.
+//! (`ab`, `cd`: its first two bytes in hex). `<root>/v1/tmp/` holds in-flight writes, each a
+//! `.tmp-*` file its writer locks ([`crate::scratch`]); one that a killed writer left is named by
+//! `verify` and removed by [`Store::sweep_temp`]. A new layout gets a new `vN` folder, so old
+//! and new readers never misread each other.
 //!
 //! Guarantees:
-//! - **Immutable, atomic writes.** A blob is written to a temp file on the same file system
-//!   (in its shard folder, or `v1/tmp/` when streamed), fsynced, then renamed onto its name, and
-//!   the folder is fsynced. Readers see a whole object or none. A target that already exists
-//!   with the same length counts as success (two writers of the same content both succeed);
-//!   one with another length is corrupt and is atomically replaced by the verified bytes.
-//!   So any number of threads or processes may write one store at once and lose nothing.
+//! - **Immutable, atomic writes.** A blob is written to a temp file in `v1/tmp/` (the same file
+//!   system), fsynced, then renamed onto its name, and the folder is fsynced. Readers see a
+//!   whole object or none. A target that already exists with the same length counts as success
+//!   (two writers of the same content both succeed); one with another length is corrupt and is
+//!   atomically replaced by the verified bytes, and [`Store::put_reader_replacing`] replaces one
+//!   whose bytes do not hash to its name (how `import` repairs). So any number of threads or
+//!   processes may write one store at once and lose nothing.
 //! - **Reads re-hash.** [`Store::get`] returns the bytes only if they hash to their name; a
 //!   corrupt or truncated object is [`StoreError::Corrupt`] naming the hash and the path.
 //! - **Unique prefixes.** [`Store::resolve`] finds an object by any unique hex prefix; an
@@ -20,7 +23,6 @@
 //!   Merkle DAG walked by [`closure::closure`] with no per-kind code. [`Store::put_object`]
 //!   stores an object only once everything it references is present.
 
-pub mod bundle;
 pub mod closure;
 mod error;
 pub mod object;
@@ -47,6 +49,10 @@ type TopShards = (Vec<(String, PathBuf)>, Vec<PathBuf>);
 pub const LAYOUT_DIR: &str = "v1";
 /// Where objects live under the layout folder.
 pub const OBJECTS_DIR: &str = "blake3";
+/// Where in-flight writes live under the layout folder.
+pub const TEMP_DIR: &str = "tmp";
+/// The name prefix of in-flight writes.
+pub const TEMP_PREFIX: &str = ".tmp-";
 
 /// A store rooted at a folder (usually `artifacts/`). Cheap to clone; holds no open files.
 #[derive(Debug, Clone)]
@@ -127,21 +133,49 @@ impl Store {
         if has_len(&path, bytes.len() as u64) {
             return Ok(digest);
         }
-        let dir = parent(&path);
-        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".tmp-")
-            .tempfile_in(dir)
-            .map_err(|e| StoreError::io(dir, e))?;
+        let mut tmp = self.temp_file()?;
         tmp.write_all(bytes)
             .map_err(|e| StoreError::io(tmp.path(), e))?;
+        let dir = parent(&path);
+        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
         self.commit(tmp, &path)?;
         Ok(digest)
     }
 
+    /// `<root>/v1/tmp`.
+    pub fn temp_dir(&self) -> PathBuf {
+        self.root.join(LAYOUT_DIR).join(TEMP_DIR)
+    }
+
+    /// A new locked temp file in `v1/tmp/`.
+    fn temp_file(&self) -> Result<tempfile::NamedTempFile, StoreError> {
+        let dir = self.temp_dir();
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .tempfile_in(&dir)
+            .and_then(crate::scratch::lock)
+            .map_err(|e| StoreError::io(&dir, e))
+    }
+
+    /// The temp files in `v1/tmp/`, each with whether it is stale (its writer is gone).
+    pub fn leftover_temp(&self) -> Result<Vec<crate::scratch::Leftover>, StoreError> {
+        let dir = self.temp_dir();
+        crate::scratch::leftovers(&dir, TEMP_PREFIX, crate::scratch::STALE_AFTER)
+            .map_err(|e| StoreError::io(&dir, e))
+    }
+
+    /// Removes the temp files that killed writers left in `v1/tmp/` (never a live writer's);
+    /// returns them.
+    pub fn sweep_temp(&self) -> Result<Vec<PathBuf>, StoreError> {
+        let dir = self.temp_dir();
+        crate::scratch::sweep(&dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, None)
+            .map_err(|e| StoreError::io(&dir, e))
+    }
+
     /// Streams `reader` into the store, hashing while writing; returns the digest and length.
     pub fn put_reader(&self, reader: &mut dyn Read) -> Result<(Digest, u64), StoreError> {
-        self.put_stream(reader, None)
+        self.put_stream(reader, None, false)
     }
 
     /// Streams `reader` into the store only if it hashes to `expected`; otherwise nothing lands
@@ -151,26 +185,48 @@ impl Store {
         reader: &mut dyn Read,
         expected: &Digest,
     ) -> Result<u64, StoreError> {
-        self.put_stream(reader, Some(expected)).map(|(_, n)| n)
+        self.put_stream(reader, Some(expected), false)
+            .map(|(_, n)| n)
+    }
+
+    /// Like [`Store::put_reader_expecting`], but once the bytes are verified they replace
+    /// whatever file holds that name (a corrupt copy of the same length included).
+    pub fn put_reader_replacing(
+        &self,
+        reader: &mut dyn Read,
+        expected: &Digest,
+    ) -> Result<u64, StoreError> {
+        self.put_stream(reader, Some(expected), true)
+            .map(|(_, n)| n)
+    }
+
+    /// Whether the object `digest` is present and its bytes hash to its name (read as a
+    /// stream); `false` when it is missing or corrupt.
+    pub fn is_sound(&self, digest: &Digest) -> Result<bool, StoreError> {
+        let path = self.path_of(digest);
+        let mut f = match fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(StoreError::io(path, e)),
+        };
+        let mut hasher = blake3::Hasher::new();
+        io::copy(&mut f, &mut hasher).map_err(|e| StoreError::io(&path, e))?;
+        Ok(Digest::from_hasher(&hasher) == *digest)
     }
 
     /// Stores the file at `path` byte-for-byte.
     pub fn put_file(&self, path: &Path) -> Result<(Digest, u64), StoreError> {
         let mut f = fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
-        self.put_stream(&mut f, None)
+        self.put_stream(&mut f, None, false)
     }
 
     fn put_stream(
         &self,
         reader: &mut dyn Read,
         expected: Option<&Digest>,
+        replace: bool,
     ) -> Result<(Digest, u64), StoreError> {
-        let tmp_dir = self.root.join(LAYOUT_DIR).join("tmp");
-        fs::create_dir_all(&tmp_dir).map_err(|e| StoreError::io(&tmp_dir, e))?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".tmp-")
-            .tempfile_in(&tmp_dir)
-            .map_err(|e| StoreError::io(&tmp_dir, e))?;
+        let mut tmp = self.temp_file()?;
         let mut hasher = blake3::Hasher::new();
         let mut buf = vec![0u8; 256 * 1024];
         let mut len = 0u64;
@@ -196,7 +252,7 @@ impl Store {
             });
         }
         let path = self.path_of(&digest);
-        if has_len(&path, len) {
+        if !replace && has_len(&path, len) {
             return Ok((digest, len));
         }
         let dir = parent(&path);

@@ -1,5 +1,6 @@
-//! A small CSV table (RFC 4180: commas, `"` quoting with `""` escapes, LF or CRLF rows), read
-//! as text cells. Invariant: every row has exactly as many cells as the header has columns.
+//! A CSV table (RFC 4180: commas, `"` quoting with `""` escapes, LF or CRLF rows) read through
+//! the `csv` crate as text cells. Invariant: every row has exactly as many cells as the header
+//! has columns.
 
 /// A parsed CSV file: a header and rows of text cells.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,14 +22,34 @@ pub enum TableError {
     },
     #[error("line {line}: unterminated quoted cell")]
     Unterminated { line: usize },
-    #[error("line {line}: text after a closing quote")]
-    AfterQuote { line: usize },
+    #[error("line {line}: {message}")]
+    Csv { line: usize, message: String },
 }
 
 impl Table {
     /// Parses CSV text.
     pub fn parse(text: &str) -> Result<Table, TableError> {
-        let mut records = parse_records(text)?.into_iter();
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(text.as_bytes());
+        let mut records = Vec::new();
+        for r in reader.records() {
+            let r = r.map_err(|e| TableError::Csv {
+                line: e.position().map_or(0, |p| p.line() as usize),
+                message: e.to_string(),
+            })?;
+            let line = r.position().map_or(0, |p| p.line() as usize);
+            records.push((line, r.iter().map(str::to_string).collect::<Vec<_>>()));
+        }
+        // The reader ends an open quote at the end of the input; RFC 4180 quotes come in
+        // pairs, so an odd count means a cell was never closed (in the last record read).
+        if text.bytes().filter(|&b| b == b'"').count() % 2 == 1 {
+            return Err(TableError::Unterminated {
+                line: records.last().map_or(1, |r| r.0),
+            });
+        }
+        let mut records = records.into_iter();
         let (_, columns) = records.next().ok_or(TableError::Empty)?;
         let mut rows = Vec::new();
         for (line, row) in records {
@@ -54,58 +75,6 @@ impl Table {
         let c = self.column(name)?;
         self.rows.get(row)?.get(c).map(String::as_str)
     }
-}
-
-/// Records with the line number each starts on (1-based). A blank last line is not a record.
-fn parse_records(text: &str) -> Result<Vec<(usize, Vec<String>)>, TableError> {
-    let mut out = Vec::new();
-    let mut chars = text.chars().peekable();
-    let mut line = 1;
-    while chars.peek().is_some() {
-        let start = line;
-        let mut row = Vec::new();
-        let mut cell = String::new();
-        loop {
-            match chars.next() {
-                None => {
-                    row.push(std::mem::take(&mut cell));
-                    break;
-                }
-                Some('"') if cell.is_empty() => {
-                    loop {
-                        match chars.next() {
-                            None => return Err(TableError::Unterminated { line: start }),
-                            Some('"') if chars.peek() == Some(&'"') => {
-                                chars.next();
-                                cell.push('"');
-                            }
-                            Some('"') => break,
-                            Some(c) => {
-                                if c == '\n' {
-                                    line += 1;
-                                }
-                                cell.push(c);
-                            }
-                        }
-                    }
-                    match chars.peek() {
-                        None | Some(',') | Some('\n') | Some('\r') => {}
-                        Some(_) => return Err(TableError::AfterQuote { line }),
-                    }
-                }
-                Some(',') => row.push(std::mem::take(&mut cell)),
-                Some('\r') if chars.peek() == Some(&'\n') => {}
-                Some('\n') => {
-                    line += 1;
-                    row.push(std::mem::take(&mut cell));
-                    break;
-                }
-                Some(c) => cell.push(c),
-            }
-        }
-        out.push((start, row));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

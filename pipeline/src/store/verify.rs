@@ -34,6 +34,9 @@ pub struct Report {
     /// Files in the object folders that are not objects (misplaced, misnamed, leftover temp
     /// files). Reported, not counted as failures.
     pub strays: Vec<PathBuf>,
+    /// Temp files in `v1/tmp/`: in-flight writes, or (stale) ones that a killed writer left.
+    /// Reported, not counted as failures; [`Store::sweep_temp`] removes the stale ones.
+    pub temp_files: Vec<crate::scratch::Leftover>,
 }
 
 impl Report {
@@ -126,6 +129,7 @@ pub fn verify_store(store: &Store, threads: usize) -> Result<Report, StoreError>
     let mut report = Report {
         objects: found.checked.len(),
         strays: found.strays,
+        temp_files: store.leftover_temp()?,
         ..Report::default()
     };
     let mut problems: BTreeMap<Digest, Problem> = BTreeMap::new();

@@ -3,13 +3,13 @@
 
 use ptxbench::digest::Digest;
 use ptxbench::engine::Verdict;
-use ptxbench::generate::canned::{CannedServer, Directive};
 use ptxbench::generate::chat::Message;
 use ptxbench::generate::journal::Journal;
 use ptxbench::record::Record;
 use ptxbench::store::Store;
 
 use super::*;
+use crate::canned::{CannedServer, Directive};
 
 fn trajectory(store: &Store, journal: &Journal) -> serde_json::Value {
     let d = *journal

@@ -3,7 +3,10 @@
 //! a GPU: an evaluation then ends as `other: no GPU` (or `other: no PTX` without NVRTC), which
 //! the loop must record as the harness's failure and stop on, never feed back to the model.
 
+#[path = "../support/canned.rs"]
+mod canned;
 mod export;
+mod hostile;
 mod loopback;
 
 use std::path::{Path, PathBuf};
@@ -60,12 +63,13 @@ pub fn manifest(url: &str, replicas: u32, turn_limits: &str, extra_model: &str) 
 
 pub const SECRET: &str = "sk-loopback-secret-do-not-store";
 
-/// Runs `ptxbench generate`; returns (exit code, stdout, stderr).
-pub fn generate(work: &Path, manifest_text: &str, args: &[&str]) -> (i32, String, String) {
+/// `ptxbench generate` on `manifest_text` (written to `work/gen.yaml`), into `work/out` and the
+/// store `work/artifacts`.
+pub fn generate_command(work: &Path, manifest_text: &str, args: &[&str]) -> Command {
     let path = work.join("gen.yaml");
     std::fs::write(&path, manifest_text).expect("manifest");
-    let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
-        .arg("--tasks")
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ptxbench"));
+    c.arg("--tasks")
         .arg(root().join("tasks"))
         .arg("generate")
         .arg(&path)
@@ -74,7 +78,13 @@ pub fn generate(work: &Path, manifest_text: &str, args: &[&str]) -> (i32, String
         .arg("--store")
         .arg(work.join("artifacts"))
         .args(args)
-        .env("PTXBENCH_TEST_KEY", SECRET)
+        .env("PTXBENCH_TEST_KEY", SECRET);
+    c
+}
+
+/// Runs `ptxbench generate`; returns (exit code, stdout, stderr).
+pub fn generate(work: &Path, manifest_text: &str, args: &[&str]) -> (i32, String, String) {
+    let out = generate_command(work, manifest_text, args)
         .output()
         .expect("ptxbench runs");
     (

@@ -140,3 +140,65 @@ fn a_run_list_may_not_give_one_entry_two_records_for_a_task() {
     ]);
     assert_eq!(code, 0, "{out_text}{err}");
 }
+
+#[test]
+fn issue_15_every_command_exits_quietly_on_a_closed_pipe() {
+    let cand = crate::root().join("tasks/candidates/simt/gemm");
+    let cand = cand.to_str().expect("utf-8");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["tasks", "list"],
+        vec!["tasks", "show", "gemm_n7168_k5120"],
+        vec!["tasks", "check"],
+        vec!["prompt", "gemm_n7168_k5120", "--arch", "sm_90a"],
+        vec![
+            "check",
+            cand,
+            "--task",
+            "gemm_n4096_k4096",
+            "--arch",
+            "sm_90a",
+        ],
+        vec!["--help"],
+    ];
+    for args in commands {
+        // The reading end is closed before the command starts: every write to stdout fails.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+            .arg("--tasks")
+            .arg(crate::root().join("tasks"))
+            .args(&args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0 | 141)),
+            "{args:?}: exit {code:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn issue_15_plan_yaml_errors_name_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        crate::ptx_fixture("gemm_simt_bf16.sm_90a.ptx"),
+        dir.path().join("kernel.ptx"),
+    )
+    .expect("copy");
+    std::fs::write(dir.path().join("plan.yaml"), "launches: [\n").expect("write");
+    let d = dir.path().to_str().expect("utf-8");
+    let (code, out, err) = ptxbench(&["check", d, "--task", "gemm_n7168_k5120"]);
+    assert_ne!(code, 0, "{out}{err}");
+    let plan = dir.path().join("plan.yaml");
+    let text = format!("{out}{err}");
+    assert!(text.contains(&plan.display().to_string()), "{text}");
+    assert!(!text.contains("(yaml)"), "{text}");
+}

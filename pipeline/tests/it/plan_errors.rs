@@ -67,8 +67,8 @@ fn the_good_plan_has_no_problem() {
 
 #[test]
 fn yaml_errors_and_unknown_fields() {
-    assert_problem("launches: [", "(yaml)", "");
-    assert_problem(&GOOD.replace("block:", "blok:"), "(yaml)", "blok");
+    assert_problem("launches: [", "plan YAML", "");
+    assert_problem(&GOOD.replace("block:", "blok:"), "plan YAML", "blok");
 }
 
 #[test]
@@ -145,7 +145,11 @@ fn entries_outputs_and_expressions() {
         "launches[0].grid[0]",
         "`Q`",
     );
-    assert_problem(&GOOD.replace("ceil_div(N, 16)", "foo(N)"), "(yaml)", "foo");
+    assert_problem(
+        &GOOD.replace("ceil_div(N, 16)", "foo(N)"),
+        "plan YAML",
+        "foo",
+    );
     assert_problem(
         &GOOD.replace(
             "{scalar: M, type: u32}",

@@ -124,3 +124,52 @@ fn a_missing_record_is_an_error_naming_it() {
     assert!(err.contains(&first) && err.contains("synthetic"), "{err}");
     assert!(!dir.path().join("public").exists(), "no half site");
 }
+
+#[test]
+fn issue_15_site_build_leaves_no_staging_folder_and_sweeps_those_of_killed_builds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = make_fixture(dir.path(), false);
+    let out = dir.path().join("public");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let age = |p: &std::path::Path| {
+        std::fs::File::open(p)
+            .and_then(|f| f.set_modified(old))
+            .expect("age it");
+    };
+    // What a killed build leaves: a half-written staging folder and a previous site that was
+    // being moved out of the way.
+    let dead = dir.path().join(".ptxbench-site-killed");
+    std::fs::create_dir_all(dead.join("record")).expect("mkdir");
+    std::fs::write(dead.join("record/x.html"), "half").expect("write");
+    age(&dead);
+    let dead_old = dir.path().join(".ptxbench-site-old-killed");
+    std::fs::create_dir_all(dead_old.join("site")).expect("mkdir");
+    age(&dead_old);
+    // A concurrent build's staging folder: old, but locked by its live builder.
+    let live = dir.path().join(".ptxbench-site-live");
+    std::fs::create_dir_all(&live).expect("mkdir");
+    age(&live);
+    let held = std::fs::File::open(&live).expect("open");
+    held.lock().expect("lock");
+    let o = ptxbench()
+        .arg("--tasks")
+        .arg(fixtures().join("suite"))
+        .arg("site")
+        .arg(&manifest)
+        .arg("--store")
+        .arg(dir.path().join("artifacts"))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.join("index.html").is_file());
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".ptxbench-site"))
+        .collect();
+    left.sort();
+    assert_eq!(left, [".ptxbench-site-live"]);
+    drop(held);
+}

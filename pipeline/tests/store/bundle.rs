@@ -1,6 +1,6 @@
 //! Bundles: round trip into an empty store, byte-identical output, refusal of broken closures.
 
-use ptxbench::store::bundle::{BundleError, ImportLimits, import_bundle, write_bundle};
+use ptxbench::bundle::{BundleError, ImportLimits, import_bundle, write_bundle};
 use ptxbench::store::verify::verify_store;
 
 use crate::{manifest_text, manifests_dir, new_store, sample_run, write_manifest};

@@ -62,7 +62,7 @@ fn concurrent_processes_importing_one_bundle_into_one_store() {
     let (run, _, _) = crate::sample_run(&source, "proc", 40);
     let manifest = crate::write_manifest(&source, "m.yaml", &crate::manifest_text(&[run]));
     let zip = dir.path().join("b.zip");
-    ptxbench::store::bundle::write_bundle(&source, &manifest, &zip).expect("bundle");
+    ptxbench::bundle::write_bundle(&source, &manifest, &zip).expect("bundle");
 
     let target = tempfile::tempdir().expect("tempdir");
     let store_dir = target.path().join("artifacts");

@@ -3,31 +3,16 @@
 use std::io::Write as _;
 use std::path::Path;
 
+use ptxbench::bundle::{ImportError, ImportLimits, import_bundle};
 use ptxbench::digest::Digest;
 use ptxbench::store::Store;
-use ptxbench::store::bundle::{ImportError, ImportLimits, import_bundle};
 use zip::write::SimpleFileOptions;
 
-use crate::{manifest_text, manifests_dir, new_store};
+use crate::{manifest_text, manifests_dir, new_store, object_entry};
 
 /// Writes a zip of (name, bytes) entries, deflated.
 fn make_zip(path: &Path, entries: &[(String, Vec<u8>)]) {
-    let f = std::fs::File::create(path).expect("create zip");
-    let mut z = zip::ZipWriter::new(f);
-    let o = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-    for (name, bytes) in entries {
-        z.start_file(name.as_str(), o).expect("start");
-        z.write_all(bytes).expect("write");
-    }
-    z.finish().expect("finish");
-}
-
-fn object_entry(bytes: &[u8]) -> (String, Vec<u8>) {
-    let d = Digest::of(bytes);
-    (
-        format!("artifacts/{}", Store::relative_path_of(&d)),
-        bytes.to_vec(),
-    )
+    crate::zip_of(path, entries, zip::CompressionMethod::Deflated);
 }
 
 fn manifest_entry() -> (String, Vec<u8>) {

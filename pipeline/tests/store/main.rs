@@ -5,6 +5,7 @@ mod bundle;
 mod cli;
 mod closure;
 mod concurrency;
+mod hostile_store;
 mod hostile_zip;
 mod manifest;
 mod objects;
@@ -100,4 +101,26 @@ pub fn manifests_dir(store: &Store) -> PathBuf {
 /// Overwrites an object file (objects are written 0644, so this works as the owner).
 pub fn overwrite(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).expect("overwrite object");
+}
+
+/// Writes a zip of (name, bytes) entries with one compression method.
+pub fn zip_of(path: &Path, entries: &[(String, Vec<u8>)], method: zip::CompressionMethod) {
+    use std::io::Write as _;
+    let f = std::fs::File::create(path).expect("create zip");
+    let mut z = zip::ZipWriter::new(f);
+    let o = zip::write::SimpleFileOptions::default().compression_method(method);
+    for (name, bytes) in entries {
+        z.start_file(name.as_str(), o).expect("start");
+        z.write_all(bytes).expect("write");
+    }
+    z.finish().expect("finish");
+}
+
+/// The bundle entry of a blob: (`artifacts/v1/blake3/…`, bytes).
+pub fn object_entry(bytes: &[u8]) -> (String, Vec<u8>) {
+    let d = Digest::of(bytes);
+    (
+        format!("artifacts/{}", Store::relative_path_of(&d)),
+        bytes.to_vec(),
+    )
 }

@@ -1,4 +1,6 @@
-//! A loopback chat-completions server that replays canned answers (tests and dry runs).
+//! A loopback chat-completions server that replays canned answers (tests and dry runs). Test
+//! support, not part of the shipped binary: the test binaries include it, and so does the
+//! `canned-server` example that `pipeline/scripts/generate-loopback.sh` starts.
 //!
 //! It speaks enough HTTP/1.1 for any chat-completions client: `POST …/chat/completions` with a
 //! JSON body, one request per connection (`Connection: close`). A folder configures it:
@@ -6,10 +8,15 @@
 //!   assistant messages (0 = the first answer); later turns reuse the highest `n`;
 //! - `faults.txt` (optional): one directive per incoming request, in arrival order, then every
 //!   request is answered normally: `ok`, `429 <retry-after seconds>`, `500`,
-//!   `slow <seconds>` (answer after a delay), `drop` (send half the reply, then close).
+//!   `slow <seconds>` (answer after a delay), `drop` (send half the reply, then close),
+//!   `redirect <url>` (a 302 to the URL), `usage <n>` (answer, reporting `n` prompt and `n`
+//!   completion tokens).
 //!
 //! It binds 127.0.0.1 only. Every request served is logged ([`Served`]) so a test can count
 //! what was asked.
+
+// Each includer uses a different part of it.
+#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
@@ -27,6 +34,8 @@ pub enum Directive {
     ServerError,
     Slow { seconds: u64 },
     Drop,
+    Redirect { location: String },
+    Usage { tokens: u64 },
 }
 
 impl Directive {
@@ -47,8 +56,15 @@ impl Directive {
             Some("500") => Ok(Directive::ServerError),
             Some("slow") => Ok(Directive::Slow { seconds: num(1)? }),
             Some("drop") => Ok(Directive::Drop),
+            Some("redirect") => Ok(Directive::Redirect {
+                location: parts
+                    .get(1)
+                    .ok_or_else(|| format!("`{line}`: a URL is missing"))?
+                    .to_string(),
+            }),
+            Some("usage") => Ok(Directive::Usage { tokens: num(1)? }),
             _ => Err(format!(
-                "`{line}`: expected ok, 429 <s>, 500, slow <s> or drop"
+                "`{line}`: expected ok, 429 <s>, 500, slow <s>, drop, redirect <url> or usage <n>"
             )),
         }
     }
@@ -181,7 +197,7 @@ impl CannedServer {
         v
     }
 
-    /// Serves until the process is ended (the CLI's `serve-canned`).
+    /// Serves until the process is ended (the `canned-server` example).
     pub fn wait(mut self) {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -290,6 +306,23 @@ fn handle_connection(state: &State, mut stream: TcpStream) -> std::io::Result<()
     .map_err(std::io::Error::other)?;
     match directive {
         Directive::Ok => respond(&mut stream, 200, &[], &ok_body),
+        Directive::Redirect { location } => respond(
+            &mut stream,
+            302,
+            &[("Location", location)],
+            br#"{"error":{"message":"moved (canned)"}}"#,
+        ),
+        Directive::Usage { tokens } => {
+            let body = serde_json::to_vec(&serde_json::json!({
+                "id": format!("chatcmpl-canned-{index}"),
+                "object": "chat.completion",
+                "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": tokens, "completion_tokens": tokens},
+            }))
+            .map_err(std::io::Error::other)?;
+            respond(&mut stream, 200, &[], &body)
+        }
         Directive::TooMany { retry_after_s } => respond(
             &mut stream,
             429,
@@ -327,6 +360,7 @@ fn respond(
 ) -> std::io::Result<()> {
     let reason = match status {
         200 => "OK",
+        302 => "Found",
         400 => "Bad Request",
         404 => "Not Found",
         429 => "Too Many Requests",

@@ -1,19 +1,18 @@
-//! Bundles: a manifest and its whole closure in one zip, and importing one safely.
-//!
-//! A bundle holds `artifacts/v1/blake3/ab/cd/<hex>` for every object of the closure and
-//! `manifests/<name>.yaml`, nothing else. [`write_bundle`] is deterministic: entries sorted by
-//! name, fixed timestamps (1980-01-01), fixed permissions (0644), deflate at a fixed level, no
-//! extra fields, so the same manifest and store give byte-identical zips. It refuses to bundle
-//! an incomplete closure, and writes the zip through a temp file and a rename.
+//! Importing a bundle: every hash, size and path checked before anything lands; only the
+//! manifest's closure is stored; a stored copy that does not hash to its name is repaired.
 //!
 //! [`import_bundle`] reads the archive twice. The first pass checks everything and writes
 //! nothing: entry count, archive and entry sizes, compression ratio (zip bombs), names
-//! (absolute, `..`, backslashes, anything outside the two forms above), symlinks, directories,
-//! encryption, duplicate names, that every entry's bytes hash to its name and match its
-//! declared size, that the manifest parses, and that its closure is complete within the bundle
-//! and the store. The second pass streams each object into the store (children before
-//! parents), each re-hashed against its name, so an object is never replaced by other bytes;
-//! then the manifest is written, refusing to replace a different manifest of the same name.
+//! (absolute, `..`, backslashes, anything outside the two forms of [`super`]), symlinks,
+//! directories, encryption, duplicate names, that every entry's bytes hash to its name and match
+//! its declared size, that the manifest is within [`MANIFEST_LIMIT`] and parses, and that its
+//! closure is complete within the bundle and the store. Entries that the manifest's closure
+//! does not reach are skipped (and counted), never stored. The second pass streams each closure
+//! object into the store (children before parents), each re-hashed against its name, so an
+//! object is never replaced by other bytes; a stored copy whose bytes do not hash to its name
+//! is replaced by the verified incoming bytes (and counted as repaired). Then the manifest is
+//! written, refusing to replace a different manifest of the same name. Every error names the
+//! archive and, where there is one, the entry.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -21,29 +20,19 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use zip::ZipArchive;
-use zip::write::SimpleFileOptions;
 
+use super::{ARTIFACTS_PREFIX, MANIFESTS_PREFIX, manifest_name_ok};
 use crate::digest::Digest;
 use crate::manifest::{Manifest, ManifestError};
-use crate::store::closure::{self, Problem};
 use crate::store::object::{self, Reference};
 use crate::store::{Store, StoreError};
 
-/// Prefix of object entries in a bundle.
-pub const ARTIFACTS_PREFIX: &str = "artifacts/";
-/// Prefix of the manifest entry in a bundle.
-pub const MANIFESTS_PREFIX: &str = "manifests/";
-
 /// Entries larger than this are hashed as a stream and not parsed as typed objects.
 const WHOLE_READ_LIMIT: u64 = 64 << 20;
-
-/// What a bundle holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BundleSummary {
-    pub objects: usize,
-    pub bytes: u64,
-    pub manifest_entry: String,
-}
+/// The largest manifest entry read (a manifest lists digests; 16 MiB is ~200,000 of them).
+pub const MANIFEST_LIMIT: u64 = 16 << 20;
+/// Name prefix of the temp file a manifest is written to.
+const MANIFEST_TEMP_PREFIX: &str = ".manifest-";
 
 /// Limits an import enforces before reading any content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,40 +67,17 @@ impl Default for ImportLimits {
 pub struct ImportSummary {
     /// Where the manifest was written.
     pub manifest: PathBuf,
+    /// Objects of the manifest's closure in the bundle.
     pub objects: usize,
     /// Objects that were not in the store before.
     pub new_objects: usize,
+    /// Stored objects whose bytes did not hash to their name, replaced by the bundle's.
+    pub repaired: Vec<Digest>,
+    /// Entries the manifest's closure does not reach: not imported.
+    pub skipped: Vec<Digest>,
+    /// Temp files of killed earlier writers removed from the store first.
+    pub swept: usize,
     pub bytes: u64,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum BundleError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Manifest(#[from] ManifestError),
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: zip: {source}")]
-    Zip {
-        path: PathBuf,
-        #[source]
-        source: zip::result::ZipError,
-    },
-    #[error(
-        "{path}: the manifest file name must be letters, digits, `.`, `_` or `-` and end in .yaml"
-    )]
-    ManifestName { path: PathBuf },
-    #[error("the closure of {manifest} is incomplete ({} problems); run `ptxbench verify`:\n{}",
-        .problems.len(), .problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))]
-    Incomplete {
-        manifest: PathBuf,
-        problems: Vec<Problem>,
-    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +93,27 @@ pub enum ImportError {
         path: PathBuf,
         #[source]
         source: zip::result::ZipError,
+    },
+    #[error("{path}: entry `{name}`: {source}")]
+    EntryZip {
+        path: PathBuf,
+        name: String,
+        #[source]
+        source: zip::result::ZipError,
+    },
+    #[error("{path}: entry `{name}`: {source}")]
+    EntryIo {
+        path: PathBuf,
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: entry `{name}`: {source}")]
+    EntryStore {
+        path: PathBuf,
+        name: String,
+        #[source]
+        source: Box<StoreError>,
     },
     #[error("{path}: the archive is {size} bytes, over the limit of {limit}")]
     ArchiveTooLarge {
@@ -161,6 +148,17 @@ pub enum ImportError {
         path: PathBuf,
         name: String,
         size: u64,
+        limit: u64,
+    },
+    #[error(
+        "{path}: manifest entry `{name}` is {} bytes, over the manifest size cap of {limit} bytes",
+        .size.map_or_else(|| "more than that".to_string(), |s| s.to_string())
+    )]
+    ManifestTooLarge {
+        path: PathBuf,
+        name: String,
+        /// The declared size (`None`: it declared less, but held more than the cap).
+        size: Option<u64>,
         limit: u64,
     },
     #[error("{path}: entries total {size} bytes uncompressed, over the limit of {limit}")]
@@ -217,91 +215,10 @@ pub enum ImportError {
     Store(#[from] StoreError),
 }
 
-/// Writes the bundle of the manifest at `manifest_path` (its closure in `store`) to `out`.
-pub fn write_bundle(
-    store: &Store,
-    manifest_path: &Path,
-    out: &Path,
-) -> Result<BundleSummary, BundleError> {
-    let io = |path: &Path, source| BundleError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let text = fs::read_to_string(manifest_path).map_err(|e| io(manifest_path, e))?;
-    let manifest = Manifest::parse(&text, manifest_path)?;
-    let file_name = manifest_path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| manifest_name_ok(n))
-        .ok_or_else(|| BundleError::ManifestName {
-            path: manifest_path.to_path_buf(),
-        })?;
-    let closure = closure::closure(store, &manifest.roots(manifest_path));
-    if !closure.is_complete() {
-        return Err(BundleError::Incomplete {
-            manifest: manifest_path.to_path_buf(),
-            problems: closure.problems,
-        });
-    }
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".bundle-")
-        .tempfile_in(dir)
-        .map_err(|e| io(dir, e))?;
-    let zerr = |source| BundleError::Zip {
-        path: out.to_path_buf(),
-        source,
-    };
-    let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(tmp));
-    let manifest_entry = format!("{MANIFESTS_PREFIX}{file_name}");
-    // Object entry names sort in digest order and all sort before `manifests/`.
-    for digest in &closure.objects {
-        let bytes = store.get(digest)?;
-        let name = format!("{ARTIFACTS_PREFIX}{}", Store::relative_path_of(digest));
-        zip.start_file(name, entry_options(bytes.len() as u64))
-            .map_err(zerr)?;
-        zip.write_all(&bytes).map_err(|e| io(out, e))?;
-    }
-    zip.start_file(manifest_entry.clone(), entry_options(text.len() as u64))
-        .map_err(zerr)?;
-    zip.write_all(text.as_bytes()).map_err(|e| io(out, e))?;
-    let buffered = zip.finish().map_err(zerr)?;
-    let tmp = buffered.into_inner().map_err(|e| io(out, e.into_error()))?;
-    tmp.as_file().sync_all().map_err(|e| io(out, e))?;
-    tmp.persist(out).map_err(|e| io(out, e.error))?;
-    Ok(BundleSummary {
-        objects: closure.objects.len(),
-        bytes: closure.bytes,
-        manifest_entry,
-    })
-}
-
-fn entry_options(len: u64) -> SimpleFileOptions {
-    SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated)
-        .compression_level(Some(6))
-        .last_modified_time(zip::DateTime::DEFAULT)
-        .unix_permissions(0o644)
-        .large_file(len >= u64::from(u32::MAX))
-}
-
-fn manifest_name_ok(name: &str) -> bool {
-    name.strip_suffix(".yaml").is_some_and(|stem| {
-        !stem.is_empty()
-            && !stem.starts_with('.')
-            && stem
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-    })
-}
-
 /// One checked entry of the first pass.
 struct Entry {
     index: usize,
-    digest: Digest,
+    name: String,
     size: u64,
     references: Vec<Reference>,
 }
@@ -318,8 +235,14 @@ pub fn import_bundle(
         path: path.clone(),
         source,
     };
-    let zerr = |source| ImportError::Zip {
+    let entry_zip = |name: &str, source| ImportError::EntryZip {
         path: path.clone(),
+        name: name.to_string(),
+        source,
+    };
+    let entry_io = |name: &str, source| ImportError::EntryIo {
+        path: path.clone(),
+        name: name.to_string(),
         source,
     };
     let file = fs::File::open(zip_path).map_err(io)?;
@@ -331,7 +254,11 @@ pub fn import_bundle(
             limit: limits.max_archive_bytes,
         });
     }
-    let mut archive = ZipArchive::new(std::io::BufReader::new(file)).map_err(zerr)?;
+    let mut archive =
+        ZipArchive::new(std::io::BufReader::new(file)).map_err(|source| ImportError::Zip {
+            path: path.clone(),
+            source,
+        })?;
     if archive.has_duplicate_names() {
         return Err(ImportError::DuplicateNames { path });
     }
@@ -348,7 +275,8 @@ pub fn import_bundle(
     let mut objects_at: Vec<(usize, Digest, u64, String)> = Vec::new();
     let mut manifests: Vec<(usize, String, u64)> = Vec::new();
     for i in 0..archive.len() {
-        let f = archive.by_index_raw(i).map_err(zerr)?;
+        let label = entry_label(&archive, i);
+        let f = archive.by_index_raw(i).map_err(|e| entry_zip(&label, e))?;
         let name = match std::str::from_utf8(f.name_raw()) {
             Ok(n) => n.to_string(),
             Err(_) => {
@@ -414,12 +342,23 @@ pub fn import_bundle(
             count: manifests.len(),
         });
     }
+    let (mindex, mname, mdeclared) = manifests.remove(0);
+    let mentry = format!("{MANIFESTS_PREFIX}{mname}");
+    if mdeclared > MANIFEST_LIMIT {
+        return Err(ImportError::ManifestTooLarge {
+            path,
+            name: mentry,
+            size: Some(mdeclared),
+            limit: MANIFEST_LIMIT,
+        });
+    }
 
     // Pass 1, content: hash every entry against its name; parse objects.
     let mut entries: BTreeMap<Digest, Entry> = BTreeMap::new();
     for (i, digest, declared, name) in objects_at {
-        let f = archive.by_index(i).map_err(zerr)?;
-        let (actual, len, bytes) = read_entry(f, limits.max_entry_bytes).map_err(io)?;
+        let f = archive.by_index(i).map_err(|e| entry_zip(&name, e))?;
+        let (actual, len, bytes) =
+            read_entry(f, limits.max_entry_bytes).map_err(|e| entry_io(&name, e))?;
         if len != declared {
             return Err(ImportError::SizeMismatch {
                 path,
@@ -448,29 +387,36 @@ pub fn import_bundle(
             digest,
             Entry {
                 index: i,
-                digest,
+                name,
                 size: len,
                 references,
             },
         );
     }
-    let (mindex, mname, mdeclared) = manifests.remove(0);
     let mut manifest_bytes = Vec::new();
     archive
         .by_index(mindex)
-        .map_err(zerr)?
-        .take(limits.max_entry_bytes.min(16 << 20))
+        .map_err(|e| entry_zip(&mentry, e))?
+        .take(MANIFEST_LIMIT + 1)
         .read_to_end(&mut manifest_bytes)
-        .map_err(io)?;
+        .map_err(|e| entry_io(&mentry, e))?;
+    if manifest_bytes.len() as u64 > MANIFEST_LIMIT {
+        return Err(ImportError::ManifestTooLarge {
+            path,
+            name: mentry,
+            size: None,
+            limit: MANIFEST_LIMIT,
+        });
+    }
     if manifest_bytes.len() as u64 != mdeclared {
         return Err(ImportError::SizeMismatch {
             path,
-            name: format!("{MANIFESTS_PREFIX}{mname}"),
+            name: mentry,
             declared: mdeclared,
             actual: manifest_bytes.len() as u64,
         });
     }
-    let manifest_label = PathBuf::from(format!("{MANIFESTS_PREFIX}{mname}"));
+    let manifest_label = PathBuf::from(&mentry);
     let text = String::from_utf8(manifest_bytes).map_err(|_| ImportError::Manifest {
         path: path.clone(),
         source: ManifestError::Parse {
@@ -484,24 +430,17 @@ pub fn import_bundle(
             source,
         })?;
 
-    // The closure must be complete within the bundle and the store.
-    let mut missing = Vec::new();
-    let have = |d: &Digest| entries.contains_key(d) || store.contains(d);
-    for root in manifest.roots(&manifest_label) {
-        if !have(&root.digest) {
-            missing.push((root.digest, root.label));
-        }
-    }
-    for e in entries.values() {
-        for r in &e.references {
-            if !have(&r.digest) {
-                missing.push((r.digest, format!("object {} field `{}`", e.digest, r.field)));
-            }
-        }
-    }
+    // The manifest's closure, within the bundle and the store; it must be complete.
+    let (wanted, missing) = reach(store, &entries, &manifest, &manifest_label);
     if !missing.is_empty() {
         return Err(ImportError::Incomplete { path, missing });
     }
+    let skipped: Vec<Digest> = entries
+        .keys()
+        .filter(|d| !wanted.contains(d))
+        .copied()
+        .collect();
+    entries.retain(|d, _| wanted.contains(d));
     let target = manifests_dir.join(&mname);
     if let Ok(existing) = fs::read(&target)
         && existing != text.as_bytes()
@@ -510,25 +449,96 @@ pub fn import_bundle(
     }
 
     // Pass 2: children before parents, each re-hashed on its way in.
+    let swept = store.sweep_temp()?.len();
     let mut new_objects = 0;
+    let mut repaired = Vec::new();
     let mut bytes = 0;
     for d in post_order(&entries) {
         let e = &entries[&d];
+        let store_err = |source| ImportError::EntryStore {
+            path: path.clone(),
+            name: e.name.clone(),
+            source: Box::new(source),
+        };
         bytes += e.size;
-        if store.contains(&d) && fs::metadata(store.path_of(&d)).is_ok_and(|m| m.len() == e.size) {
+        let stored = fs::symlink_metadata(store.path_of(&d)).ok();
+        let sound = match &stored {
+            Some(m) if m.is_file() && m.len() == e.size => store.is_sound(&d).map_err(store_err)?,
+            _ => false,
+        };
+        if sound {
             continue;
         }
-        let mut f = archive.by_index(e.index).map_err(zerr)?;
-        store.put_reader_expecting(&mut f, &d)?;
-        new_objects += 1;
+        let mut f = archive
+            .by_index(e.index)
+            .map_err(|err| entry_zip(&e.name, err))?;
+        if stored.is_some() {
+            store.put_reader_replacing(&mut f, &d).map_err(store_err)?;
+            repaired.push(d);
+        } else {
+            store.put_reader_expecting(&mut f, &d).map_err(store_err)?;
+            new_objects += 1;
+        }
     }
     write_manifest(manifests_dir, &target, text.as_bytes())?;
     Ok(ImportSummary {
         manifest: target,
         objects: entries.len(),
         new_objects,
+        repaired,
+        skipped,
+        swept,
         bytes,
     })
+}
+
+/// The name of entry `i` for an error message, or `#i` when even that is unreadable.
+fn entry_label<R: Read + std::io::Seek>(archive: &ZipArchive<R>, i: usize) -> String {
+    match archive.name_for_index(i) {
+        Some(Ok(n)) => n.into_owned(),
+        _ => format!("#{i}"),
+    }
+}
+
+/// Everything the manifest's roots reach through the bundle's entries and the store's objects,
+/// and what is missing from both (with who refers to it).
+fn reach(
+    store: &Store,
+    entries: &BTreeMap<Digest, Entry>,
+    manifest: &Manifest,
+    label: &Path,
+) -> (BTreeSet<Digest>, Vec<(Digest, String)>) {
+    let mut wanted = BTreeSet::new();
+    let mut missing = Vec::new();
+    let mut stack: Vec<(Digest, String)> = manifest
+        .roots(label)
+        .into_iter()
+        .map(|r| (r.digest, r.label))
+        .rev()
+        .collect();
+    while let Some((d, who)) = stack.pop() {
+        if !wanted.insert(d) {
+            continue;
+        }
+        let references = if let Some(e) = entries.get(&d) {
+            e.references.clone()
+        } else if store.contains(&d) {
+            // Already stored: walk through it to the bundle's entries beneath.
+            store
+                .get_object(&d)
+                .map(|o| o.references)
+                .unwrap_or_default()
+        } else {
+            missing.push((d, who));
+            continue;
+        };
+        for r in references.into_iter().rev() {
+            let who = format!("object {d} field `{}`", r.field);
+            stack.push((r.digest, who));
+        }
+    }
+    missing.sort();
+    (wanted, missing)
 }
 
 /// Hashes an entry (at most `limit` + 1 bytes are read); keeps the bytes when small.
@@ -626,10 +636,9 @@ fn write_manifest(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ImportE
         source,
     };
     fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".manifest-")
-        .tempfile_in(dir)
+    crate::scratch::sweep(dir, MANIFEST_TEMP_PREFIX, crate::scratch::STALE_AFTER, None)
         .map_err(|e| io(dir, e))?;
+    let mut tmp = super::new_file_temp(dir, MANIFEST_TEMP_PREFIX).map_err(|e| io(dir, e))?;
     tmp.write_all(bytes).map_err(|e| io(target, e))?;
     tmp.as_file().sync_all().map_err(|e| io(target, e))?;
     match tmp.persist_noclobber(target) {
@@ -647,7 +656,6 @@ fn write_manifest(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ImportE
         Err(e) => Err(io(target, e.error)),
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

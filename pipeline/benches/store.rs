@@ -1,39 +1,46 @@
-//! `ptxbench bench-store` (hidden): generates a scratch store of synthetic objects, times a
-//! whole-store verify, a bundle and an import, and deletes the data unless `--keep`.
+//! The store benchmark (`cargo bench -p ptxbench --bench store -- [--objects N] [--bytes N]
+//! [--bundle-objects N] [--threads N] [--dir DIR --keep]`): generates a scratch store of
+//! synthetic objects, times a whole-store verify, a bundle and an import, and deletes the data
+//! unless `--keep`. Not part of the shipped binary.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context as _, bail};
-use clap::Args;
+use anyhow::bail;
+use clap::Parser;
 use serde::Serialize;
 
-use crate::digest::Digest;
-use crate::store::Store;
-use crate::store::bundle::{ImportLimits, import_bundle, write_bundle};
-use crate::store::verify::verify_store;
+use ptxbench::bundle::{ImportLimits, import_bundle, write_bundle};
+use ptxbench::digest::Digest;
+use ptxbench::store::Store;
+use ptxbench::store::verify::verify_store;
 
-#[derive(Debug, Args)]
-pub struct BenchStoreArgs {
-    /// A folder to create (must not exist); removed afterwards unless --keep.
+#[derive(Debug, Parser)]
+#[command(name = "bench-store")]
+struct BenchStoreArgs {
+    /// A folder to create (must not exist; default: a new temp folder); removed afterwards
+    /// unless --keep.
     #[arg(long)]
-    pub dir: PathBuf,
+    dir: Option<PathBuf>,
     /// Objects in the verified store.
     #[arg(long, default_value_t = 100_000)]
-    pub objects: usize,
+    objects: usize,
     /// Total bytes in the verified store.
     #[arg(long, default_value_t = 1_000_000_000)]
-    pub bytes: u64,
+    bytes: u64,
     /// Objects in the bundled closure.
     #[arg(long, default_value_t = 10_000)]
-    pub bundle_objects: usize,
+    bundle_objects: usize,
     /// Hashing threads for verify (default: the number of cores).
     #[arg(long)]
-    pub threads: Option<usize>,
+    threads: Option<usize>,
     /// Keep the generated data.
     #[arg(long)]
-    pub keep: bool,
+    keep: bool,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
 #[derive(Serialize)]
@@ -51,22 +58,48 @@ struct Run {
 /// Items reference this many blobs each.
 const FAN_OUT: usize = 9;
 
-pub fn run(a: BenchStoreArgs) -> anyhow::Result<ExitCode> {
-    if a.dir.exists() {
-        bail!("{} exists; give a new folder", a.dir.display());
+fn main() -> ExitCode {
+    let a = BenchStoreArgs::parse();
+    let scratch;
+    let dir = match &a.dir {
+        Some(d) if d.exists() => {
+            eprintln!("error: {} exists; give a new folder", d.display());
+            return ExitCode::from(2);
+        }
+        Some(d) => d.clone(),
+        None => match tempfile::tempdir() {
+            Ok(t) => {
+                scratch = t;
+                scratch.path().join("bench")
+            }
+            Err(e) => {
+                eprintln!("error: creating a temp folder: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let result = bench(&a, &dir);
+    if !a.keep && dir.exists() {
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            eprintln!("error: removing {}: {e}", dir.display());
+        }
+    } else if a.keep {
+        println!("data kept in {}", dir.display());
     }
-    let result = bench(&a);
-    if !a.keep {
-        std::fs::remove_dir_all(&a.dir).with_context(|| format!("removing {}", a.dir.display()))?;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
     }
-    result
 }
 
-fn bench(a: &BenchStoreArgs) -> anyhow::Result<ExitCode> {
+fn bench(a: &BenchStoreArgs, dir: &Path) -> anyhow::Result<()> {
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let store = Store::open(a.dir.join("artifacts")).without_sync();
+    let store = Store::open(dir.join("artifacts")).without_sync();
 
     // Generate: blobs of pseudo-random bytes (sizes 0.5x..1.5x the mean), grouped into items
     // of FAN_OUT blobs, items grouped into runs of `bundle_objects` objects.
@@ -154,7 +187,7 @@ fn bench(a: &BenchStoreArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let manifests = a.dir.join("manifests");
+    let manifests = dir.join("manifests");
     std::fs::create_dir_all(&manifests)?;
     let manifest = manifests.join("bench.yaml");
     std::fs::write(
@@ -164,7 +197,7 @@ fn bench(a: &BenchStoreArgs) -> anyhow::Result<ExitCode> {
             Digest::of(b"bench")
         ),
     )?;
-    let zip = a.dir.join("bench.zip");
+    let zip = dir.join("bench.zip");
     let t = Instant::now();
     let b = write_bundle(&store, &manifest, &zip)?;
     let s = t.elapsed().as_secs_f64();
@@ -178,11 +211,11 @@ fn bench(a: &BenchStoreArgs) -> anyhow::Result<ExitCode> {
     for (label, target) in [
         (
             "import (fsync per object)",
-            Store::open(a.dir.join("import-a/artifacts")),
+            Store::open(dir.join("import-a/artifacts")),
         ),
         (
             "import (no fsync)",
-            Store::open(a.dir.join("import-b/artifacts")).without_sync(),
+            Store::open(dir.join("import-b/artifacts")).without_sync(),
         ),
     ] {
         let t = Instant::now();
@@ -199,5 +232,5 @@ fn bench(a: &BenchStoreArgs) -> anyhow::Result<ExitCode> {
             t.elapsed().as_secs_f64()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -1,0 +1,167 @@
+//! Bundles: a manifest and its whole closure in one zip ([`write_bundle`]), and importing one
+//! safely ([`import_bundle`], in [`import`]).
+//!
+//! A bundle holds `artifacts/v1/blake3/ab/cd/<hex>` for every object of the closure and
+//! `manifests/<name>.yaml`, nothing else. [`write_bundle`] is deterministic: entries sorted by
+//! name, fixed timestamps (1980-01-01), fixed permissions (0644), deflate at a fixed level, no
+//! extra fields, so the same manifest and store give byte-identical zips. It refuses to bundle
+//! an incomplete closure, and writes the zip through a locked temp file and a rename; the zip
+//! gets the permissions of any new file (0666 less the umask). Temp files of a killed earlier
+//! bundle beside the output are swept first.
+//!
+//! This module sits above both [`crate::store`] and [`crate::manifest`]: the store knows nothing
+//! of manifests.
+
+pub mod import;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use zip::write::SimpleFileOptions;
+
+use crate::manifest::{Manifest, ManifestError};
+use crate::store::closure::{self, Problem};
+use crate::store::{Store, StoreError};
+
+pub use import::{ImportError, ImportLimits, ImportSummary, import_bundle, unsafe_name};
+
+/// Prefix of object entries in a bundle.
+pub const ARTIFACTS_PREFIX: &str = "artifacts/";
+/// Prefix of the manifest entry in a bundle.
+pub const MANIFESTS_PREFIX: &str = "manifests/";
+/// Name prefix of the temp file a bundle is written to.
+const TEMP_PREFIX: &str = ".bundle-";
+
+/// What a bundle holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleSummary {
+    pub objects: usize,
+    pub bytes: u64,
+    pub manifest_entry: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: zip entry `{entry}`: {source}")]
+    Zip {
+        path: PathBuf,
+        entry: String,
+        #[source]
+        source: zip::result::ZipError,
+    },
+    #[error(
+        "{path}: the manifest file name must be letters, digits, `.`, `_` or `-` and end in .yaml"
+    )]
+    ManifestName { path: PathBuf },
+    #[error("the closure of {manifest} is incomplete ({} problems); run `ptxbench verify`:\n{}",
+        .problems.len(), .problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))]
+    Incomplete {
+        manifest: PathBuf,
+        problems: Vec<Problem>,
+    },
+}
+
+/// Writes the bundle of the manifest at `manifest_path` (its closure in `store`) to `out`.
+pub fn write_bundle(
+    store: &Store,
+    manifest_path: &Path,
+    out: &Path,
+) -> Result<BundleSummary, BundleError> {
+    let io = |path: &Path, source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = fs::read_to_string(manifest_path).map_err(|e| io(manifest_path, e))?;
+    let manifest = Manifest::parse(&text, manifest_path)?;
+    let file_name = manifest_path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| manifest_name_ok(n))
+        .ok_or_else(|| BundleError::ManifestName {
+            path: manifest_path.to_path_buf(),
+        })?;
+    let closure = closure::closure(store, &manifest.roots(manifest_path));
+    if !closure.is_complete() {
+        return Err(BundleError::Incomplete {
+            manifest: manifest_path.to_path_buf(),
+            problems: closure.problems,
+        });
+    }
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    crate::scratch::sweep(dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, None)
+        .map_err(|e| io(dir, e))?;
+    let tmp = new_file_temp(dir, TEMP_PREFIX).map_err(|e| io(dir, e))?;
+    let zerr = |entry: &str, source| BundleError::Zip {
+        path: out.to_path_buf(),
+        entry: entry.to_string(),
+        source,
+    };
+    let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(tmp));
+    let manifest_entry = format!("{MANIFESTS_PREFIX}{file_name}");
+    // Object entry names sort in digest order and all sort before `manifests/`.
+    for digest in &closure.objects {
+        let bytes = store.get(digest)?;
+        let name = format!("{ARTIFACTS_PREFIX}{}", Store::relative_path_of(digest));
+        zip.start_file(name.as_str(), entry_options(bytes.len() as u64))
+            .map_err(|e| zerr(&name, e))?;
+        zip.write_all(&bytes).map_err(|e| io(out, e))?;
+    }
+    zip.start_file(manifest_entry.as_str(), entry_options(text.len() as u64))
+        .map_err(|e| zerr(&manifest_entry, e))?;
+    zip.write_all(text.as_bytes()).map_err(|e| io(out, e))?;
+    let buffered = zip.finish().map_err(|e| zerr("(central directory)", e))?;
+    let tmp = buffered.into_inner().map_err(|e| io(out, e.into_error()))?;
+    tmp.as_file().sync_all().map_err(|e| io(out, e))?;
+    tmp.persist(out).map_err(|e| io(out, e.error))?;
+    Ok(BundleSummary {
+        objects: closure.objects.len(),
+        bytes: closure.bytes,
+        manifest_entry,
+    })
+}
+
+/// A locked temp file in `dir` created with the permissions of any new file (0666 less the
+/// umask), not the owner-only mode of a temp file: it is renamed into a file others read.
+pub(crate) fn new_file_temp(dir: &Path, prefix: &str) -> std::io::Result<tempfile::NamedTempFile> {
+    let mut b = tempfile::Builder::new();
+    b.prefix(prefix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        b.permissions(fs::Permissions::from_mode(0o666));
+    }
+    b.tempfile_in(dir).and_then(crate::scratch::lock)
+}
+
+fn entry_options(len: u64) -> SimpleFileOptions {
+    SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(6))
+        .last_modified_time(zip::DateTime::DEFAULT)
+        .unix_permissions(0o644)
+        .large_file(len >= u64::from(u32::MAX))
+}
+
+fn manifest_name_ok(name: &str) -> bool {
+    name.strip_suffix(".yaml").is_some_and(|stem| {
+        !stem.is_empty()
+            && !stem.starts_with('.')
+            && stem
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    })
+}

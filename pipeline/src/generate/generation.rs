@@ -1,0 +1,380 @@
+//! One generation: a manifest's work list run (or resumed) to its end, then published.
+//!
+//! [`Generation::prepare`] loads and checks everything before any request: the suite, the
+//! manifest, the work list, the API keys, the journal and the seed (the manifest's, else the
+//! journal's, else one drawn from the operating system's entropy and journalled at once, so a
+//! resumed generation reuses it). [`Generation::run`] runs the trajectories, `concurrency`
+//! threads per model, and, once every trajectory has ended, publishes a run object per arch and
+//! the generation object ([`super::publish`]). Printing is the caller's: `run` reports progress
+//! through a callback and returns a [`Report`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::chat::ChatClient;
+use super::journal::{Journal, JournalError, Spend};
+use super::manifest::{GenManifest, GenManifestError, SpendLimits};
+use super::publish::{self, CandidateList, Published};
+use super::trajectory::{self, Context, End};
+use super::{TrajectorySpec, work_list};
+use crate::store::{Store, StoreError};
+use crate::task::{Suite, SuiteError};
+
+/// What a generation is asked to do.
+#[derive(Debug, Clone)]
+pub struct GenerateOptions {
+    pub manifest: PathBuf,
+    /// The task suite folder (made absolute: evaluation workers read it).
+    pub suite_dir: PathBuf,
+    /// The output folder: journal, digests, `--no-eval` candidates.
+    pub out: PathBuf,
+    pub store: Store,
+    /// The `ptxbench` executable evaluations run in.
+    pub exe: PathBuf,
+    /// One turn per trajectory, candidates written out for `ptxbench run`.
+    pub no_eval: bool,
+    /// Override the manifest's spend limits.
+    pub max_requests: Option<u64>,
+    pub max_tokens: Option<u64>,
+}
+
+/// Why a generation could not start or finish (each names its file, field or object).
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error("loading the task suite in {}: {source}", .path.display())]
+    Suite {
+        path: PathBuf,
+        #[source]
+        source: SuiteError,
+    },
+    #[error(transparent)]
+    Manifest(#[from] GenManifestError),
+    #[error("{}: {message}", .path.display())]
+    WorkList { path: PathBuf, message: String },
+    #[error("{}: field `models[{index}].api_key_env`: the environment variable {var} is not set", .path.display())]
+    ApiKey {
+        path: PathBuf,
+        index: usize,
+        var: String,
+    },
+    #[error(
+        "{}: this output folder's journal was made with seed {journal}, the manifest now gives {manifest}; use another --out (or the journal's seed)",
+        .path.display()
+    )]
+    SeedMismatch {
+        path: PathBuf,
+        journal: u64,
+        manifest: u64,
+    },
+    #[error("drawing a seed from the operating system: {0}")]
+    Entropy(String),
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("writing the run list: {0}")]
+    RunList(String),
+}
+
+/// The base seed of a generation and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seed {
+    pub value: u64,
+    /// Drawn from the operating system's entropy (now or when the generation started), not
+    /// given by the manifest.
+    pub drawn: bool,
+}
+
+/// A generation ready to run: everything loaded and checked.
+#[derive(Debug)]
+pub struct Generation {
+    options: GenerateOptions,
+    suite: Suite,
+    manifest: GenManifest,
+    manifest_text: String,
+    specs: Vec<TrajectorySpec>,
+    skipped: Vec<String>,
+    clients: Vec<ChatClient>,
+    journal: Journal,
+    seed: Seed,
+    limits: SpendLimits,
+}
+
+/// What `run` is about to do, for the caller to announce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overview {
+    pub trajectories: usize,
+    pub models: usize,
+    pub turn_limit: u32,
+    pub finished_before: usize,
+    pub spent: Spend,
+    pub seed: Seed,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub out: PathBuf,
+    /// Over every invocation on the output folder.
+    pub spent: Spend,
+    pub turns: usize,
+    /// Turns recorded, by verdict.
+    pub verdicts: BTreeMap<String, usize>,
+    pub trajectories: usize,
+    /// Trajectories that ended, by the class of their stop.
+    pub stops: BTreeMap<String, usize>,
+    /// Trajectories whose request kept failing (retried by the next run).
+    pub failures: Vec<String>,
+    /// Why trajectories stopped at a spend cap.
+    pub caps: Vec<String>,
+    /// Every trajectory has ended.
+    pub complete: bool,
+    /// Trajectories ended so far (all invocations).
+    pub ended: usize,
+    /// With `--no-eval`: the run lists written.
+    pub candidates: Vec<CandidateList>,
+    /// Once complete: the run objects and the generation object.
+    pub published: Option<Published>,
+}
+
+impl Generation {
+    /// Loads and checks the suite, the manifest, the work list, the API keys, the journal and
+    /// the seed; nothing is sent.
+    pub fn prepare(options: GenerateOptions) -> Result<Generation, GenerateError> {
+        let suite = Suite::load(&options.suite_dir).map_err(|source| GenerateError::Suite {
+            path: options.suite_dir.clone(),
+            source,
+        })?;
+        let path = &options.manifest;
+        let manifest_text = std::fs::read_to_string(path).map_err(|source| GenerateError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let manifest = GenManifest::parse(&manifest_text, path)?;
+        let mut clients = Vec::new();
+        for (index, m) in manifest.models.iter().enumerate() {
+            let key = match &m.api_key_env {
+                Some(var) => Some(std::env::var(var).map_err(|_| GenerateError::ApiKey {
+                    path: path.clone(),
+                    index,
+                    var: var.clone(),
+                })?),
+                None => None,
+            };
+            clients.push(ChatClient::new(
+                m.url(),
+                key,
+                Duration::from_secs(m.timeout_s),
+            ));
+        }
+        std::fs::create_dir_all(&options.out).map_err(|source| GenerateError::Io {
+            path: options.out.clone(),
+            source,
+        })?;
+        let mut journal = Journal::load(&options.out)?;
+        let seed = resolve_seed(&manifest, &journal, path)?;
+        let (specs, skipped) = work_list(&manifest, &suite, seed.value).map_err(|message| {
+            GenerateError::WorkList {
+                path: path.clone(),
+                message,
+            }
+        })?;
+        if journal.seed != Some(seed.value) {
+            journal.seed = Some(seed.value);
+            journal.save(&options.out)?;
+        }
+        let mut limits = manifest.limits.clone();
+        limits.max_requests = options.max_requests.or(limits.max_requests);
+        limits.max_tokens = options.max_tokens.or(limits.max_tokens);
+        Ok(Generation {
+            options,
+            suite,
+            manifest,
+            manifest_text,
+            specs,
+            skipped,
+            clients,
+            journal,
+            seed,
+            limits,
+        })
+    }
+
+    /// The (task, arch) pairs skipped because the task has no target for the arch.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    pub fn overview(&self) -> Overview {
+        Overview {
+            trajectories: self.specs.len(),
+            models: self.manifest.models.len(),
+            turn_limit: if self.options.no_eval {
+                1
+            } else {
+                self.manifest.max_turns()
+            },
+            finished_before: self.finished(&self.journal),
+            spent: self.journal.spent,
+            seed: self.seed,
+        }
+    }
+
+    fn finished(&self, journal: &Journal) -> usize {
+        self.specs
+            .iter()
+            .filter(|s| journal.trajectories.contains_key(&s.key))
+            .count()
+    }
+
+    /// Runs every unfinished trajectory; `progress` is called with the spend after each one
+    /// ends (from worker threads). Publishes once every trajectory has ended.
+    pub fn run(self, progress: &(dyn Fn(Spend) + Sync)) -> Result<Report, GenerateError> {
+        let o = &self.options;
+        let ctx = Context {
+            store: &o.store,
+            suite: &self.suite,
+            suite_dir: o.suite_dir.clone(),
+            manifest: &self.manifest,
+            seed: self.seed.value,
+            out: o.out.clone(),
+            exe: o.exe.clone(),
+            no_eval: o.no_eval,
+            limits: self.limits.clone(),
+            journal: Mutex::new(self.journal.clone()),
+            gpus: (0..self.manifest.eval.gpus)
+                .map(|_| Mutex::new(()))
+                .collect(),
+            capped: AtomicBool::new(false),
+        };
+        let ends = run_all(&ctx, &self.specs, &self.clients, &self.manifest, progress);
+        let journal = ctx.journal.into_inner().unwrap_or_else(|e| e.into_inner());
+        journal.save(&o.out)?;
+
+        let mut report = Report {
+            out: o.out.clone(),
+            spent: journal.spent,
+            turns: journal.turns.len(),
+            verdicts: BTreeMap::new(),
+            trajectories: self.specs.len(),
+            stops: BTreeMap::new(),
+            failures: Vec::new(),
+            caps: Vec::new(),
+            complete: false,
+            ended: self.finished(&journal),
+            candidates: Vec::new(),
+            published: None,
+        };
+        for (key, end) in &ends {
+            match end {
+                End::Finished { stop, .. } => {
+                    let class = stop.split(':').next().unwrap_or(stop).to_string();
+                    *report.stops.entry(class).or_default() += 1;
+                }
+                End::Capped(why) => report.caps.push(why.clone()),
+                End::Failed(why) => report.failures.push(format!("{key}: {why}")),
+            }
+        }
+        for t in journal.turns.values() {
+            *report
+                .verdicts
+                .entry(t.verdict.as_str().to_string())
+                .or_default() += 1;
+        }
+        report.complete = report.ended == self.specs.len();
+        if o.no_eval {
+            report.candidates =
+                publish::write_candidates(&o.store, &journal, &self.specs, &o.out, &self.manifest)?;
+        }
+        if report.complete {
+            report.published = Some(publish::publish(
+                &o.store,
+                &journal,
+                &self.specs,
+                &publish::Generated {
+                    manifest: &self.manifest,
+                    manifest_text: &self.manifest_text,
+                    suite: &self.suite,
+                    seed: self.seed,
+                    no_eval: o.no_eval,
+                    out: &o.out,
+                },
+            )?);
+        }
+        Ok(report)
+    }
+}
+
+/// The manifest's seed, else the journal's, else (a journal from before seeds were journalled
+/// that has turns) the old default 1, else one drawn from the operating system.
+fn resolve_seed(
+    manifest: &GenManifest,
+    journal: &Journal,
+    path: &Path,
+) -> Result<Seed, GenerateError> {
+    match (manifest.seed, journal.seed) {
+        (Some(m), Some(j)) if m != j => Err(GenerateError::SeedMismatch {
+            path: path.to_path_buf(),
+            journal: j,
+            manifest: m,
+        }),
+        (Some(value), _) => Ok(Seed {
+            value,
+            drawn: false,
+        }),
+        (None, Some(value)) => Ok(Seed { value, drawn: true }),
+        (None, None) if !journal.turns.is_empty() => Ok(Seed {
+            value: 1,
+            drawn: false,
+        }),
+        (None, None) => getrandom::u64()
+            .map(|value| Seed { value, drawn: true })
+            .map_err(|e| GenerateError::Entropy(e.to_string())),
+    }
+}
+
+/// Runs the trajectories, `concurrency` threads per model, each taking the next spec of its
+/// model; returns how each ended, by key.
+fn run_all(
+    ctx: &Context,
+    specs: &[TrajectorySpec],
+    clients: &[ChatClient],
+    manifest: &GenManifest,
+    progress: &(dyn Fn(Spend) + Sync),
+) -> BTreeMap<String, End> {
+    let ends: Mutex<BTreeMap<String, End>> = Mutex::new(BTreeMap::new());
+    std::thread::scope(|scope| {
+        for (mi, model) in manifest.models.iter().enumerate() {
+            let mine: Vec<&TrajectorySpec> = specs.iter().filter(|s| s.model == mi).rev().collect();
+            let threads = model.concurrency.min(mine.len());
+            let queue = Arc::new(Mutex::new(mine));
+            for _ in 0..threads {
+                let queue = Arc::clone(&queue);
+                let (ends, client) = (&ends, &clients[mi]);
+                scope.spawn(move || {
+                    loop {
+                        let Some(spec) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop()
+                        else {
+                            break;
+                        };
+                        let end = trajectory::run(ctx, client, spec);
+                        progress(ctx.journal.lock().unwrap_or_else(|e| e.into_inner()).spent);
+                        ends.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(spec.key.clone(), end);
+                    }
+                });
+            }
+        }
+    });
+    ends.into_inner().unwrap_or_else(|e| e.into_inner())
+}

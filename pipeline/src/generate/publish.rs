@@ -1,0 +1,212 @@
+//! What a generation leaves behind: with `--no-eval` the candidates as files and a run list per
+//! arch for `ptxbench run`; once every trajectory has ended, a `ptxbench.run` object per arch
+//! (all turns' records) and the `ptxbench.generation` object, with their digests written into
+//! the output folder (`run-<arch>.digest`, `generation.digest`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::TrajectorySpec;
+use super::generation::{GenerateError, Seed};
+use super::journal::Journal;
+use super::manifest::GenManifest;
+use crate::arch::Arch;
+use crate::digest::Digest;
+use crate::engine::Verdict;
+use crate::record::{RUN_SCHEMA, Record, RunObject};
+use crate::store::Store;
+use crate::task::Suite;
+
+pub const GENERATION_SCHEMA: &str = "ptxbench.generation/1";
+
+/// Lists the runs and trajectories of one generation manifest.
+#[derive(Debug, Serialize)]
+struct GenerationObject {
+    schema: String,
+    name: String,
+    manifest_digest: Digest,
+    no_eval: bool,
+    /// The base seed of the evaluation seeds.
+    seed: u64,
+    /// Whether it was drawn from the operating system's entropy (the manifest gave none).
+    seed_drawn: bool,
+    /// One `ptxbench.run` per arch (none with `--no-eval`).
+    run_digests: Vec<Digest>,
+    /// In work-list order.
+    trajectory_digests: Vec<Digest>,
+}
+
+/// What was published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// (run object, its name, its arch).
+    pub runs: Vec<(Digest, String, Arch)>,
+    pub generation: Digest,
+}
+
+/// A run list of candidates to evaluate later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CandidateList {
+    pub arch: Arch,
+    pub count: usize,
+    pub path: PathBuf,
+}
+
+/// The generation being published.
+#[derive(Debug)]
+pub struct Generated<'a> {
+    pub manifest: &'a GenManifest,
+    pub manifest_text: &'a str,
+    pub suite: &'a Suite,
+    pub seed: Seed,
+    pub no_eval: bool,
+    pub out: &'a Path,
+}
+
+fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), GenerateError> {
+    std::fs::write(path, bytes).map_err(|source| GenerateError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Publishes a run object per arch (all turns' records), then the generation object.
+pub fn publish(
+    store: &Store,
+    journal: &Journal,
+    specs: &[TrajectorySpec],
+    g: &Generated,
+) -> Result<Published, GenerateError> {
+    let manifest_digest = store.put(g.manifest_text.as_bytes())?;
+    let mut runs = Vec::new();
+    if !g.no_eval {
+        for &arch in &g.manifest.archs {
+            let mut records: Vec<Digest> = journal
+                .turns
+                .iter()
+                .filter(|(k, _)| {
+                    specs
+                        .iter()
+                        .any(|s| s.arch == arch && k.starts_with(&format!("{}#", s.key)))
+                })
+                .map(|(_, t)| t.record_digest)
+                .collect();
+            if records.is_empty() {
+                continue;
+            }
+            records.sort();
+            let run = RunObject {
+                schema: RUN_SCHEMA.into(),
+                name: format!("{}-{arch}", g.manifest.name),
+                arch,
+                list_digest: manifest_digest,
+                suite_hash: g.suite.digest(),
+                record_digests: records,
+            };
+            let d = store.put_object(&run)?;
+            write(&g.out.join(format!("run-{arch}.digest")), format!("{d}\n"))?;
+            runs.push((d, run.name, arch));
+        }
+    }
+    let generation = GenerationObject {
+        schema: GENERATION_SCHEMA.into(),
+        name: g.manifest.name.clone(),
+        manifest_digest,
+        no_eval: g.no_eval,
+        seed: g.seed.value,
+        seed_drawn: g.seed.drawn,
+        run_digests: runs.iter().map(|r| r.0).collect(),
+        trajectory_digests: specs
+            .iter()
+            .filter_map(|s| journal.trajectories.get(&s.key).copied())
+            .collect(),
+    };
+    let d = store.put_object(&generation)?;
+    write(&g.out.join("generation.digest"), format!("{d}\n"))?;
+    Ok(Published {
+        runs,
+        generation: d,
+    })
+}
+
+#[derive(Serialize)]
+struct RunListOut {
+    name: String,
+    arch: Arch,
+    evaluations: Vec<EvaluationOut>,
+}
+
+#[derive(Serialize)]
+struct EvaluationOut {
+    name: String,
+    kernel: String,
+    plan: String,
+    tasks: Vec<String>,
+}
+
+/// With `--no-eval`: each candidate that passed the static check, as files, and a run list per
+/// arch that `ptxbench run` evaluates.
+pub fn write_candidates(
+    store: &Store,
+    journal: &Journal,
+    specs: &[TrajectorySpec],
+    out: &Path,
+    manifest: &GenManifest,
+) -> Result<Vec<CandidateList>, GenerateError> {
+    let mut lists: BTreeMap<Arch, Vec<EvaluationOut>> = BTreeMap::new();
+    for s in specs {
+        let Some(t) = journal.turns_of(&s.key).first().copied() else {
+            continue;
+        };
+        let record: Record = store.get_json(&t.record_digest)?;
+        if record.verdict != Verdict::Other || record.outcome.stage != "not-evaluated" {
+            continue;
+        }
+        let (kernel_digest, kernel_name) = match (record.kernel_source_digest, record.ptx_digest) {
+            (Some(d), _) => (d, "kernel.cu"),
+            (None, Some(d)) => (d, "kernel.ptx"),
+            (None, None) => continue,
+        };
+        let slug: String = s
+            .key
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dir = out.join("candidates").join(&slug);
+        std::fs::create_dir_all(&dir).map_err(|source| GenerateError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        write(&dir.join(kernel_name), store.get(&kernel_digest)?)?;
+        write(&dir.join("plan.yaml"), store.get(&record.plan_digest)?)?;
+        lists.entry(s.arch).or_default().push(EvaluationOut {
+            name: s.key.clone(),
+            kernel: format!("candidates/{slug}/{kernel_name}"),
+            plan: format!("candidates/{slug}/plan.yaml"),
+            tasks: vec![s.task.clone()],
+        });
+    }
+    let mut written = Vec::new();
+    for (arch, evaluations) in lists {
+        let count = evaluations.len();
+        let list = RunListOut {
+            name: format!("{}-{arch}", manifest.name),
+            arch,
+            evaluations,
+        };
+        let path = out.join(format!("eval-{arch}.yaml"));
+        let text =
+            serde_saphyr::to_string(&list).map_err(|e| GenerateError::RunList(e.to_string()))?;
+        write(&path, text)?;
+        written.push(CandidateList { arch, count, path });
+    }
+    Ok(written)
+}
