@@ -19,6 +19,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod prompt;
 pub mod record;
+pub mod runner;
 pub mod site;
 pub mod store;
 pub mod task;

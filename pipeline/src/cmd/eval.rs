@@ -13,6 +13,7 @@ use crate::arch::Arch;
 use crate::candidate::Candidate;
 use crate::check::{self, CheckOptions};
 use crate::engine::{Outcome, Protocol, Request, Verdict, worker};
+use crate::record::TaskObject;
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
@@ -22,9 +23,10 @@ pub struct EvalArgs {
     pub task: String,
     #[arg(long, default_value = "sm_90a")]
     pub arch: Arch,
-    /// Base seed of the inputs (recorded; the same seed gives the same inputs).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Base seed of the inputs (the same seed gives the same inputs; default: drawn from the
+    /// operating system's entropy, and printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Evaluate only these workloads (repeatable).
     #[arg(long = "workload")]
     pub workloads: Vec<String>,
@@ -43,8 +45,7 @@ pub struct EvalArgs {
 }
 
 pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let suite_dir = super::suite_dir(dir)?;
-    let suite = super::load_suite(Some(suite_dir.clone()))?;
+    let suite = super::load_suite(dir)?;
     let task = suite
         .get(&a.task)
         .with_context(|| format!("no task `{}` in the suite", a.task))?;
@@ -65,18 +66,22 @@ pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         (None, None) => Outcome::failed(Verdict::Other, "static", "no candidate was loaded"),
         (None, Some(c)) => {
             let ptx = report.ptx.clone().unwrap_or_default();
+            let seed = match a.seed {
+                Some(s) => s,
+                None => crate::runner::seed::draw()?,
+            };
+            eprintln!("seed {seed}");
             let counted =
                 crate::evidence::engine::counted_copy(task, a.arch, &ptx).unwrap_or_else(|e| {
                     eprintln!("warning: no dynamic target evidence: {e}");
                     None
                 });
             let req = Request {
-                suite_dir: std::path::absolute(&suite_dir).unwrap_or(suite_dir.clone()),
-                task: a.task.clone(),
+                task: TaskObject::from_suite(&suite, task)?,
                 arch: a.arch,
                 ptx,
                 plan: c.plan,
-                seed: a.seed,
+                seed,
                 protocol: Protocol::default(),
                 workloads: a.workloads.clone(),
                 no_timing: a.no_timing,

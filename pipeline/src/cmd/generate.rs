@@ -27,7 +27,7 @@ use crate::generate::journal::Journal;
 use crate::generate::manifest::GenManifest;
 use crate::generate::trajectory::{self, Context, End};
 use crate::generate::{TrajectorySpec, canned, work_list};
-use crate::record::{RUN_SCHEMA, Record, RunObject};
+use crate::record::{RUN_SCHEMA, RunObject};
 use crate::store::Store;
 use crate::task::Suite;
 
@@ -351,7 +351,7 @@ fn write_candidates(
         let Some(t) = journal.turns_of(&s.key).first().copied() else {
             continue;
         };
-        let record: Record = store.get_json(&t.record_digest)?;
+        let record = crate::record::load_record(store, &t.record_digest)?;
         if record.verdict != Verdict::Other || record.outcome.stage != "not-evaluated" {
             continue;
         }

@@ -21,7 +21,7 @@ use crate::candidate::plan::{
 };
 use crate::cuda::driver::{DeviceBuffer, DriverError, Geometry, Gpu, Kernel, ParamBytes};
 use crate::expr::Bindings;
-use crate::task::{DType, Op, Suite, Task, TensorSpec, Tolerance, Workload, WorkloadKind};
+use crate::task::{DType, Op, Task, TensorSpec, Tolerance, Workload, WorkloadKind};
 
 /// Bytes of guard before and after every tensor (keeps 256-byte alignment).
 pub const GUARD: usize = 4096;
@@ -89,15 +89,11 @@ impl From<DriverError> for Stop {
 /// Runs the whole evaluation in this process.
 pub fn evaluate(req: &Request) -> Outcome {
     let mut clock = Clock::new();
-    let suite = match Suite::load(&req.suite_dir) {
-        Ok(s) => s,
-        Err(e) => {
-            return Outcome::failed(Verdict::Other, "static", format!("loading the suite: {e}"));
-        }
+    let task = match req.task.validate_exactly() {
+        Ok(t) => t,
+        Err(e) => return Outcome::failed(Verdict::Other, "static", e.to_string()),
     };
-    let Some(task) = suite.get(&req.task) else {
-        return Outcome::failed(Verdict::Other, "static", format!("no task {}", req.task));
-    };
+    let task = &task;
     let module = match ptxbench_ptx::parse(&req.ptx) {
         Ok(m) => m,
         Err(e) => {

@@ -127,7 +127,8 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
         .collect();
     let mut protocols: BTreeMap<String, usize> = BTreeMap::new();
     for r in &ctx.input.records {
-        if let Some(p) = &r.doc.protocol {
+        {
+            let p = &r.record.protocol;
             *protocols
                 .entry(protocol_text(
                     p.trials,
@@ -144,13 +145,15 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
         .input
         .records
         .iter()
-        .filter(|r| !r.doc.is_harness_test())
+        .filter(|r| !r.record.is_harness_test())
         .collect();
     let with_dynamic = entries
         .iter()
         .filter(|r| {
-            r.doc
-                .target_evidence()
+            r.record
+                .outcome
+                .evidence
+                .as_ref()
                 .is_some_and(|e| e.families.iter().any(|f| f.dynamic_count.is_some()))
         })
         .count();
