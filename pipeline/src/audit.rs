@@ -6,13 +6,149 @@
 //! speedup inside the recorded spread (the ratio range the recorded interquartile ranges of
 //! candidate and baseline allow, widened by a tolerance for machine-to-machine noise); and
 //! the environment differences are listed so a reader can judge the rest.
+//!
+//! The task comes from the store, never from a checkout: [`task_of`] loads the record's task
+//! object (or, for a `ptxbench.record/1` that did not name one, the stored task object that
+//! validated to its task hash), so `audit` works from the store alone.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::digest::Digest;
 use crate::engine::{Outcome, Timing};
-use crate::record::Record;
+use crate::record::task::{TaskObjectError, find_task};
+use crate::record::{Record, TaskObject};
+use crate::store::Store;
+use crate::task::Task;
+
+/// The task a record is re-run against, as the store holds it.
+#[derive(Debug, Clone)]
+pub struct AuditTask {
+    /// The task object it came from.
+    pub digest: Digest,
+    /// The object as the worker gets it (its task hash what this ptxbench validates it to).
+    pub object: TaskObject,
+    pub task: Task,
+    /// Set when this ptxbench validates the stored definition to another task hash than the
+    /// record names: the definition is the same bytes; the validator changed.
+    pub revalidated: Option<String>,
+}
+
+/// Why the task of a record could not be had from the store.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("record {record} names task object {task_digest}: {source}")]
+    TaskObject {
+        record: Digest,
+        task_digest: Digest,
+        #[source]
+        source: Box<TaskObjectError>,
+    },
+    #[error("record {record} ({schema}) does not name its task object, and {source}")]
+    NotStored {
+        record: Digest,
+        schema: String,
+        #[source]
+        source: Box<TaskObjectError>,
+    },
+    #[error(transparent)]
+    Mismatch(Box<Mismatch>),
+    #[error("task object {task_digest} of record {record}: {source}")]
+    Invalid {
+        record: Digest,
+        task_digest: Digest,
+        #[source]
+        source: Box<TaskObjectError>,
+    },
+}
+
+/// A record and the task object it names disagree on what the task is.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "record {record} is of task {task} with task hash {task_hash}, but task object {task_digest} holds task {found} with task hash {found_hash}"
+)]
+pub struct Mismatch {
+    pub record: Digest,
+    pub task: String,
+    pub task_hash: Digest,
+    pub task_digest: Digest,
+    pub found: String,
+    pub found_hash: Digest,
+}
+
+/// The task record `digest` was measured against, from `store` alone.
+pub fn task_of(store: &Store, digest: &Digest, record: &Record) -> Result<AuditTask, AuditError> {
+    let (task_digest, object) = match record.task_digest {
+        Some(d) => {
+            let object = TaskObject::load(store, &d).map_err(|source| AuditError::TaskObject {
+                record: *digest,
+                task_digest: d,
+                source: Box::new(source),
+            })?;
+            (d, object)
+        }
+        None => find_task(store, &record.task, &record.task_hash).map_err(|source| {
+            AuditError::NotStored {
+                record: *digest,
+                schema: record.schema.clone(),
+                source: Box::new(with_hint(source, record)),
+            }
+        })?,
+    };
+    if object.id != record.task || object.task_hash != record.task_hash {
+        return Err(AuditError::Mismatch(Box::new(Mismatch {
+            record: *digest,
+            task: record.task.clone(),
+            task_hash: record.task_hash,
+            task_digest,
+            found: object.id,
+            found_hash: object.task_hash,
+        })));
+    }
+    let task = object.validate().map_err(|source| AuditError::Invalid {
+        record: *digest,
+        task_digest,
+        source: Box::new(source),
+    })?;
+    let now = task.digest();
+    let revalidated = (now != record.task_hash).then(|| {
+        format!(
+            "task hash: recorded {} -> {now} (task object {task_digest}: the same definition, validated by this ptxbench)",
+            record.task_hash
+        )
+    });
+    Ok(AuditTask {
+        digest: task_digest,
+        object: TaskObject {
+            task_hash: now,
+            ..object
+        },
+        task,
+        revalidated,
+    })
+}
+
+/// How to store the task a v1 record needs.
+fn with_hint(e: TaskObjectError, record: &Record) -> TaskObjectError {
+    match e {
+        TaskObjectError::NotStored {
+            id,
+            task_hash,
+            root,
+            ..
+        } => TaskObjectError::NotStored {
+            id,
+            task_hash,
+            root,
+            hint: format!(
+                ": store the suite it was measured against (suite hash {}) with `ptxbench tasks store --tasks DIR` from a checkout of that suite",
+                record.suite_hash
+            ),
+        },
+        other => other,
+    }
+}
 
 /// Relative widening of the recorded speedup range before a re-measurement counts as off.
 pub const SPEEDUP_TOLERANCE: f64 = 0.05;
@@ -219,33 +355,9 @@ mod tests {
     }
 
     fn record(o: Outcome) -> Record {
-        let d = crate::digest::Digest::of(b"x");
-        Record {
-            schema: crate::record::RECORD_SCHEMA.into(),
-            entry: "e".into(),
-            role: crate::record::Role::Entry,
-            model: None,
-            task: "t".into(),
-            task_hash: d,
-            suite_hash: d,
-            arch: crate::arch::Arch::Sm90a,
-            provenance: "measured".into(),
-            kernel_source_digest: None,
-            ptx_digest: None,
-            plan_digest: d,
-            cubin_digest: None,
-            prompt_digest: None,
-            response_digest: None,
-            turn: None,
-            previous_digest: None,
-            seed: 1,
-            protocol: crate::engine::Protocol::default(),
-            workloads_selected: vec![],
-            expected: None,
-            verdict: o.verdict,
-            min_speedup: None,
-            outcome: o,
-        }
+        let mut r = crate::record::tests::sample(o.verdict);
+        r.outcome = o;
+        r
     }
 
     #[test]
@@ -263,5 +375,45 @@ mod tests {
         let wrong = compare(&r, &outcome(Verdict::Numerical, false, 2.0));
         assert!(!wrong.agrees);
         assert!(render(&wrong).contains("NOT reproduced"));
+    }
+
+    /// The task of a record comes from the store: by its task object, or (a v1 record) by its
+    /// task hash; a task the store lacks is an error naming the hash.
+    #[test]
+    fn the_task_comes_from_the_store_alone() {
+        let tasks = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks");
+        let suite = crate::task::Suite::load(&tasks).expect("the committed suite");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(tmp.path()).without_sync();
+        let stored = crate::record::task::store_suite(&store, &suite).expect("stored");
+        let t = &suite.tasks[0];
+        let mut r = crate::record::tests::sample(Verdict::Correct);
+        r.task = t.id.to_string();
+        r.task_hash = t.digest();
+        r.task_digest = stored.task(t.id.as_str());
+        let d = Digest::of(b"record");
+        let found = task_of(&store, &d, &r).expect("by task object");
+        assert_eq!(
+            (found.task.clone(), found.revalidated.clone()),
+            (t.clone(), None)
+        );
+        r.task_digest = None;
+        r.schema = crate::record::v1::RECORD_SCHEMA_V1.into();
+        assert_eq!(
+            task_of(&store, &d, &r).expect("by task hash").digest,
+            found.digest
+        );
+        r.task_hash = Digest::of(b"another suite's task");
+        let e = task_of(&store, &d, &r).expect_err("not stored").to_string();
+        assert!(
+            e.contains(&r.task_hash.to_string()) && e.contains(&d.to_string()),
+            "{e}"
+        );
+        assert!(e.contains("ptxbench tasks store"), "{e}");
+        r.task_digest = Some(found.digest);
+        let e = task_of(&store, &d, &r)
+            .expect_err("another task hash")
+            .to_string();
+        assert!(e.contains(&found.digest.to_string()), "{e}");
     }
 }

@@ -1,21 +1,24 @@
-//! Randomness nobody can know in advance: seeds drawn from the operating system's entropy
-//! source at run time (recorded wherever they decide an input), for default evaluation seeds
-//! and for the choice of which timed launches get checked.
+//! Randomness nobody can know in advance: values drawn from the operating system's entropy
+//! source at run time, for default seeds (`run`, `eval`, `generate`; always recorded) and for
+//! the choice of which timed launches get checked (never announced).
+
+/// The operating system gave no entropy.
+#[derive(Debug, thiserror::Error)]
+#[error("drawing from the operating system's entropy source: {0}")]
+pub struct EntropyError(String);
 
 /// A 64-bit value from the OS's entropy source.
-pub fn draw_u64() -> u64 {
-    let mut bytes = [0u8; 8];
-    // The OS source only fails on a broken system; then the process must not pretend to be
-    // random.
-    getrandom::fill(&mut bytes).expect("the operating system's entropy source is unavailable");
-    u64::from_le_bytes(bytes)
+pub fn draw_u64() -> Result<u64, EntropyError> {
+    getrandom::u64().map_err(|e| EntropyError(e.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn draws_differ() {
-        let draws: std::collections::BTreeSet<u64> = (0..16).map(|_| super::draw_u64()).collect();
+        let draws: std::collections::BTreeSet<u64> = (0..16)
+            .map(|_| super::draw_u64().expect("entropy"))
+            .collect();
         assert_eq!(draws.len(), 16);
     }
 }

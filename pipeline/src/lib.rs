@@ -21,6 +21,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod prompt;
 pub mod record;
+pub mod runner;
 pub mod scratch;
 pub mod site;
 pub mod store;

@@ -1,5 +1,6 @@
 //! `ptxbench audit HASH`: re-run the evaluation a record describes on this machine's GPU and
-//! compare (see `crate::audit`).
+//! compare (see `crate::audit`). Everything comes from the store: the record, its PTX and plan,
+//! and the task definition it was measured against; no `tasks/` folder is needed.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +11,7 @@ use clap::Args;
 
 use crate::audit;
 use crate::engine::{Request, Verdict, worker};
-use crate::record::Record;
+use crate::record;
 use crate::store::Store;
 
 #[derive(Debug, Args)]
@@ -28,7 +29,7 @@ pub struct AuditArgs {
     pub json: bool,
 }
 
-pub fn run(a: AuditArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
     let root = match &a.store {
         Some(s) => s.clone(),
         None => Store::discover(&std::env::current_dir()?)
@@ -36,21 +37,8 @@ pub fn run(a: AuditArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     };
     let store = Store::open(root);
     let digest = store.resolve(&a.record)?;
-    let record: Record = store
-        .get_json(&digest)
-        .with_context(|| format!("{digest} is not a record"))?;
-    let suite_dir = std::path::absolute(super::suite_dir(dir)?)?;
-    let suite = super::load_suite(Some(suite_dir.clone()))?;
-    let task = suite
-        .get(&record.task)
-        .with_context(|| format!("the record's task {} is not in this suite", record.task))?;
-    anyhow::ensure!(
-        task.digest() == record.task_hash,
-        "task {} has changed since the record was made (recorded {}, here {}): check out the suite the record names",
-        record.task,
-        record.task_hash,
-        task.digest()
-    );
+    let record = record::load_record(&store, &digest)?;
+    let task = audit::task_of(&store, &digest, &record)?;
     let ptx_digest = record
         .ptx_digest
         .context("the record has no PTX (it failed before compiling): nothing to re-run")?;
@@ -58,8 +46,7 @@ pub fn run(a: AuditArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let plan = String::from_utf8(store.get(&record.plan_digest)?)
         .context("the stored plan is not UTF-8")?;
     let req = Request {
-        suite_dir,
-        task: record.task.clone(),
+        task: task.object.clone(),
         arch: record.arch,
         ptx,
         plan,
@@ -71,15 +58,16 @@ pub fn run(a: AuditArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         gpu: a.gpu,
     };
     eprintln!(
-        "re-running record {digest} ({} on {}, seed {})",
-        record.entry, record.task, record.seed
+        "re-running record {digest} ({} on {}, seed {}) against task object {}",
+        record.entry, record.task, record.seed, task.digest
     );
     let exe = std::env::current_exe()?;
     let now = worker::run_isolated(&exe, &req, Duration::from_secs(a.timeout));
     if now.verdict == Verdict::Other && now.device.is_none() {
         anyhow::bail!("could not re-run the evaluation here: {}", now.message);
     }
-    let report = audit::compare(&record, &now);
+    let mut report = audit::compare(&record, &now);
+    report.environment_differences.extend(task.revalidated);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -13,6 +13,7 @@ use crate::arch::Arch;
 use crate::candidate::Candidate;
 use crate::check::{self, CheckOptions};
 use crate::engine::{Outcome, Protocol, Request, Verdict, worker};
+use crate::record::TaskObject;
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
@@ -44,19 +45,7 @@ pub struct EvalArgs {
 }
 
 pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let suite_dir = super::suite_dir(dir)?;
-    let suite = super::load_suite(Some(suite_dir.clone()))?;
-    let seed = match a.seed {
-        Some(s) => {
-            eprintln!("seed: {s} (given)");
-            s
-        }
-        None => {
-            let s = crate::entropy::draw_u64();
-            eprintln!("seed: {s} (drawn at run time; pass --seed {s} to reproduce)");
-            s
-        }
-    };
+    let suite = super::load_suite(dir)?;
     let task = suite
         .get(&a.task)
         .with_context(|| format!("no task `{}` in the suite", a.task))?;
@@ -77,14 +66,18 @@ pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         (None, None) => Outcome::failed(Verdict::Other, "static", "no candidate was loaded"),
         (None, Some(c)) => {
             let ptx = report.ptx.clone().unwrap_or_default();
+            let seed = match a.seed {
+                Some(s) => s,
+                None => crate::runner::seed::draw()?,
+            };
+            eprintln!("seed {seed}");
             let counted =
                 crate::evidence::engine::counted_copy(task, a.arch, &ptx).unwrap_or_else(|e| {
                     eprintln!("warning: no dynamic target evidence: {e}");
                     None
                 });
             let req = Request {
-                suite_dir: std::path::absolute(&suite_dir).unwrap_or(suite_dir.clone()),
-                task: a.task.clone(),
+                task: TaskObject::from_suite(&suite, task)?,
                 arch: a.arch,
                 ptx,
                 plan: c.plan,

@@ -2,7 +2,6 @@
 
 mod audit;
 mod baseline;
-mod bench_site;
 mod bundle;
 mod check;
 mod eval;
@@ -61,9 +60,6 @@ pub enum Command {
     /// Export data of a manifest (the metrics table as Parquet or CSV).
     #[command(subcommand)]
     Export(export::ExportCommand),
-    /// Internal: benchmark the site build and the metric aggregation on generated data.
-    #[command(hide = true)]
-    BenchSite(bench_site::BenchSiteArgs),
     /// Re-run the evaluation a record describes on this GPU and compare with the record.
     Audit(audit::AuditArgs),
     /// Evaluate a candidate on the GPU: correctness, then timing against the library.
@@ -97,11 +93,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::ImportReported(a) => import::run_reported(a),
         Command::Site(a) => site::run(a, tasks_dir),
         Command::Export(c) => export::run(c, tasks_dir),
-        Command::BenchSite(a) => bench_site::run(a, tasks_dir),
         Command::Eval(a) => eval::run(a, tasks_dir),
         Command::Baseline(a) => baseline::run(a, tasks_dir),
         Command::Evidence(a) => evidence::run(a, tasks_dir),
-        Command::Audit(a) => audit::run(a, tasks_dir),
+        Command::Audit(a) => audit::run(a),
         Command::Run(a) => run::run(a, tasks_dir),
         Command::Generate(a) => generate::run(a, tasks_dir),
         Command::Reference(a) => reference::run(a, tasks_dir),

@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::digest::Digest;
+use crate::record::{self, Decoded};
 use crate::store::closure::referrers;
 use crate::store::object::{self, Content, ObjectKind, Schema};
 use crate::store::reported::ImportObject;
@@ -84,6 +85,9 @@ fn render(store: &Store, digest: &Digest, bytes: &[u8]) -> anyhow::Result<String
     match &content {
         Content::Object(o) => {
             writeln!(out, "kind   {} ({})", o.schema.kind, o.schema)?;
+            if let Some(decoded) = record::decode_object(digest, bytes) {
+                writeln!(out, "reads  {}", describe(decoded))?;
+            }
             if let Some(source) = o.value.get("source").and_then(|v| v.as_str()) {
                 writeln!(out, "source {source}")?;
             }
@@ -137,6 +141,33 @@ fn render(store: &Store, digest: &Digest, bytes: &[u8]) -> anyhow::Result<String
         }
     }
     Ok(out)
+}
+
+/// One line about a record, run, task or suite object as this version reads it.
+fn describe(decoded: Result<Decoded, record::RecordError>) -> String {
+    match decoded {
+        Ok(Decoded::Record(r)) => format!(
+            "record of {} on {} ({}): {}{}",
+            r.entry,
+            r.task,
+            r.arch,
+            r.verdict.as_str(),
+            if r.stored_version() < 2 {
+                format!(", read through the {} adapter", r.schema)
+            } else {
+                String::new()
+            }
+        ),
+        Ok(Decoded::Run(r)) => format!("run {}: {} records", r.name, r.record_digests.len()),
+        Ok(Decoded::Task(t)) => format!("task {} ({}), task hash {}", t.id, t.source, t.task_hash),
+        Ok(Decoded::Suite(s)) => format!(
+            "task suite {}, suite hash {}, {} tasks",
+            s.version,
+            s.suite_hash,
+            s.task_digests.len()
+        ),
+        Err(e) => format!("DOES NOT DECODE: {e}"),
+    }
 }
 
 /// ` REPORTED` after a referrer that is a reported import.

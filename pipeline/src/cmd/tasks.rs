@@ -1,4 +1,4 @@
-//! `ptxbench tasks list|show|check|import`.
+//! `ptxbench tasks list|show|check|store|import`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,7 +7,10 @@ use anyhow::Context as _;
 use clap::Subcommand;
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 
+use crate::record::task::store_suite;
 use crate::task::{self, WorkloadKind};
+
+use super::verify::StoreArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum TasksCommand {
@@ -24,6 +27,13 @@ pub enum TasksCommand {
     },
     /// Validate every task file; each problem names file, field and reason.
     Check,
+    /// Store the suite and every task definition as objects (`ptxbench.suite/1`,
+    /// `ptxbench.task/1`), so records of it audit from the store alone. `run` and `generate`
+    /// do this themselves; this is for suites records were measured against earlier.
+    Store {
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Turn a FlashInfer-Trace definition (JSON) into a task file (YAML).
     Import {
         /// The definition JSON.
@@ -123,6 +133,28 @@ pub fn run(cmd: TasksCommand, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
                 eprintln!("{} problem(s) in {}", problems.len(), dir.display());
                 Ok(ExitCode::from(1))
             }
+        }
+        TasksCommand::Store { store } => {
+            let suite = super::load_suite(dir)?;
+            let store = store.open()?;
+            let stored = store_suite(&store, &suite).with_context(|| {
+                format!(
+                    "storing suite {} into {}",
+                    suite.version,
+                    store.root().display()
+                )
+            })?;
+            for (id, (d, _)) in &stored.tasks {
+                println!("task  {d}  {id}");
+            }
+            println!(
+                "suite {}  {} (suite hash {}, {} tasks)",
+                stored.digest,
+                suite.version,
+                stored.suite_hash,
+                stored.tasks.len()
+            );
+            Ok(ExitCode::SUCCESS)
         }
         TasksCommand::Import {
             definition,

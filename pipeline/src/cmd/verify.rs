@@ -1,5 +1,7 @@
 //! `ptxbench verify [MANIFEST]`: re-hash the whole store, or one manifest's closure, and list
-//! every missing, corrupt or malformed object with what refers to it. Exit 1 if any.
+//! every missing, corrupt or malformed object with what refers to it, and every record, run,
+//! task or suite object that does not decode (through `crate::record`, older versions by their
+//! adapter). Exit 1 if any.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -10,6 +12,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::manifest::Manifest;
+use crate::record;
 use crate::store::Store;
 use crate::store::closure;
 use crate::store::verify::verify_store;
@@ -74,6 +77,7 @@ pub fn run(a: VerifyArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode
         }
     }
     let start = Instant::now();
+    let undecoded;
     let (problems, summary) = match &a.manifest {
         Some(path) => {
             let manifest = Manifest::load(path)?;
@@ -91,6 +95,7 @@ pub fn run(a: VerifyArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode
                 );
             }
             let c = closure::closure(&store, &manifest.roots(path));
+            undecoded = record::undecodable(&store, c.objects.iter().copied());
             let summary = format!(
                 "{} objects ({} bytes) in the closure of {}",
                 c.objects.len(),
@@ -104,6 +109,7 @@ pub fn run(a: VerifyArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode
                 .threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let r = verify_store(&store, threads)?;
+            undecoded = record::undecodable(&store, store.list()?);
             for s in &r.strays {
                 eprintln!("warning: stray file in the store: {}", s.display());
             }
@@ -123,13 +129,17 @@ pub fn run(a: VerifyArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode
     for p in &problems {
         out.push_str(&format!("{p}\n"));
     }
-    let code = if problems.is_empty() {
+    for (d, e) in &undecoded {
+        out.push_str(&format!("undecodable {d}: {e}\n"));
+    }
+    let code = if problems.is_empty() && undecoded.is_empty() {
         out.push_str(&format!("ok: {summary}\n"));
         ExitCode::SUCCESS
     } else {
         out.push_str(&format!(
-            "FAILED: {} problem objects; {summary}\n",
-            problems.len()
+            "FAILED: {} problem objects, {} that this ptxbench cannot read; {summary}\n",
+            problems.len(),
+            undecoded.len()
         ));
         ExitCode::from(1)
     };

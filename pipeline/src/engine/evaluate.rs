@@ -26,20 +26,16 @@ use super::{KernelInfo, Outcome, Request, Verdict, WorkloadResult};
 use crate::candidate::bind;
 use crate::candidate::plan::LaunchPlan;
 use crate::cuda::driver::{Gpu, Kernel};
-use crate::task::{Suite, Task, Workload, WorkloadKind};
+use crate::task::{Task, Workload, WorkloadKind};
 
 /// Runs the whole evaluation in this process.
 pub fn evaluate(req: &Request) -> Outcome {
     let mut clock = Clock::new();
-    let suite = match Suite::load(&req.suite_dir) {
-        Ok(s) => s,
-        Err(e) => {
-            return Outcome::failed(Verdict::Other, "static", format!("loading the suite: {e}"));
-        }
+    let task = match req.task.validate_exactly() {
+        Ok(t) => t,
+        Err(e) => return Outcome::failed(Verdict::Other, "static", e.to_string()),
     };
-    let Some(task) = suite.get(&req.task) else {
-        return Outcome::failed(Verdict::Other, "static", format!("no task {}", req.task));
-    };
+    let task = &task;
     let module = match ptxbench_ptx::parse(&req.ptx) {
         Ok(m) => m,
         Err(e) => {

@@ -19,11 +19,10 @@ pub mod timing;
 pub mod verdict;
 pub mod worker;
 
-use std::path::PathBuf;
-
 use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
+use crate::record::TaskObject;
 pub use crate::record::outcome::{
     BaselineInfo, ClockSamples, Comparison, CountedSite, Direction, DynamicCounts, Floor,
     KernelInfo, Outcome, OutputCheck, PeakClass, Protocol, SiteCount, Stats, StopReason, Timing,
@@ -33,9 +32,9 @@ pub use crate::record::outcome::{
 /// What a worker is asked to do.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
-    /// The task-suite folder and the task id.
-    pub suite_dir: PathBuf,
-    pub task: String,
+    /// The task's definition, with the task hash the parent validated it to; the worker
+    /// validates it again and refuses a definition that validates to another task.
+    pub task: TaskObject,
     pub arch: Arch,
     /// The PTX to run (already extracted, compiled from CUDA C++ if needed, and statically
     /// checked) and the launch plan text.

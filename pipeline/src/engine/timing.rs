@@ -61,12 +61,14 @@ struct Reservoir {
 }
 
 impl Reservoir {
-    fn new(k: usize) -> Reservoir {
-        Reservoir {
-            rng: SplitMix::new(crate::entropy::draw_u64()),
+    fn new(k: usize) -> Result<Reservoir, Stop> {
+        let seed = crate::entropy::draw_u64()
+            .map_err(|e| Stop::new(Outcome::failed(Verdict::Other, "timing", e.to_string())))?;
+        Ok(Reservoir {
+            rng: SplitMix::new(seed),
             k,
             kept: Vec::new(),
-        }
+        })
     }
 
     /// The slot launch `n` (0-based) goes to, if it is kept.
@@ -233,7 +235,7 @@ pub fn time_workload(
         target: p.target_half_width,
         budget_ms: p.max_timing_seconds * 1e3,
     };
-    let mut reservoir = Reservoir::new(p.checked_launches as usize);
+    let mut reservoir = Reservoir::new(p.checked_launches as usize)?;
     let mut clocks = Vec::new();
     let state_before = gpu.state();
     sample_clocks(gpu, &mut clocks);

@@ -160,8 +160,7 @@ pub fn load_source(
         };
         match schema.split('/').next().unwrap_or("") {
             "ptxbench.record" => {
-                let r: Record = serde_json::from_value(value.clone())
-                    .with_context(|| format!("record {d} does not parse"))?;
+                let r = crate::record::load_record(&store, &d)?;
                 records.insert(d, r);
             }
             "ptxbench.run" | "ptxbench.trajectory" => stack.extend(list("record_digests")?),
@@ -264,7 +263,7 @@ pub fn select(
                 };
                 let prev: Record = match records.get(&prev_digest) {
                     Some(p) => p.clone(),
-                    None => store.get_json(&prev_digest)?,
+                    None => crate::record::load_record(store, &prev_digest)?,
                 };
                 if matches!(prev.verdict, Verdict::Correct | Verdict::Other) {
                     continue;

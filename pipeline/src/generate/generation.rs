@@ -336,7 +336,7 @@ fn resolve_seed(
             value: 1,
             drawn: false,
         }),
-        (None, None) => getrandom::u64()
+        (None, None) => crate::entropy::draw_u64()
             .map(|value| Seed { value, drawn: true })
             .map_err(|e| GenerateError::Entropy(e.to_string())),
     }

@@ -28,7 +28,8 @@ use crate::candidate::{Candidate, KernelLang};
 use crate::check::{self, CheckOptions, CheckReport};
 use crate::digest::Digest;
 use crate::engine::{Outcome, Protocol, Request, Verdict, worker};
-use crate::record::{RECORD_SCHEMA, Record, Role};
+use crate::record::task::store_suite;
+use crate::record::{RECORD_SCHEMA, Record, Role, TaskObject};
 use crate::store::{Store, StoreError};
 use crate::task::Suite;
 
@@ -490,14 +491,18 @@ fn one_turn(
     let put_text = |t: &str| ctx.store.put(t.as_bytes());
     let prompt_bytes =
         serde_json::to_vec(messages).map_err(|e| TurnError::Failed(e.to_string()))?;
+    let stored = store_suite(ctx.store, ctx.suite).map_err(|e| TurnError::Failed(e.to_string()))?;
     let record = Record {
         schema: RECORD_SCHEMA.into(),
         entry: model.entry().to_string(),
         role: Role::Entry,
         model: Some(model.name.clone()),
+        evaluation: None,
         task: spec.task.clone(),
         task_hash: task.digest(),
-        suite_hash: ctx.suite.digest(),
+        task_digest: stored.task(&spec.task),
+        suite_hash: stored.suite_hash,
+        suite_digest: Some(stored.digest),
         arch: spec.arch,
         provenance: "measured".into(),
         kernel_source_digest: match &candidate {
@@ -576,9 +581,16 @@ fn evaluate(ctx: &Context, spec: &TrajectorySpec, report: &CheckReport, c: &Cand
             .ok()
             .flatten()
     });
+    let definition = match task.map(|t| TaskObject::from_suite(ctx.suite, t)) {
+        Some(Ok(o)) => o,
+        Some(Err(e)) => return Outcome::failed(Verdict::Other, "static", e.to_string()),
+        None => {
+            let message = format!("no task {} in the suite", spec.task);
+            return Outcome::failed(Verdict::Other, "static", message);
+        }
+    };
     let mut req = Request {
-        suite_dir: ctx.suite_dir.clone(),
-        task: spec.task.clone(),
+        task: definition,
         arch: spec.arch,
         ptx,
         plan: c.plan.clone(),

@@ -1,24 +1,40 @@
-//! Records and runs: the typed store objects that every measured number traces back to.
+//! The one versioned schema of what PTXBench measures: the typed store objects that every
+//! measured number traces back to, as the engine emits them, the store holds them, the site
+//! reads them and tests build them.
 //!
-//! A [`Record`] is one evaluation of one candidate on one task on one device; it names by
-//! digest the bytes it was made from (kernel source, PTX, plan, cubin, prompt, response) and
-//! holds the engine's [`Outcome`]. A [`RunObject`] lists the records of one run list. Both are
-//! canonical JSON with `schema` first (see `store::object`); digests of things that are not
-//! store objects (task and suite hashes) sit under `_hash` keys.
+//! - [`Record`] (`ptxbench.record/2`): one evaluation of one candidate on one task on one
+//!   device. It names by digest the bytes it was made from (kernel source, PTX, plan, cubin,
+//!   prompt, response, and the task definition as a [`TaskObject`]) and holds the engine's
+//!   [`Outcome`] ([`outcome`]).
+//! - [`RunObject`] (`ptxbench.run/1`): the records of one run list.
+//! - [`TaskObject`] (`ptxbench.task/1`) and [`SuiteObject`] (`ptxbench.suite/1`): the task
+//!   definitions records were measured against ([`task`]), so a record's closure re-runs it.
+//!
+//! All are canonical JSON with `schema` first (see `store::object`); digests of things that are
+//! not store objects (the task and suite hashes of `crate::task`) sit under `_hash` keys.
+//! Older stored versions are read through one adapter ([`v1`]): [`decode_record`] is the only
+//! way bytes become a [`Record`].
 
 pub mod outcome;
 pub mod stats;
+pub mod task;
+pub mod v1;
 
 use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
 use crate::digest::Digest;
+use crate::evidence::EvidenceStatus;
+use crate::store::{Store, StoreError};
 pub use outcome::{
-    BaselineInfo, Comparison, DynamicCounts, KernelInfo, Outcome, OutputCheck, Protocol, Stats,
-    Timing, Trial, Verdict, WorkloadResult,
+    BaselineInfo, ClockSamples, Comparison, CountedSite, Direction, DynamicCounts, Floor,
+    KernelInfo, Outcome, OutputCheck, PeakClass, Protocol, SiteCount, Stats, StopReason, Timing,
+    Trial, Verdict, WorkloadResult,
 };
+pub use task::{SUITE_SCHEMA, SuiteObject, TASK_SCHEMA, TaskObject};
 
-pub const RECORD_SCHEMA: &str = "ptxbench.record/1";
+/// The schema new records are written with.
+pub const RECORD_SCHEMA: &str = "ptxbench.record/2";
 pub const RUN_SCHEMA: &str = "ptxbench.run/1";
 
 /// What a record is for on the leaderboard.
@@ -32,48 +48,112 @@ pub enum Role {
     HarnessTest,
 }
 
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Entry => "entry",
+            Role::HarnessTest => "harness-test",
+        }
+    }
+}
+
+/// One evaluation. Every key is written (absent values as `null`), and an unknown key is a
+/// decoding error, so nothing stored is silently dropped.
+///
+/// Invariant of records written as `ptxbench.record/2`: `task_digest` and `suite_digest` are
+/// set. They are `None` only in records read through the [`v1`] adapter, whose `schema` keeps
+/// `ptxbench.record/1` (such a value is never stored again; see [`put_record`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Record {
+    /// The schema the object was stored under.
     pub schema: String,
     /// Display name of the submission (a model, a compiler, a reference kernel).
     pub entry: String,
     pub role: Role,
-    #[serde(default)]
     pub model: Option<String>,
+    /// The evaluation of the run list that made it (`None` for records of `generate`).
+    pub evaluation: Option<String>,
     pub task: String,
+    /// `Task::digest()` of the validated task it was measured against.
     pub task_hash: Digest,
+    /// The [`TaskObject`] holding that task's definition.
+    pub task_digest: Option<Digest>,
+    /// `Suite::digest()` of the suite the task belonged to.
     pub suite_hash: Digest,
+    /// The [`SuiteObject`] of that suite (its version, every task).
+    pub suite_digest: Option<Digest>,
     pub arch: Arch,
     /// Always "measured" for records (reported data lives in import objects).
     pub provenance: String,
-    #[serde(default)]
     pub kernel_source_digest: Option<Digest>,
-    #[serde(default)]
     pub ptx_digest: Option<Digest>,
     pub plan_digest: Digest,
-    #[serde(default)]
     pub cubin_digest: Option<Digest>,
-    #[serde(default)]
     pub prompt_digest: Option<Digest>,
-    #[serde(default)]
     pub response_digest: Option<Digest>,
     /// 0-based turn within its trajectory.
-    #[serde(default)]
     pub turn: Option<u32>,
     /// The record of the trajectory's previous turn.
-    #[serde(default)]
     pub previous_digest: Option<Digest>,
+    /// The base seed every trial's inputs derive from.
     pub seed: u64,
     pub protocol: Protocol,
     pub workloads_selected: Vec<String>,
-    #[serde(default)]
     pub expected: Option<Verdict>,
     pub verdict: Verdict,
     pub min_speedup: Option<f64>,
     pub outcome: Outcome,
 }
 
+impl Record {
+    pub fn is_correct(&self) -> bool {
+        self.verdict == Verdict::Correct
+    }
+
+    pub fn is_harness_test(&self) -> bool {
+        self.role == Role::HarnessTest
+    }
+
+    /// The schema version it was stored under (1 for records read through the v1 adapter).
+    pub fn stored_version(&self) -> u32 {
+        self.schema
+            .rsplit_once('/')
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The smallest speedup over the performance workloads, wherever the record keeps it.
+    pub fn min_speedup(&self) -> Option<f64> {
+        self.min_speedup.or(self.outcome.min_speedup)
+    }
+
+    /// Correct with the target instructions shown to execute: `None` when that was not
+    /// measured (no evidence, or no dynamic method covered a family the SASS holds).
+    pub fn correct_with_arch(&self) -> Option<bool> {
+        let ev = self.outcome.evidence.as_ref()?;
+        if ev.families.is_empty() {
+            return None;
+        }
+        if !self.is_correct() {
+            return Some(false);
+        }
+        if ev.all_dynamic_present() {
+            return Some(true);
+        }
+        let failed = ev.families.iter().any(|f| {
+            matches!(
+                f.status,
+                EvidenceStatus::SassAbsent | EvidenceStatus::DynamicNotExecuted
+            )
+        });
+        if failed { Some(false) } else { None }
+    }
+}
+
+/// The records of one run list. Decoding is strict (unknown keys are errors).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunObject {
     pub schema: String,
     pub name: String,
@@ -83,4 +163,269 @@ pub struct RunObject {
     pub suite_hash: Digest,
     /// Sorted by (entry, task) of the records.
     pub record_digests: Vec<Digest>,
+}
+
+/// Why stored bytes are not a record or run this version can read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("object {digest} is not JSON: {message}")]
+    NotJson { digest: Digest, message: String },
+    #[error("object {digest} is a `{found}` object, not a {expected}")]
+    WrongSchema {
+        digest: Digest,
+        found: String,
+        expected: &'static str,
+    },
+    #[error("{schema} object {digest} does not decode: {message}")]
+    Decode {
+        digest: Digest,
+        schema: String,
+        message: String,
+    },
+    #[error(
+        "refusing to store a record whose schema is `{schema}`: only {RECORD_SCHEMA} records are written"
+    )]
+    OldSchema { schema: String },
+}
+
+/// The `schema` of a JSON object, or a [`RecordError::WrongSchema`] naming what it was.
+fn schema_of(
+    digest: &Digest,
+    value: &serde_json::Value,
+    expected: &'static str,
+) -> Result<String, RecordError> {
+    let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+    if schema.split('/').next() != expected.split('/').next() {
+        return Err(RecordError::WrongSchema {
+            digest: *digest,
+            found: if schema.is_empty() {
+                "plain JSON".to_string()
+            } else {
+                schema.to_string()
+            },
+            expected,
+        });
+    }
+    Ok(schema.to_string())
+}
+
+fn parse_json(digest: &Digest, bytes: &[u8]) -> Result<serde_json::Value, RecordError> {
+    serde_json::from_slice(bytes).map_err(|e| RecordError::NotJson {
+        digest: *digest,
+        message: e.to_string(),
+    })
+}
+
+/// Decodes the bytes of the record `digest`, of any stored version, into the current type.
+pub fn decode_record(digest: &Digest, bytes: &[u8]) -> Result<Record, RecordError> {
+    let value = parse_json(digest, bytes)?;
+    let schema = schema_of(digest, &value, RECORD_SCHEMA)?;
+    let decoded = match schema.as_str() {
+        RECORD_SCHEMA => serde_json::from_value(value).map_err(|e| e.to_string()),
+        v1::RECORD_SCHEMA_V1 => v1::decode(value),
+        _ => Err(format!(
+            "this version of ptxbench reads {} and {RECORD_SCHEMA}",
+            v1::RECORD_SCHEMA_V1
+        )),
+    };
+    decoded.map_err(|message| RecordError::Decode {
+        digest: *digest,
+        schema,
+        message,
+    })
+}
+
+/// Decodes the bytes of the run object `digest`.
+pub fn decode_run(digest: &Digest, bytes: &[u8]) -> Result<RunObject, RecordError> {
+    decode_exactly(digest, bytes, RUN_SCHEMA)
+}
+
+/// The record `digest` from `store` (re-hashed), of any stored version.
+pub fn load_record(store: &Store, digest: &Digest) -> Result<Record, RecordError> {
+    decode_record(digest, &store.get(digest)?)
+}
+
+/// The run object `digest` from `store` (re-hashed).
+pub fn load_run(store: &Store, digest: &Digest) -> Result<RunObject, RecordError> {
+    decode_run(digest, &store.get(digest)?)
+}
+
+/// What [`decode_object`] found in an object of this module's kinds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decoded {
+    Record(Box<Record>),
+    Run(RunObject),
+    Task(TaskObject),
+    Suite(SuiteObject),
+}
+
+/// Decodes `bytes` if they are a record, run, task or suite object (`None` for any other
+/// blob), through the same adapters every reader uses. `verify` and `show` call it so that a
+/// stored object this version cannot read is reported, not met later.
+pub fn decode_object(digest: &Digest, bytes: &[u8]) -> Option<Result<Decoded, RecordError>> {
+    let kind = |k: &str| bytes.starts_with(format!("{{\"schema\":\"{k}/").as_bytes());
+    Some(if kind("ptxbench.record") {
+        decode_record(digest, bytes).map(|r| Decoded::Record(Box::new(r)))
+    } else if kind("ptxbench.run") {
+        decode_run(digest, bytes).map(Decoded::Run)
+    } else if kind("ptxbench.task") {
+        decode_exactly(digest, bytes, TASK_SCHEMA).map(Decoded::Task)
+    } else if kind("ptxbench.suite") {
+        decode_exactly(digest, bytes, SUITE_SCHEMA).map(Decoded::Suite)
+    } else {
+        return None;
+    })
+}
+
+/// The records, runs, task and suite objects among `digests` that do not decode (objects that
+/// cannot be read are left to `store::verify`, which reports them).
+pub fn undecodable(
+    store: &Store,
+    digests: impl IntoIterator<Item = Digest>,
+) -> Vec<(Digest, RecordError)> {
+    let mut out = Vec::new();
+    for d in digests {
+        let Ok(bytes) = store.get(&d) else { continue };
+        if let Some(Err(e)) = decode_object(&d, &bytes) {
+            out.push((d, e));
+        }
+    }
+    out
+}
+
+/// Decodes an object that has one version, `schema`.
+fn decode_exactly<T: serde::de::DeserializeOwned>(
+    digest: &Digest,
+    bytes: &[u8],
+    schema: &'static str,
+) -> Result<T, RecordError> {
+    let value = parse_json(digest, bytes)?;
+    let found = schema_of(digest, &value, schema)?;
+    let message = if found == schema {
+        match serde_json::from_value(value) {
+            Ok(t) => return Ok(t),
+            Err(e) => e.to_string(),
+        }
+    } else {
+        format!("this version of ptxbench reads {schema}")
+    };
+    Err(RecordError::Decode {
+        digest: *digest,
+        schema: found,
+        message,
+    })
+}
+
+/// Stores a record of the current schema (everything it references must be stored already).
+pub fn put_record(store: &Store, record: &Record) -> Result<Digest, RecordError> {
+    if record.schema != RECORD_SCHEMA {
+        return Err(RecordError::OldSchema {
+            schema: record.schema.clone(),
+        });
+    }
+    Ok(store.put_object(record)?)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::evidence::{FamilyEvidence, TargetEvidence};
+
+    fn record(verdict: Verdict, statuses: &[EvidenceStatus]) -> Record {
+        let mut r = sample(verdict);
+        r.outcome.evidence = Some(TargetEvidence {
+            arch: Arch::Sm90a,
+            status: EvidenceStatus::DynamicPresent,
+            families: statuses
+                .iter()
+                .map(|s| FamilyEvidence {
+                    family: "f".into(),
+                    sass_patterns: Vec::new(),
+                    status: *s,
+                    static_count: 1,
+                    static_opcodes: Vec::new(),
+                    dynamic_count: Some(1),
+                    method: None,
+                })
+                .collect(),
+            disassembler: String::new(),
+            notes: Vec::new(),
+        });
+        r
+    }
+
+    /// A record of `verdict` with placeholder digests, for tests.
+    pub(crate) fn sample(verdict: Verdict) -> Record {
+        let d = Digest::of(b"x");
+        Record {
+            schema: RECORD_SCHEMA.into(),
+            entry: "e".into(),
+            role: Role::Entry,
+            model: None,
+            evaluation: None,
+            task: "t".into(),
+            task_hash: d,
+            task_digest: Some(d),
+            suite_hash: d,
+            suite_digest: Some(d),
+            arch: Arch::Sm90a,
+            provenance: "measured".into(),
+            kernel_source_digest: None,
+            ptx_digest: None,
+            plan_digest: d,
+            cubin_digest: None,
+            prompt_digest: None,
+            response_digest: None,
+            turn: None,
+            previous_digest: None,
+            seed: 1,
+            protocol: Protocol::default(),
+            workloads_selected: Vec::new(),
+            expected: None,
+            verdict,
+            min_speedup: None,
+            outcome: Outcome::failed(verdict, "done", ""),
+        }
+    }
+
+    #[test]
+    fn correct_with_arch_needs_every_family_executed() {
+        use EvidenceStatus::*;
+        let with = |v, s: &[EvidenceStatus]| record(v, s).correct_with_arch();
+        assert_eq!(
+            with(Verdict::Correct, &[DynamicPresent, DynamicPresent]),
+            Some(true)
+        );
+        assert_eq!(
+            with(Verdict::Correct, &[DynamicPresent, SassAbsent]),
+            Some(false)
+        );
+        assert_eq!(with(Verdict::Correct, &[DynamicPresent, StaticOnly]), None);
+        assert_eq!(with(Verdict::Numerical, &[DynamicPresent]), Some(false));
+        assert_eq!(with(Verdict::Correct, &[]), None);
+        let mut none = record(Verdict::Correct, &[]);
+        none.outcome.evidence = None;
+        assert_eq!(none.correct_with_arch(), None);
+    }
+
+    #[test]
+    fn a_record_round_trips_and_only_the_current_schema_is_stored() {
+        let r = record(Verdict::Correct, &[EvidenceStatus::DynamicPresent]);
+        let bytes = serde_json::to_vec(&r).expect("json");
+        assert!(bytes.starts_with(b"{\"schema\":\"ptxbench.record/2\""));
+        assert_eq!(
+            decode_record(&Digest::of(&bytes), &bytes).expect("decodes"),
+            r
+        );
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(tmp.path()).without_sync();
+        let mut old = r.clone();
+        old.schema = v1::RECORD_SCHEMA_V1.into();
+        assert!(matches!(
+            put_record(&store, &old),
+            Err(RecordError::OldSchema { .. })
+        ));
+    }
 }

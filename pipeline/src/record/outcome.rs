@@ -68,6 +68,11 @@ pub struct Protocol {
     /// at random and never announced.
     #[serde(default = "default_checked_launches")]
     pub checked_launches: u32,
+    /// Only in records of the first protocol (`ptxbench.record/1`): the fixed input sets it
+    /// rotated through, unchanged between timed launches, with the last launch of each
+    /// rechecked. Never set by the current engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotations: Option<u32>,
 }
 
 fn default_warmup_ms() -> f64 {
@@ -94,6 +99,7 @@ impl Default for Protocol {
             target_half_width: default_target_half_width(),
             max_timing_seconds: 2.0,
             checked_launches: default_checked_launches(),
+            rotations: None,
         }
     }
 }
@@ -101,6 +107,12 @@ impl Default for Protocol {
 impl Protocol {
     /// The protocol in words, for pages and logs.
     pub fn describe(&self) -> String {
+        if let Some(rotations) = self.rotations {
+            return format!(
+                "first protocol: {} correctness trials per workload (fresh seeded inputs each); {} warm-up launches, then up to {} timed launches of the candidate interleaved with as many of the library, L2 flushed before each, {rotations} fixed input/output sets rotated (inputs unchanged between timed launches; the last launch of each set rechecked), at most {} s of timing per workload",
+                self.trials, self.warmup, self.iterations, self.max_timing_seconds
+            );
+        }
         format!(
             "{} correctness trials per workload (fresh seeded inputs each); a warm-up of at least {} candidate/library pairs and {} ms of GPU time; then timed pairs, the candidate and the library on the same inputs, redrawn from a fresh seed before every pair, outputs poisoned and L2 flushed before each launch; {} timed launches, chosen at random, checked against the reference for their own inputs; timing stops when the speedup's 95% interval is within {}% of the estimate (after at least {} pairs), after {} s of GPU time, or after {} pairs",
             self.trials,

@@ -13,7 +13,7 @@ use crate::task::{Task, WorkloadKind};
 use super::SiteError;
 use super::input::{LoadedRecord, SiteInput};
 use super::paths;
-use super::record::RecordDoc;
+use crate::record::Record;
 
 /// A submission on the leaderboard: a model of the reported data or an entry of the records.
 #[derive(Debug, Clone)]
@@ -84,7 +84,7 @@ pub struct Context<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct SharedBlob {
     pub records: Vec<usize>,
-    pub kinds: BTreeSet<super::record::BlobKind>,
+    pub kinds: BTreeSet<super::blob_kind::BlobKind>,
 }
 
 /// A text blob named by at least this many records and at least [`SHARED_MIN_BYTES`] long gets
@@ -140,13 +140,13 @@ impl FlopTable {
     }
 }
 
-/// The timed workloads of `doc`, rates computed with its task's FLOP formula.
-pub fn workload_rates(doc: &RecordDoc, flops: &FlopTable) -> Vec<WorkloadRate> {
+/// The timed workloads of `record`, rates computed with its task's FLOP formula.
+pub fn workload_rates(record: &Record, flops: &FlopTable) -> Vec<WorkloadRate> {
     let mut out = Vec::new();
-    for w in &doc.outcome.workloads {
+    for w in &record.outcome.workloads {
         let Some(t) = &w.timing else { continue };
-        let flops = flops.get(&doc.task, &w.workload);
-        let cand = t.candidate.as_ref().map(|s| s.median_ms);
+        let flops = flops.get(&record.task, &w.workload);
+        let cand = Some(t.candidate.median_ms);
         let base = t.baseline.as_ref().map(|s| s.median_ms);
         out.push(WorkloadRate {
             workload: w.workload.clone(),
@@ -171,14 +171,14 @@ impl<'a> Context<'a> {
 
         let mut peak_at: BTreeMap<(String, String), Peak> = BTreeMap::new();
         for r in records {
-            let Some(task) = suite.get(&r.doc.task) else {
+            let Some(task) = suite.get(&r.record.task) else {
                 continue;
             };
-            for w in workload_rates(&r.doc, &flops) {
+            for w in workload_rates(&r.record, &flops) {
                 let Some(tf) = w.baseline_tflops else {
                     continue;
                 };
-                let key = (r.doc.arch.clone(), precision(task));
+                let key = (r.record.arch.to_string(), precision(task));
                 let better = peak_at.get(&key).is_none_or(|p| tf > p.tflops);
                 if better {
                     peak_at.insert(
@@ -228,15 +228,19 @@ impl<'a> Context<'a> {
 
         let roots = trajectory_roots(records);
         for (i, r) in records.iter().enumerate() {
-            tasks.insert(r.doc.task.clone());
-            task_records.entry(r.doc.task.clone()).or_default().push(i);
-            if r.doc.is_harness_test() {
+            let arch = r.record.arch.to_string();
+            tasks.insert(r.record.task.clone());
+            task_records
+                .entry(r.record.task.clone())
+                .or_default()
+                .push(i);
+            if r.record.is_harness_test() {
                 harness.push(i);
                 continue;
             }
-            archs.insert(r.doc.arch.clone());
+            archs.insert(arch.clone());
             let gpu = r
-                .doc
+                .record
                 .outcome
                 .device
                 .as_ref()
@@ -244,16 +248,16 @@ impl<'a> Context<'a> {
                 .unwrap_or_default();
             add_entry(
                 &mut entries,
-                &r.doc.entry,
+                &r.record.entry,
                 Provenance::Measured,
-                &r.doc.arch,
+                &arch,
                 &gpu,
             );
             entry_records
-                .entry(r.doc.entry.clone())
+                .entry(r.record.entry.clone())
                 .or_default()
                 .push(i);
-            let task = suite.get(&r.doc.task);
+            let task = suite.get(&r.record.task);
             samples.push(record_sample(r, roots[i], task, &flops, &peak_at));
         }
 
@@ -293,7 +297,7 @@ impl<'a> Context<'a> {
         let metrics = metrics::compute(samples)?;
         let mut shared_blobs: BTreeMap<Digest, SharedBlob> = BTreeMap::new();
         for (i, r) in records.iter().enumerate() {
-            for (kind, d) in r.doc.text_blobs() {
+            for (kind, d) in super::blob_kind::text_blobs(&r.record) {
                 let big = matches!(input.blobs.get(&d), Some(super::input::Blob::Text(t)) if t.len() >= SHARED_MIN_BYTES);
                 if big {
                     let e = shared_blobs.entry(d).or_default();
@@ -386,7 +390,7 @@ fn trajectory_roots(records: &[LoadedRecord]) -> Vec<Digest> {
             let mut at = r;
             // A chain longer than the records is a cycle: stop there.
             for _ in 0..records.len() {
-                match at.doc.previous_digest.and_then(|p| index.get(&p)) {
+                match at.record.previous_digest.and_then(|p| index.get(&p)) {
                     Some(&j) => at = &records[j],
                     None => break,
                 }
@@ -408,8 +412,9 @@ fn record_sample(
     flops: &FlopTable,
     peaks: &BTreeMap<(String, String), Peak>,
 ) -> Sample {
-    let doc = &r.doc;
-    let perf: Vec<WorkloadRate> = workload_rates(doc, flops)
+    let record = &r.record;
+    let arch = record.arch.to_string();
+    let perf: Vec<WorkloadRate> = workload_rates(record, flops)
         .into_iter()
         .filter(|w| {
             task.and_then(|t| t.workload(&w.workload))
@@ -421,9 +426,9 @@ fn record_sample(
         .iter()
         .copied()
         .min_by(f64::total_cmp)
-        .or(doc.min_speedup);
+        .or(record.min_speedup);
     let best = speedups.iter().copied().max_by(f64::total_cmp).or(min);
-    let peak = task.and_then(|t| peaks.get(&(doc.arch.clone(), precision(t))));
+    let peak = task.and_then(|t| peaks.get(&(arch.clone(), precision(t))));
     let peak_fraction = peak.and_then(|p| {
         perf.iter()
             .filter_map(|w| w.candidate_tflops)
@@ -431,16 +436,16 @@ fn record_sample(
             .map(|tf| tf / p.tflops)
     });
     let trajectory = root.to_string();
-    let turn = doc.turn.unwrap_or(0);
+    let turn = record.turn.unwrap_or(0);
     Sample {
         provenance: Provenance::Measured,
-        entry: doc.entry.clone(),
-        arch: doc.arch.clone(),
-        task: doc.task.clone(),
+        entry: record.entry.clone(),
+        arch,
+        task: record.task.clone(),
         trajectory,
         turn,
-        correct: doc.is_correct(),
-        correct_with_arch: doc.correct_with_arch(),
+        correct: record.is_correct(),
+        correct_with_arch: record.correct_with_arch(),
         speedup_min: min,
         speedup_best: best,
         peak_fraction,

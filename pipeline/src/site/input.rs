@@ -13,7 +13,8 @@ use crate::store::reported::ReportedData;
 use crate::task::Suite;
 
 use super::SiteError;
-use super::record::{RecordDoc, RunDoc};
+use super::blob_kind::text_blobs;
+use crate::record::{self, Record, RunObject};
 
 /// Everything a site is rendered from. Records are unique and sorted by digest; runs are in
 /// manifest order.
@@ -35,13 +36,13 @@ pub struct SiteInput {
 #[derive(Debug, Clone)]
 pub struct LoadedRun {
     pub digest: Digest,
-    pub doc: RunDoc,
+    pub run: RunObject,
 }
 
 #[derive(Debug, Clone)]
 pub struct LoadedRecord {
     pub digest: Digest,
-    pub doc: RecordDoc,
+    pub record: Record,
     /// Indices into [`SiteInput::runs`] of the runs that list it.
     pub runs: Vec<usize>,
 }
@@ -65,7 +66,7 @@ pub enum Blob {
 /// Where a record was named, for error messages.
 fn record_origin(manifest_name: &str, runs: &[LoadedRun], rec_runs: &[usize]) -> String {
     match rec_runs.first().and_then(|&i| runs.get(i)) {
-        Some(run) => format!("listed by run {} ({})", run.digest, run.doc.name),
+        Some(run) => format!("listed by run {} ({})", run.digest, run.run.name),
         None => format!("listed in {manifest_name} `records`"),
     }
 }
@@ -107,26 +108,16 @@ impl SiteInput {
         let mut runs = Vec::with_capacity(manifest.runs.len());
         for (i, d) in manifest.runs.iter().enumerate() {
             let what = || format!("run {d} ({manifest_name} `runs[{i}]`)");
-            let bytes = store.get(d).map_err(|source| SiteError::Store {
+            let run = record::load_run(store, d).map_err(|source| SiteError::Record {
                 what: what(),
                 source,
             })?;
-            let doc: RunDoc = serde_json::from_slice(&bytes).map_err(|e| SiteError::Decode {
-                what: what(),
-                message: e.to_string(),
-            })?;
-            if !doc.schema.starts_with("ptxbench.run/") {
-                return Err(SiteError::Decode {
-                    what: what(),
-                    message: format!("a `{}` object, not a ptxbench.run", doc.schema),
-                });
-            }
-            runs.push(LoadedRun { digest: *d, doc });
+            runs.push(LoadedRun { digest: *d, run });
         }
 
         let mut wanted: BTreeMap<Digest, Vec<usize>> = BTreeMap::new();
         for (i, run) in runs.iter().enumerate() {
-            for d in &run.doc.record_digests {
+            for d in &run.run.record_digests {
                 let v = wanted.entry(*d).or_default();
                 if !v.contains(&i) {
                     v.push(i);
@@ -144,33 +135,24 @@ impl SiteInput {
                     record_origin(&manifest_name, &runs, rec_runs)
                 )
             };
-            let bytes = store.get(digest).map_err(|source| SiteError::Store {
-                what: what(),
-                source,
-            })?;
-            let doc: RecordDoc = serde_json::from_slice(&bytes).map_err(|e| SiteError::Decode {
-                what: what(),
-                message: e.to_string(),
-            })?;
-            if !doc.schema.starts_with("ptxbench.record/") {
-                return Err(SiteError::Decode {
+            let record =
+                record::load_record(store, digest).map_err(|source| SiteError::Record {
                     what: what(),
-                    message: format!("a `{}` object, not a ptxbench.record", doc.schema),
-                });
-            }
+                    source,
+                })?;
             Ok(LoadedRecord {
                 digest: *digest,
-                doc,
+                record,
                 runs: rec_runs.clone(),
             })
         })?;
 
         let mut blob_refs: BTreeMap<Digest, (Digest, &'static str)> = BTreeMap::new();
         for r in &records {
-            for (kind, d) in r.doc.text_blobs() {
+            for (kind, d) in text_blobs(&r.record) {
                 blob_refs.entry(d).or_insert((r.digest, kind.field()));
             }
-            if let Some(d) = r.doc.cubin_digest {
+            if let Some(d) = r.record.cubin_digest {
                 blob_refs.entry(d).or_insert((r.digest, "cubin_digest"));
             }
         }

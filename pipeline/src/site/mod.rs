@@ -8,11 +8,12 @@
 //! everything is sorted with total orders, numbers are formatted with fixed precision, and no
 //! clock, host, absolute path or unseeded randomness reaches a page.
 //!
-//! `input` (loading), `record` (the site's view of records), `context` (metrics and indexes
-//! derived once), `pages` (view models and templates), `plots` (SVG), `format` and `paths`
-//! (numbers and links), `linkcheck` (the output's links), `output` (writing), `synthetic`
-//! (generated data for tests and benchmarks).
+//! `input` (loading records through `crate::record`), `blob_kind` (what a record's text blobs
+//! hold), `context` (metrics and indexes derived once), `pages` (view models and templates),
+//! `plots` (SVG), `format` and `paths` (numbers and links), `linkcheck` (the output's links),
+//! `output` (writing).
 
+pub mod blob_kind;
 pub mod context;
 pub mod format;
 pub mod input;
@@ -21,8 +22,6 @@ pub mod output;
 pub mod pages;
 pub mod paths;
 pub mod plots;
-pub mod record;
-pub mod synthetic;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -52,8 +51,12 @@ pub enum SiteError {
         #[source]
         source: StoreError,
     },
-    #[error("{what} does not decode: {message}")]
-    Decode { what: String, message: String },
+    #[error("{what}: {source}")]
+    Record {
+        what: String,
+        #[source]
+        source: crate::record::RecordError,
+    },
     #[error("manifest: {message}")]
     Manifest { message: String },
     #[error("reported data `{label}` ({digest}): {source}")]
@@ -219,7 +222,7 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
     for (i, r) in input.runs.iter().enumerate() {
         let path = paths::run(&r.digest);
         let v = run::view(&ctx, i);
-        let page = Page::new(&ctx, &path, format!("Run {}", r.doc.name));
+        let page = Page::new(&ctx, &path, format!("Run {}", r.run.name));
         emit(
             path.clone(),
             html(&run::RunPage { page: &page, v: &v }, &path)?,
@@ -236,8 +239,8 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
             format!(
                 "Record {} · {} · {}",
                 r.digest.short(12),
-                r.doc.entry,
-                r.doc.task
+                r.record.entry,
+                r.record.task
             ),
         );
         let bytes = html(&record::RecordPage { page: &page, v: &v }, &path)?;
@@ -273,29 +276,32 @@ fn records_csv(input: &SiteInput) -> Result<Vec<u8>, SiteError> {
         r.len(),
         vec![
             Column::new("record".into(), text(&|x| x.digest.to_string())),
-            Column::new("entry".into(), text(&|x| x.doc.entry.clone())),
-            Column::new("role".into(), text(&|x| x.doc.role.clone())),
-            Column::new("task".into(), text(&|x| x.doc.task.clone())),
-            Column::new("arch".into(), text(&|x| x.doc.arch.clone())),
+            Column::new("entry".into(), text(&|x| x.record.entry.clone())),
+            Column::new("role".into(), text(&|x| x.record.role.as_str().to_string())),
+            Column::new("task".into(), text(&|x| x.record.task.clone())),
+            Column::new("arch".into(), text(&|x| x.record.arch.to_string())),
             Column::new(
                 "turn".into(),
-                r.iter().map(|x| x.doc.turn).collect::<Vec<_>>(),
+                r.iter().map(|x| x.record.turn).collect::<Vec<_>>(),
             ),
-            Column::new("verdict".into(), text(&|x| x.doc.verdict.clone())),
+            Column::new(
+                "verdict".into(),
+                text(&|x| x.record.verdict.as_str().to_string()),
+            ),
             Column::new(
                 "expected".into(),
-                r.iter().map(|x| x.doc.expected.clone()).collect::<Vec<_>>(),
+                r.iter()
+                    .map(|x| x.record.expected.map(|v| v.as_str()))
+                    .collect::<Vec<_>>(),
             ),
             Column::new(
                 "min_speedup".into(),
-                r.iter()
-                    .map(|x| x.doc.min_speedup.or(x.doc.outcome.min_speedup))
-                    .collect::<Vec<_>>(),
+                r.iter().map(|x| x.record.min_speedup()).collect::<Vec<_>>(),
             ),
             Column::new(
                 "correct_with_arch".into(),
                 r.iter()
-                    .map(|x| x.doc.correct_with_arch())
+                    .map(|x| x.record.correct_with_arch())
                     .collect::<Vec<_>>(),
             ),
             Column::new("page".into(), text(&|x| paths::record(&x.digest))),

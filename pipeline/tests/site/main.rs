@@ -10,15 +10,17 @@ mod determinism;
 mod links;
 mod metrics;
 mod snapshots;
+#[path = "../support/synthetic.rs"]
+pub mod synthetic;
 
 use std::path::{Path, PathBuf};
 
 use ptxbench::digest::Digest;
 use ptxbench::site::SiteInput;
-use ptxbench::site::synthetic::{self, Options};
 use ptxbench::store::Store;
 use ptxbench::store::closure::{Root, closure};
 use ptxbench::task::Suite;
+use synthetic::Options;
 
 /// The paper's reported data in the committed store (manifests/leaderboard.yaml names it).
 pub const PAPER_IMPORT: &str = "edae624ef713a0423f520e8e5049df2ef1fab1a6c6edeb8c23ef9ae7d373fac4";

@@ -41,7 +41,7 @@ fn pages_and_plots_match_their_snapshots() {
     let correct = input
         .records
         .iter()
-        .find(|r| r.doc.verdict == "correct" && !r.doc.is_harness_test())
+        .find(|r| r.record.is_correct() && !r.record.is_harness_test())
         .map(|r| format!("record/{}.html", r.digest))
         .expect("a correct record");
     let mut stale = Vec::new();
@@ -72,7 +72,7 @@ fn untrusted_text_is_escaped() {
     let failing = input
         .records
         .iter()
-        .find(|r| r.doc.outcome.message.contains("<b>"))
+        .find(|r| r.record.outcome.message.contains("<b>"))
         .expect("a synthetic failure message with markup");
     let page = pages
         .text(&format!("record/{}.html", failing.digest))

@@ -14,7 +14,8 @@ fn bundle_import_round_trip_into_an_empty_store() {
     let manifest = write_manifest(&source, "lb.yaml", &text);
     let zip = dir.path().join("lb.zip");
     let summary = write_bundle(&source, &manifest, &zip).expect("bundle");
-    assert_eq!(summary.objects, 1 + 5 + 5 + 1);
+    // The run, its records, their PTX, the shared log and the run list.
+    assert_eq!(summary.objects, 1 + 5 + 5 + 1 + 1);
 
     let (_t, target) = new_store();
     let s = import_bundle(
@@ -24,13 +25,13 @@ fn bundle_import_round_trip_into_an_empty_store() {
         &ImportLimits::default(),
     )
     .expect("import");
-    assert_eq!((s.objects, s.new_objects), (12, 12));
+    assert_eq!((s.objects, s.new_objects), (13, 13));
     assert_eq!(
         std::fs::read_to_string(&s.manifest).expect("manifest"),
         text
     );
     // Exactly the closure, nothing else, and it verifies.
-    assert_eq!(target.list().expect("list").len(), 12);
+    assert_eq!(target.list().expect("list").len(), 13);
     assert!(verify_store(&target, 2).expect("verify").ok());
     for d in target.list().expect("list") {
         assert_eq!(target.get(&d).expect("get"), source.get(&d).expect("get"));

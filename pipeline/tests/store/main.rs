@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use ptxbench::digest::Digest;
+use ptxbench::record::{RUN_SCHEMA, RunObject};
 use ptxbench::store::Store;
 
 /// A fresh store in a temp folder (the folder is `<tmp>/artifacts`).
@@ -33,14 +34,8 @@ pub struct Record {
     pub speedup: f64,
 }
 
-#[derive(Debug, Serialize)]
-pub struct Run {
-    pub schema: &'static str,
-    pub model: String,
-    pub record_digests: Vec<Digest>,
-}
-
-/// A run of `n` records, each with its own PTX and a shared log. Returns (run, records, blobs).
+/// A run of `n` objects (generic ones that reference blobs, not engine records), each with its
+/// own PTX and a shared log, and the run list. Returns (run, records, blobs).
 pub fn sample_run(store: &Store, tag: &str, n: usize) -> (Digest, Vec<Digest>, Vec<Digest>) {
     let log = store.put(b"shared compiler log\n").expect("put log");
     let mut records = Vec::new();
@@ -53,7 +48,7 @@ pub fn sample_run(store: &Store, tag: &str, n: usize) -> (Digest, Vec<Digest>, V
         records.push(
             store
                 .put_object(&Record {
-                    schema: "ptxbench.record/1",
+                    schema: "ptxbench.sample/1",
                     ptx_digest: ptx,
                     log_digest: Some(log),
                     speedup: 1.25 + i as f64,
@@ -61,10 +56,15 @@ pub fn sample_run(store: &Store, tag: &str, n: usize) -> (Digest, Vec<Digest>, V
                 .expect("put record"),
         );
     }
+    let list = store.put(b"a run list\n").expect("put list");
+    blobs.push(list);
     let run = store
-        .put_object(&Run {
-            schema: "ptxbench.run/1",
-            model: format!("model {tag}"),
+        .put_object(&RunObject {
+            schema: RUN_SCHEMA.into(),
+            name: format!("model {tag}"),
+            arch: ptxbench::arch::Arch::Sm90a,
+            list_digest: list,
+            suite_hash: Digest::of(b"suite"),
             record_digests: records.clone(),
         })
         .expect("put run");

@@ -28,8 +28,8 @@ pub fn view(ctx: &Context<'_>) -> HarnessView {
         .harness
         .iter()
         .filter(|i| {
-            let d = &records[**i].doc;
-            d.expected.as_deref() == Some(d.verdict.as_str())
+            let r = &records[**i].record;
+            r.expected == Some(r.verdict)
         })
         .count();
     HarnessView {

@@ -63,12 +63,6 @@ pub struct MethodologyPage<'a> {
     pub v: &'a MethodologyView,
 }
 
-fn protocol_text(trials: u32, warmup: u32, iterations: u32, rotations: u32, max_s: f64) -> String {
-    format!(
-        "{trials} correctness trials per workload (fresh seeded inputs each); {warmup} warm-up launches, then {iterations} timed launches of the candidate interleaved with as many of the library, L2 flushed before each, {rotations} rotating input/output sets, at most {max_s} s of timing per workload"
-    )
-}
-
 pub fn view(ctx: &Context<'_>) -> MethodologyView {
     let from = paths::METHODOLOGY;
     let suite = &ctx.input.suite;
@@ -127,16 +121,9 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
         .collect();
     let mut protocols: BTreeMap<String, usize> = BTreeMap::new();
     for r in &ctx.input.records {
-        if let Some(p) = &r.doc.protocol {
-            *protocols
-                .entry(protocol_text(
-                    p.trials,
-                    p.warmup,
-                    p.iterations,
-                    p.rotations,
-                    p.max_timing_seconds,
-                ))
-                .or_default() += 1;
+        {
+            let p = &r.record.protocol;
+            *protocols.entry(p.describe()).or_default() += 1;
         }
     }
     let d = Protocol::default();
@@ -144,13 +131,15 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
         .input
         .records
         .iter()
-        .filter(|r| !r.doc.is_harness_test())
+        .filter(|r| !r.record.is_harness_test())
         .collect();
     let with_dynamic = entries
         .iter()
         .filter(|r| {
-            r.doc
-                .target_evidence()
+            r.record
+                .outcome
+                .evidence
+                .as_ref()
                 .is_some_and(|e| e.families.iter().any(|f| f.dynamic_count.is_some()))
         })
         .count();

@@ -7,11 +7,13 @@ use askama::Template;
 
 use super::{Cell, Fact, Link, Page, verdict_class};
 use crate::digest::Digest;
+use crate::evidence::DynamicMethod;
+use crate::record::Stats;
+use crate::site::blob_kind::{BlobKind, text_blobs};
 use crate::site::context::{Context, precision, workload_rates};
 use crate::site::format;
 use crate::site::input::Blob;
 use crate::site::paths;
-use crate::site::record::BlobKind;
 use crate::task::WorkloadKind;
 
 /// Most records one page lists; all of them are in [`crate::site::DATA_RECORDS_CSV`].
@@ -39,10 +41,10 @@ impl RecordsTable {
         let mut order: Vec<usize> = indices.to_vec();
         order.sort_by(|a, b| {
             let (x, y) = (&records[*a], &records[*b]);
-            (&x.doc.entry, &x.doc.task, x.doc.turn, x.digest).cmp(&(
-                &y.doc.entry,
-                &y.doc.task,
-                y.doc.turn,
+            (&x.record.entry, &x.record.task, x.record.turn, x.digest).cmp(&(
+                &y.record.entry,
+                &y.record.task,
+                y.record.turn,
                 y.digest,
             ))
         });
@@ -81,7 +83,7 @@ pub struct RecordRow {
 impl RecordRow {
     pub fn new(ctx: &Context<'_>, index: usize, from: &str) -> RecordRow {
         let r = &ctx.input.records[index];
-        let doc = &r.doc;
+        let doc = &r.record;
         let entry = if doc.is_harness_test() {
             Link {
                 text: doc.entry.clone(),
@@ -99,32 +101,33 @@ impl RecordRow {
                 },
             }
         };
-        let expected = doc.expected.clone().unwrap_or_default();
+        let verdict = doc.verdict.as_str();
+        let expected = doc.expected.map(|v| v.as_str()).unwrap_or_default();
         RecordRow {
             record: Link {
                 text: r.digest.short(12),
                 href: paths::link(from, &paths::record(&r.digest)),
             },
-            text: format!("{} {} {}", doc.entry, doc.task, doc.verdict).to_lowercase(),
+            text: format!("{} {} {verdict}", doc.entry, doc.task).to_lowercase(),
             entry,
             task: Link {
                 text: doc.task.clone(),
                 href: paths::link(from, &paths::task(&doc.task)),
             },
-            arch: doc.arch.clone(),
-            role: doc.role.clone(),
-            verdict: doc.verdict.clone(),
-            verdict_class: verdict_class(&doc.verdict),
+            arch: doc.arch.to_string(),
+            role: doc.role.as_str().to_string(),
+            verdict: verdict.to_string(),
+            verdict_class: verdict_class(verdict),
             agrees: if expected.is_empty() {
                 String::new()
-            } else if expected == doc.verdict {
+            } else if expected == verdict {
                 "yes".into()
             } else {
                 "NO".into()
             },
-            expected,
+            expected: expected.to_string(),
             turn: doc.turn.map_or_else(|| "—".to_string(), |t| t.to_string()),
-            speedup: Cell::speedup(doc.min_speedup.or(doc.outcome.min_speedup)),
+            speedup: Cell::speedup(doc.min_speedup()),
             message: format::shorten_line(&doc.outcome.message, 160),
         }
     }
@@ -235,7 +238,7 @@ pub struct RecordPage<'a> {
     pub v: &'a RecordView<'a>,
 }
 
-fn spread(s: &crate::site::record::StatsDoc) -> String {
+fn spread(s: &Stats) -> String {
     format!(
         "IQR {}–{} · range {}–{} · n={}",
         format::millis(s.p25_ms),
@@ -244,6 +247,14 @@ fn spread(s: &crate::site::record::StatsDoc) -> String {
         format::millis(s.max_ms),
         s.n
     )
+}
+
+/// A dynamic method as records spell it.
+fn method_name(m: DynamicMethod) -> &'static str {
+    match m {
+        DynamicMethod::Ncu => "ncu",
+        DynamicMethod::SplicedCounters => "spliced_counters",
+    }
 }
 
 fn blob_note(ctx: &Context<'_>, d: &Digest) -> String {
@@ -256,7 +267,7 @@ fn blob_note(ctx: &Context<'_>, d: &Digest) -> String {
 
 pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     let r = &ctx.input.records[index];
-    let doc = &r.doc;
+    let doc = &r.record;
     let from = paths::record(&r.digest);
     let row = RecordRow::new(ctx, index, &from);
     let task = ctx.input.suite.get(&doc.task);
@@ -267,7 +278,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
             "Task {} is not in task suite {}: its definition cannot be shown or checked here.",
             doc.task, ctx.input.suite.version
         )),
-        (Some(t), Some(h)) if t != h => warnings.push(format!(
+        (Some(t), h) if t != h => warnings.push(format!(
             "The task definition has changed since this record was made (recorded task hash {h}, suite {} has {t}). Re-running it needs the suite the record names.",
             ctx.input.suite.version,
         )),
@@ -281,7 +292,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         },
         Fact {
             key: "role".into(),
-            value: doc.role.clone(),
+            value: doc.role.as_str().to_string(),
         },
     ];
     if let Some(m) = &doc.model {
@@ -294,11 +305,11 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     facts.extend([
         Fact {
             key: "provenance".into(),
-            value: doc.provenance.clone().unwrap_or_else(|| "measured".into()),
+            value: doc.provenance.clone(),
         },
         Fact {
             key: "min speedup over performance workloads".into(),
-            value: format::opt_speedup(doc.min_speedup.or(o.min_speedup)),
+            value: format::opt_speedup(doc.min_speedup()),
         },
         Fact {
             key: "turn".into(),
@@ -308,16 +319,14 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         },
         Fact {
             key: "seed".into(),
-            value: doc.seed.map_or_else(|| "—".to_string(), |s| s.to_string()),
+            value: doc.seed.to_string(),
         },
     ]);
-    if let Some(p) = &doc.protocol {
+    {
+        let p = &doc.protocol;
         facts.push(Fact {
             key: "protocol".into(),
-            value: format!(
-                "{} correctness trials per workload; {} warm-up and {} timed launches, {} rotating buffer sets, at most {} s of timing per workload",
-                p.trials, p.warmup, p.iterations, p.rotations, p.max_timing_seconds
-            ),
+            value: p.describe(),
         });
     }
     facts.push(Fact {
@@ -372,8 +381,8 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                     format!(
                         "{} relnorm {}{}",
                         c.output,
-                        c.comparison
-                            .relative_l2
+                        Some(c.comparison.relative_l2)
+                            .filter(|r| r.is_finite())
                             .map_or_else(|| format::NONE.to_string(), |r| format!("{r:.2e}")),
                         if c.passed {
                             ""
@@ -410,7 +419,8 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         });
     }
 
-    let peak = task.and_then(|t| ctx.peak(&doc.arch, &precision(t)));
+    let arch = doc.arch.to_string();
+    let peak = task.and_then(|t| ctx.peak(&arch, &precision(t)));
     let rates = workload_rates(doc, &ctx.flops);
     let timings = o
         .workloads
@@ -421,11 +431,8 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
             let cand_tf = rate.and_then(|x| x.candidate_tflops);
             TimingRow {
                 workload: w.workload.clone(),
-                candidate: t
-                    .candidate
-                    .as_ref()
-                    .map_or_else(|| format::NONE.to_string(), |s| format::millis(s.median_ms)),
-                candidate_spread: t.candidate.as_ref().map(spread).unwrap_or_default(),
+                candidate: format::millis(t.candidate.median_ms),
+                candidate_spread: spread(&t.candidate),
                 baseline: t
                     .baseline
                     .as_ref()
@@ -440,10 +447,10 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                     (Some(c), Some(p)) => format::percent(c / p.tflops),
                     _ => format::NONE.to_string(),
                 },
-                recheck: match t.recheck_passed {
-                    Some(true) => "passed".into(),
-                    Some(false) => "FAILED".into(),
-                    None => format::NONE.into(),
+                recheck: if t.recheck_passed {
+                    "passed".into()
+                } else {
+                    "FAILED".into()
                 },
             }
         })
@@ -471,8 +478,8 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                     trial: format!("{} (seed {})", ti + 1, trial.seed),
                     output: out.output.clone(),
                     tolerance: out.tolerance.clone(),
-                    relative_l2: format::scientific(c.relative_l2),
-                    max_abs_error: format::scientific(c.max_abs_error),
+                    relative_l2: format::scientific(Some(c.relative_l2)),
+                    max_abs_error: format::scientific(Some(c.max_abs_error)),
                     violations: format!("{}/{}", c.violations, c.elements),
                     passed: if out.passed { "passed" } else { "FAILED" },
                     failure: out.failure.clone().unwrap_or_default(),
@@ -512,7 +519,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         })
         .collect();
 
-    let (evidence, evidence_notes, evidence_summary) = match doc.target_evidence() {
+    let (evidence, evidence_notes, evidence_summary) = match &o.evidence {
         Some(ev) => {
             let rows = ev
                 .families
@@ -520,14 +527,14 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                 .map(|f| EvidenceRow {
                     family: f.family.clone(),
                     sass: f.sass_patterns.join(", "),
-                    status: f.status.clone(),
+                    status: f.status.to_string(),
                     static_check: if f.static_opcodes.is_empty() {
                         f.static_count.to_string()
                     } else {
                         format!("{} ({})", f.static_count, f.static_opcodes.join(", "))
                     },
                     dynamic: match (f.dynamic_count, &f.method) {
-                        (Some(n), Some(m)) => format!("{n} executions ({m})"),
+                        (Some(n), Some(m)) => format!("{n} executions ({})", method_name(*m)),
                         (Some(n), None) => format!("{n} executions"),
                         (None, _) => format::NOT_MEASURED.to_string(),
                     },
@@ -550,7 +557,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         }
         None => {
             let rows = task
-                .and_then(|t| t.targets.iter().find(|x| x.arch.as_str() == doc.arch))
+                .and_then(|t| t.targets.iter().find(|x| x.arch == doc.arch))
                 .map(|target| {
                     target
                         .required
@@ -578,21 +585,17 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         digest: r.digest.to_string(),
         note: "this record (ptxbench.record object)".into(),
     }];
-    if let Some(h) = doc.task_hash {
-        hashes.push(HashRow {
-            field: "task_hash".into(),
-            digest: h.to_string(),
-            note: "the task definition's canonical JSON".into(),
-        });
-    }
-    if let Some(h) = doc.suite_hash {
-        hashes.push(HashRow {
-            field: "suite_hash".into(),
-            digest: h.to_string(),
-            note: "the task suite".into(),
-        });
-    }
-    for (kind, d) in doc.text_blobs() {
+    hashes.push(HashRow {
+        field: "task_hash".into(),
+        digest: doc.task_hash.to_string(),
+        note: "the task definition's canonical JSON".into(),
+    });
+    hashes.push(HashRow {
+        field: "suite_hash".into(),
+        digest: doc.suite_hash.to_string(),
+        note: "the task suite".into(),
+    });
+    for (kind, d) in text_blobs(doc) {
         hashes.push(HashRow {
             field: kind.field().into(),
             digest: d.to_string(),
@@ -607,8 +610,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         });
     }
 
-    let mut code: Vec<CodeView<'a>> = doc
-        .text_blobs()
+    let mut code: Vec<CodeView<'a>> = text_blobs(doc)
         .map(|(kind, d)| {
             let shared = ctx.shared_blobs.get(&d).map(|b| Link {
                 text: format!(
@@ -650,7 +652,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         .iter()
         .filter_map(|i| ctx.input.runs.get(*i))
         .map(|run| Link {
-            text: format!("{} ({})", run.doc.name, run.digest.short(12)),
+            text: format!("{} ({})", run.run.name, run.digest.short(12)),
             href: paths::link(&from, &paths::run(&run.digest)),
         })
         .collect();
@@ -660,8 +662,8 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         entry: row.entry,
         is_harness: doc.is_harness_test(),
         task: row.task,
-        arch: doc.arch.clone(),
-        verdict: doc.verdict.clone(),
+        arch,
+        verdict: doc.verdict.as_str().to_string(),
         verdict_class: row.verdict_class,
         expected: row.expected,
         agrees: row.agrees,

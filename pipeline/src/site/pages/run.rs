@@ -26,8 +26,6 @@ pub struct RunPage<'a> {
 pub fn view(ctx: &Context<'_>, run_index: usize) -> RunView {
     let run = &ctx.input.runs[run_index];
     let from = paths::run(&run.digest);
-    let opt =
-        |d: Option<crate::digest::Digest>| d.map_or_else(|| "—".to_string(), |d| d.to_string());
     let records: Vec<usize> = ctx
         .input
         .records
@@ -37,28 +35,28 @@ pub fn view(ctx: &Context<'_>, run_index: usize) -> RunView {
         .map(|(i, _)| i)
         .collect();
     RunView {
-        name: run.doc.name.clone(),
+        name: run.run.name.clone(),
         digest: run.digest.to_string(),
         facts: vec![
             Fact {
                 key: "schema".into(),
-                value: run.doc.schema.clone(),
+                value: run.run.schema.clone(),
             },
             Fact {
                 key: "architecture".into(),
-                value: run.doc.arch.clone(),
+                value: run.run.arch.to_string(),
             },
             Fact {
                 key: "run list (YAML) digest".into(),
-                value: opt(run.doc.list_digest),
+                value: run.run.list_digest.to_string(),
             },
             Fact {
                 key: "suite hash".into(),
-                value: opt(run.doc.suite_hash),
+                value: run.run.suite_hash.to_string(),
             },
             Fact {
                 key: "records".into(),
-                value: run.doc.record_digests.len().to_string(),
+                value: run.run.record_digests.len().to_string(),
             },
         ],
         record_tables: RecordsTable::of(ctx, &records, &from, "record-list"),

@@ -1,23 +1,31 @@
-//! `ptxbench bench-site` (hidden): generates a store of synthetic records and a manifest
-//! naming them, times loading and building the site from it, and times the metric
-//! aggregation on a number of generated samples. Peak memory: run it (or `ptxbench site` on
-//! the generated manifest) under `/usr/bin/time -v`.
+//! The site benchmark: generates a store of synthetic records and a manifest naming them,
+//! times loading and building the site from it, and times the metric aggregation on a number
+//! of generated samples. `cargo bench -p ptxbench --bench site -- --dir DIR [--records N]`;
+//! peak memory: run the built benchmark (or `ptxbench site` on the generated manifest) under
+//! `/usr/bin/time -v`.
+//!
+//! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
+//! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
+
+#[path = "../tests/support/synthetic.rs"]
+#[allow(dead_code)]
+mod synthetic;
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
-use clap::Args;
+use clap::Parser;
 
-use crate::metrics::{self, Provenance, Sample, Samples};
-use crate::site::SiteInput;
-use crate::site::output::write_site;
-use crate::site::synthetic::{self, Rng};
-use crate::store::Store;
+use ptxbench::metrics::{self, Provenance, Sample, Samples};
+use ptxbench::site::SiteInput;
+use ptxbench::site::output::write_site;
+use ptxbench::store::Store;
+use ptxbench::task::Suite;
+use synthetic::Rng;
 
-#[derive(Debug, Args)]
-pub struct BenchSiteArgs {
+#[derive(Debug, Parser)]
+struct BenchSiteArgs {
     /// A folder for the generated store, manifest and site (created; must not exist unless
     /// --reuse).
     #[arg(long)]
@@ -40,13 +48,24 @@ pub struct BenchSiteArgs {
     /// Only generate the store and manifest (time the build yourself with `ptxbench site`).
     #[arg(long)]
     pub generate_only: bool,
+    /// The task suite (default: the repository's `tasks/`).
+    #[arg(long)]
+    pub tasks: Option<PathBuf>,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    pub bench: bool,
 }
 
-pub fn run(a: BenchSiteArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+fn main() -> anyhow::Result<()> {
+    let a = BenchSiteArgs::parse();
     let store_dir = a.dir.join("artifacts");
     let manifest = a.dir.join("manifest.yaml");
     let out = a.dir.join("public");
-    let suite = super::load_suite(tasks_dir)?;
+    let tasks = a
+        .tasks
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tasks"));
+    let suite = Suite::load(&tasks).with_context(|| format!("loading {}", tasks.display()))?;
     if a.records > 0 {
         if a.reuse {
             if !manifest.is_file() {
@@ -126,5 +145,5 @@ pub fn run(a: BenchSiteArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitC
             t.elapsed().as_secs_f64()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
