@@ -149,7 +149,33 @@ impl Record {
         });
         if failed { Some(false) } else { None }
     }
+
+    /// Executed target-MMA FLOPs over the task's FLOPs on the counted workload.
+    pub fn mma_flop_share(&self) -> Option<f64> {
+        self.outcome.dynamic.as_ref()?.mma_flop_share
+    }
+
+    /// Bytes loaded by TMA over the task's input bytes on the counted workload.
+    pub fn tma_byte_share(&self) -> Option<f64> {
+        self.outcome.dynamic.as_ref()?.tma_byte_share
+    }
+
+    /// The stricter grade, "correct on target": correct with arch (every required family
+    /// executed) *and* at least [`ON_TARGET_MMA_SHARE`] of the task's FLOPs executed on the
+    /// target MMA unit, so a token wgmma around SIMT math does not count. `None` when either
+    /// part was not measured.
+    pub fn correct_on_target(&self) -> Option<bool> {
+        match self.correct_with_arch()? {
+            false => Some(false),
+            true => Some(self.mma_flop_share()? >= ON_TARGET_MMA_SHARE),
+        }
+    }
 }
+
+/// The share of a task's FLOPs that must run on the target MMA instructions for "correct on
+/// target". Padded tiles, masked causal tiles and recomputation count as executed work (so a
+/// share can pass 1); 10% slack lets a kernel finish ragged edges another way.
+pub const ON_TARGET_MMA_SHARE: f64 = 0.9;
 
 /// The records of one run list. Decoding is strict (unknown keys are errors).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

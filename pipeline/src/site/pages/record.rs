@@ -438,13 +438,35 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                     .as_ref()
                     .map_or_else(|| format::NONE.to_string(), |s| format::millis(s.median_ms)),
                 baseline_spread: t.baseline.as_ref().map(spread).unwrap_or_default(),
-                speedup: format::opt_speedup(rate.and_then(|x| x.speedup)),
+                speedup: match (t.speedup_ci95, t.stop_reason) {
+                    (Some([lo, hi]), stop) => format!(
+                        "{} (95% CI {}–{}, {} pairs{})",
+                        format::opt_speedup(t.speedup),
+                        format::opt_speedup(Some(lo)),
+                        format::opt_speedup(Some(hi)),
+                        t.candidate.n,
+                        stop.map_or_else(String::new, |s| format!(", stopped: {s:?}")
+                            .to_lowercase())
+                    ),
+                    _ => format::opt_speedup(rate.and_then(|x| x.speedup)),
+                },
                 candidate_tflops: cand_tf.map_or_else(|| format::NONE.to_string(), format::tflops),
                 baseline_tflops: rate
                     .and_then(|x| x.baseline_tflops)
                     .map_or_else(|| format::NONE.to_string(), format::tflops),
-                peak: match (cand_tf, peak) {
-                    (Some(c), Some(p)) => format::percent(c / p.tflops),
+                peak: match (&t.floor, t.floor_fraction, cand_tf, peak) {
+                    (Some(f), Some(x), ..) => format!(
+                        "{} of the {} floor {}{}",
+                        format::percent(x),
+                        f.gpu_model,
+                        format::millis(f.floor_ms),
+                        if t.clocks.as_ref().is_some_and(|c| c.moved) {
+                            "; clocks moved during timing"
+                        } else {
+                            ""
+                        }
+                    ),
+                    (_, _, Some(c), Some(p)) => format::percent(c / p.tflops),
                     _ => format::NONE.to_string(),
                 },
                 recheck: if t.recheck_passed {
@@ -545,14 +567,31 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                 notes.push(format!("disassembler: {}", ev.disassembler));
             }
             let counts = match doc.correct_with_arch() {
-                Some(true) => "counts as correct with arch",
-                Some(false) => "does not count as correct with arch",
+                Some(true) => "counts as correct with arch (the paper's grade)",
+                Some(false) => "does not count as correct with arch (the paper's grade)",
                 None => "correct with arch: not measured (no dynamic count for a family)",
             };
+            let share = |v: Option<f64>| {
+                v.map_or_else(|| format::NOT_MEASURED.to_string(), |x| format!("{:.3}", x))
+            };
+            let on_target = match doc.correct_on_target() {
+                Some(true) => "counts as correct on target",
+                Some(false) => "does not count as correct on target",
+                None => "correct on target: not measured",
+            };
+            if let Some(d) = &doc.outcome.dynamic {
+                notes.extend(d.notes.iter().cloned());
+            }
             (
                 rows,
                 notes,
-                format!("target status {}: {counts}", ev.status),
+                format!(
+                    "target status {}: {counts}; executed MMA FLOPs / task FLOPs {}, TMA-loaded bytes / input bytes {}: {on_target} (needs MMA share >= {})",
+                    ev.status,
+                    share(doc.mma_flop_share()),
+                    share(doc.tma_byte_share()),
+                    crate::record::ON_TARGET_MMA_SHARE
+                ),
             )
         }
         None => {

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the GPU machine: the integrity protocol's evidence in one pass. Runs the zoo and the
+# reference run lists (records go into artifacts/), the repeatability benchmark (the same
+# kernel evaluated in 5 processes, GEMM and attention), and the throughput benchmark (whole
+# GEMM evaluations), and packs what it made into $OUT.
+# Usage: pipeline/scripts/device-integrity.sh PTXBENCH_BINARY [OUT]
+set -uo pipefail
+bin="$1"
+out="${2:-${OUT:-out}}"
+mkdir -p "$out/log"
+marker=$(mktemp)
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,temperature.gpu,power.draw --format=csv > "$out/log/gpu.txt" 2>&1
+
+attn=$(mktemp -d)
+cp tasks/reference/wgmma_attn_fwd/kernel.ptx "$attn/kernel.ptx"
+cp tasks/reference/wgmma_attn_fwd/plan.d128.yaml "$attn/plan.yaml"
+
+echo "== repeatability: 5 processes each (seeds drawn per process)"
+for i in 1 2 3 4 5; do
+  "$bin" eval tasks/reference/wgmma_gemm --task gemm_n7168_k5120 --workload M8192 --json \
+    > "$out/log/rep-gemm-$i.json" 2> "$out/log/rep-gemm-$i.err"
+  "$bin" eval "$attn" --task mha_with_lse_d128 --workload B4_H48_S4096 --json \
+    > "$out/log/rep-attn-$i.json" 2> "$out/log/rep-attn-$i.err"
+done
+
+echo "== throughput: whole evaluations of a GEMM candidate over every workload of its task"
+for i in 1 2 3; do
+  s=$(date +%s.%N)
+  "$bin" eval tasks/reference/wgmma_gemm --task gemm_n7168_k5120 --json > "$out/log/full-$i.json" 2> "$out/log/full-$i.err"
+  e=$(date +%s.%N)
+  echo "full-$i $(echo "$e - $s" | bc)" >> "$out/log/throughput.txt"
+done
+
+echo "== zoo"
+"$bin" run tasks/runs/zoo-sm90a.yaml > "$out/log/zoo-summary.txt" 2> "$out/log/zoo-stderr.txt"
+echo "== reference"
+"$bin" run tasks/runs/reference-sm90a.yaml > "$out/log/reference-summary.txt" 2> "$out/log/reference-stderr.txt"
+echo "== engine tests"
+"$bin" run tasks/runs/engine-sm90a.yaml > "$out/log/engine-summary.txt" 2> "$out/log/engine-stderr.txt"
+
+find artifacts -type f -newer "$marker" > "$out/log/new-files.txt"
+tar czf "$out/artifacts.tgz" -T "$out/log/new-files.txt"
+tar czf "$out/logs.tgz" -C "$out" log
+echo done
