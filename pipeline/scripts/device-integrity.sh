@@ -32,11 +32,13 @@ for i in 1 2 3; do
 done
 
 echo "== zoo"
-"$bin" run tasks/runs/zoo-sm90a.yaml > "$out/log/zoo-summary.txt" 2> "$out/log/zoo-stderr.txt"
+timeout "${ZOO_S:-150}" "$bin" run tasks/runs/zoo-sm90a.yaml --out "${RUNS:-artifacts/runs}/zoo-sm90a" > "$out/log/zoo-summary.txt" 2> "$out/log/zoo-stderr.txt"
 echo "== reference"
-"$bin" run tasks/runs/reference-sm90a.yaml > "$out/log/reference-summary.txt" 2> "$out/log/reference-stderr.txt"
-echo "== engine tests"
-"$bin" run tasks/runs/engine-sm90a.yaml > "$out/log/engine-summary.txt" 2> "$out/log/engine-stderr.txt"
+timeout "${REFERENCE_S:-240}" "$bin" run tasks/runs/reference-sm90a.yaml --out "${RUNS:-artifacts/runs}/reference-sm90a" > "$out/log/reference-summary.txt" 2> "$out/log/reference-stderr.txt"
+if [ -n "${ENGINE_S:-}" ]; then
+  echo "== engine tests"
+  timeout "$ENGINE_S" "$bin" run tasks/runs/engine-sm90a.yaml > "$out/log/engine-summary.txt" 2> "$out/log/engine-stderr.txt"
+fi
 
 find artifacts -type f -newer "$marker" > "$out/log/new-files.txt"
 tar czf "$out/artifacts.tgz" -T "$out/log/new-files.txt"

@@ -332,7 +332,14 @@ pub fn time_workload(
                 .expect("kept outputs are task outputs");
             let numel = set.numel(name);
             let got = gpu.alloc(f32_bytes(numel)?)?;
-            support.to_f32(gpu, copy.ptr(), spec.dtype, got.ptr(), numel)?;
+            // The copy has the buffer's layout: guard bytes, then the tensor.
+            support.to_f32(
+                gpu,
+                copy.ptr() + super::inputs::GUARD as u64,
+                spec.dtype,
+                got.ptr(),
+                numel,
+            )?;
             let o: OutputCheck = check_output(
                 gpu,
                 support,
