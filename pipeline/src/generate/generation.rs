@@ -71,6 +71,8 @@ pub enum GenerateError {
     },
     #[error("drawing a seed from the operating system: {0}")]
     Entropy(String),
+    #[error("{}: another `ptxbench generate` is running on this output folder", .path.display())]
+    Busy { path: PathBuf },
     #[error("{}: {source}", .path.display())]
     Io {
         path: PathBuf,
@@ -107,7 +109,13 @@ pub struct Generation {
     journal: Journal,
     seed: Seed,
     limits: SpendLimits,
+    /// Held while this generation lives: one generation at a time per output folder (two would
+    /// each spend the caps).
+    _lock: std::fs::File,
 }
+
+/// The lock file in the output folder.
+const LOCK_FILE: &str = ".generate.lock";
 
 /// What `run` is about to do, for the caller to announce.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,6 +188,7 @@ impl Generation {
             path: options.out.clone(),
             source,
         })?;
+        let lock = lock_out(&options.out)?;
         let mut journal = Journal::load(&options.out)?;
         let seed = resolve_seed(&manifest, &journal, path)?;
         let (specs, skipped) = work_list(&manifest, &suite, seed.value).map_err(|message| {
@@ -206,6 +215,7 @@ impl Generation {
             journal,
             seed,
             limits,
+            _lock: lock,
         })
     }
 
@@ -311,6 +321,23 @@ impl Generation {
             )?);
         }
         Ok(report)
+    }
+}
+
+/// Takes the output folder's lock, or says that another generation holds it.
+fn lock_out(out: &Path) -> Result<std::fs::File, GenerateError> {
+    let path = out.join(LOCK_FILE);
+    let io = |source| GenerateError::Io {
+        path: path.clone(),
+        source,
+    };
+    let f = std::fs::File::create(&path).map_err(io)?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(GenerateError::Busy {
+            path: out.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
     }
 }
 

@@ -19,6 +19,18 @@ fn spawn_generate(work: &Path, manifest_text: &str, args: &[&str]) -> std::proce
         .expect("ptxbench starts")
 }
 
+/// Waits until the server has received a request (it may still be answering it).
+fn wait_for_a_request(server: &CannedServer) {
+    let start = Instant::now();
+    while server.served().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no request arrived"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn issue_15_a_redirect_to_another_origin_is_not_followed() {
     let other_dir = canned_dir(&[(0, good_answer())], "");
@@ -75,14 +87,7 @@ fn issue_15_requests_are_charged_before_they_are_sent_and_hold_across_kills() {
     let work = tempfile::tempdir().expect("work");
     let text = manifest(&server.url(), 2, "[1]", "");
     let mut child = spawn_generate(work.path(), &text, &["--no-eval", "--max-requests", "1"]);
-    let start = Instant::now();
-    while server.served().is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no request arrived"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_a_request(&server);
     // The request is in flight: kill -9.
     child.kill().expect("kill");
     child.wait().expect("reaped");
@@ -100,6 +105,25 @@ fn issue_15_requests_are_charged_before_they_are_sent_and_hold_across_kills() {
     assert_eq!(code, 3, "{stdout}\n{stderr}");
     assert!(stderr.contains("request cap reached"), "{stderr}");
     assert_eq!(server.served().len(), 1, "nothing over the cap");
+}
+
+#[test]
+fn issue_15_a_second_generate_on_the_same_folder_is_refused() {
+    let canned = canned_dir(&[(0, good_answer())], "slow 3\n");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let work = tempfile::tempdir().expect("work");
+    let text = manifest(&server.url(), 1, "[1]", "");
+    let mut first = spawn_generate(work.path(), &text, &["--no-eval"]);
+    wait_for_a_request(&server);
+    let (code, _, stderr) = generate(work.path(), &text, &["--no-eval"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("another `ptxbench generate` is running"),
+        "{stderr}"
+    );
+    assert_eq!(server.served().len(), 1, "the second one sent nothing");
+    first.kill().expect("kill");
+    first.wait().expect("reaped");
 }
 
 fn generation_object(work: &Path) -> serde_json::Value {
