@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::digest::Digest;
-use crate::record::task::{TaskObjectError, store_suite};
+use crate::record::task::{SuiteObjects, TaskObjectError};
 use crate::record::{Protocol, RecordError, Verdict};
 use crate::store::Store;
 use crate::task::Suite;
@@ -124,20 +124,22 @@ pub fn run(
         .unwrap_or_else(|| store.root().join(RUNS_DIR).join(&list.name));
     let mut index = RunIndex::load(&out, &list.name)?;
     let (seed, seed_origin) = seed::choose(opts.seed, list.seed, index.drawn_seed)?;
-    if seed_origin == SeedOrigin::Drawn {
-        // Kept before anything runs, so that a resumed start reuses it.
-        index.drawn_seed = Some(seed);
-        index.save(&out)?;
-    }
     let settings = Settings {
         arch: list.arch,
         seed,
         protocol: list.protocol.clone().unwrap_or_else(Protocol::default),
     };
-    let stored = store_suite(store, suite)?;
+    // Everything is checked before anything is written.
+    let stored = SuiteObjects::of(suite)?;
     let mut pairs = pairs::expand(&list, &opts.list, suite, &stored, &settings)?;
     if let Some(shard) = opts.shard {
         pairs = shard.take(pairs);
+    }
+    stored.put(store)?;
+    if seed_origin == SeedOrigin::Drawn {
+        // Kept before anything runs, so that a resumed start reuses it.
+        index.drawn_seed = Some(seed);
+        index.save(&out)?;
     }
     let publisher = Publisher {
         store,

@@ -11,7 +11,7 @@ use crate::candidate::{Candidate, CandidateError, KernelLang};
 use crate::check::{self, CheckOptions};
 use crate::digest::Digest;
 use crate::engine::Request;
-use crate::record::task::StoredSuite;
+use crate::record::task::SuiteObjects;
 use crate::record::{Outcome, Protocol, Role, Verdict};
 use crate::task::{Suite, Task, glob_match};
 
@@ -116,7 +116,7 @@ pub fn expand(
     list: &RunList,
     list_path: &Path,
     suite: &Suite,
-    stored: &StoredSuite,
+    stored: &SuiteObjects,
     settings: &Settings,
 ) -> Result<Vec<Pair>, PairError> {
     let base = list_path.parent().unwrap_or(Path::new("."));

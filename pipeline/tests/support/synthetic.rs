@@ -13,7 +13,7 @@ use ptxbench::arch::Arch;
 use ptxbench::cuda::driver::{DeviceInfo, KernelAttributes};
 use ptxbench::digest::Digest;
 use ptxbench::evidence::{DynamicMethod, EvidenceStatus, FamilyEvidence, TargetEvidence};
-use ptxbench::record::task::{StoredSuite, store_suite};
+use ptxbench::record::task::{SuiteObjects, store_suite};
 use ptxbench::record::{
     self, BaselineInfo, Comparison, KernelInfo, Outcome, OutputCheck, Protocol, RECORD_SCHEMA,
     RUN_SCHEMA, Record, Role, RunObject, Stats, Timing, Trial, Verdict, WorkloadResult,
@@ -93,7 +93,7 @@ fn stats(median: f64, rng: &mut Rng) -> Stats {
 /// A record of the synthetic run: the fields every synthetic record shares.
 #[allow(clippy::too_many_arguments)]
 fn record(
-    suite: &StoredSuite,
+    suite: &SuiteObjects,
     task: &ptxbench::task::Task,
     entry: &str,
     role: Role,
