@@ -491,6 +491,9 @@ pub fn generate(
             outcome,
         );
         rec.ptx_digest = Some(ptx);
+        if i == 0 {
+            earlier_definition(store, suite, task, &mut rec)?;
+        }
         record_digests.push(record::put_record(store, &rec).context("writing a synthetic record")?);
     }
     record_digests.sort();
@@ -509,6 +512,38 @@ pub fn generate(
     let run_digest = store.put_object(&run).map_err(|e| store_err("run", e))?;
     write_manifest(manifest_path, suite, &[run_digest], reported, &entries)?;
     Ok(run_digest)
+}
+
+/// The version of the suite of [`earlier_definition`].
+pub const EARLIER_SUITE: &str = "0.9.0";
+
+/// Makes `rec` a record of an earlier definition of `task` (another title), in a suite of its
+/// own, [`EARLIER_SUITE`], both stored: what a record measured before a task changed looks like.
+fn earlier_definition(
+    store: &Store,
+    suite: &Suite,
+    task: &ptxbench::task::Task,
+    rec: &mut Record,
+) -> anyhow::Result<()> {
+    let mut object = record::TaskObject::from_suite(suite, task)?;
+    object.definition = object
+        .definition
+        .replacen("title: ", "title: (an earlier definition) ", 1);
+    let earlier = object.validate()?;
+    object.task_hash = earlier.digest();
+    let task_digest = store.put_object(&object).context("the earlier task")?;
+    let suite = record::SuiteObject {
+        schema: record::SUITE_SCHEMA.into(),
+        version: EARLIER_SUITE.into(),
+        description: "An earlier synthetic suite".into(),
+        suite_hash: Digest::of(b"an earlier synthetic suite"),
+        task_digests: vec![task_digest],
+    };
+    rec.task_hash = object.task_hash;
+    rec.task_digest = Some(task_digest);
+    rec.suite_hash = suite.suite_hash;
+    rec.suite_digest = Some(store.put_object(&suite).context("the earlier suite")?);
+    Ok(())
 }
 
 /// Writes a manifest naming `runs` (and the reported import, if any).
