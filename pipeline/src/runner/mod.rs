@@ -152,10 +152,10 @@ pub fn run(
     let mut todo = Vec::new();
     let mut made: Vec<(usize, Digest)> = Vec::new();
     for (i, pair) in pairs.iter().enumerate() {
-        match index.records.get(&pair.key) {
+        match index.records.get(&pair.index_key()) {
             Some(d) if store.contains(d) => {
                 let d = publisher.relabel(pair, *d)?;
-                index.records.insert(pair.key, d);
+                index.records.insert(pair.index_key(), d);
                 made.push((i, d));
             }
             _ => todo.push(i),
@@ -187,8 +187,10 @@ pub fn run(
     progress.set_length(todo.len() as u64);
     let state = Mutex::new((index, made, Vec::<String>::new()));
     let todo_pairs: Vec<_> = todo.iter().map(|&i| (i, pairs[i].clone())).collect();
-    let position: std::collections::BTreeMap<Digest, usize> =
-        todo_pairs.iter().map(|(i, p)| (p.key, *i)).collect();
+    let position: std::collections::BTreeMap<Digest, usize> = todo_pairs
+        .iter()
+        .map(|(i, p)| (p.index_key(), *i))
+        .collect();
     pool::evaluate_all(
         todo_pairs.into_iter().map(|(_, p)| p).collect(),
         gpus,
@@ -206,8 +208,8 @@ pub fn run(
             let (index, made, failures) = &mut *s;
             match stored {
                 Ok(d) => {
-                    index.records.insert(pair.key, d);
-                    if let Some(&i) = position.get(&pair.key) {
+                    index.records.insert(pair.index_key(), d);
+                    if let Some(&i) = position.get(&pair.index_key()) {
                         made.push((i, d));
                     }
                     if let Err(e) = index.save(&out) {

@@ -36,6 +36,19 @@ pub struct Pair {
     pub work: Work,
 }
 
+impl Pair {
+    /// The pair's entry in the resumption index: its key and its evaluation's name, so that two
+    /// evaluations of the same bytes (under two entries) each keep their record, while a pair
+    /// whose entry, role or expectation was renamed finds its record again.
+    pub fn index_key(&self) -> Digest {
+        let mut h = blake3::Hasher::new();
+        h.update(self.key.hex().as_bytes());
+        h.update(b"\0");
+        h.update(self.evaluation.as_bytes());
+        Digest::from_hasher(&h)
+    }
+}
+
 /// What is left to do for a pair.
 #[derive(Debug, Clone)]
 pub enum Work {

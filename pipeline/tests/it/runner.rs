@@ -70,6 +70,21 @@ fn decided_pairs_are_records_at_once_and_a_restart_resumes_with_its_drawn_seed()
     assert_eq!(again.rows, first.rows);
     assert_eq!(again.run_digest, first.run_digest);
 
+    // A renamed entry keeps the evaluation and relabels its records.
+    let text = std::fs::read_to_string(&opts.list).expect("list");
+    std::fs::write(
+        &opts.list,
+        text.replace("role: harness-test", "entry: renamed, role: harness-test"),
+    )
+    .expect("write");
+    let renamed = run(&store, &opts);
+    assert_eq!(renamed.resumed, 2);
+    for (row, before) in renamed.rows.iter().zip(&first.rows) {
+        assert_ne!(row.record, before.record);
+        let r = record::load_record(&store, &row.record).expect("stored");
+        assert_eq!((r.entry.as_str(), r.seed), ("renamed", first.seed));
+    }
+
     // Another seed is another evaluation.
     let flag = run(
         &store,
