@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Writes the PTXBench v1 task files (tasks/<family>/<id>.yaml).
 
-The YAML files are the source of truth; this script only records how v1 was made, so that a
+The YAML files are the source of truth; this script records how they were made, so that a
 systematic change (a new target note, a new correctness size) is made the same way everywhere.
-Re-running it over an unchanged suite reproduces the files byte for byte.
+It reproduces the committed files byte for byte, and `.ci/run` checks that it does (`--check`):
+a change to a task file is made here first, or the check fails.
 
 The paper's definitions, workload uuids and sizes come from the public PTXBench release
 (GitHub zhang677/PTXBench, commit 491860b, packages/mini-ptx-agent/fib_runtime/multiturn/
-*-problems), copied as gemm_problems.csv, mha_with_lse_problems.csv and mha_bwd_problems.csv:
+*-problems): gemm_problems.csv, mha_with_lse_problems.csv and mha_bwd_problems.csv, which are
+also files of the paper's import object in the store:
 
+    python3 tasks/generate.py --store artifacts            # the CSVs from the store
     python3 tasks/generate.py --upstream ../upstream-ptxbench
+    python3 tasks/generate.py --store artifacts --check    # write nothing, compare
 
 Then run `ptxbench tasks check` (or `cargo test -p ptxbench --lib task::`).
 """
@@ -66,9 +70,14 @@ def q(s):
     return json.dumps(s, ensure_ascii=True)
 
 
+AS_WRITTEN = "= "
+
+
 def rewrap(text, width=96):
-    """Re-flows prose lines; lines indented by two spaces (formulas) stay as written."""
+    """Re-flows prose lines; lines indented by two spaces (formulas) stay as written, and so does
+    a paragraph whose first line starts with AS_WRITTEN (wrapped by hand; the marker is dropped)."""
     out, prose = [], []
+    verbatim = False
 
     def flush():
         if prose:
@@ -78,7 +87,13 @@ def rewrap(text, width=96):
     for line in text.strip("\n").split("\n"):
         if not line.strip():
             flush()
+            verbatim = False
             out.append("")
+        elif line.startswith(AS_WRITTEN) and not prose:
+            verbatim = True
+            out.append(line[len(AS_WRITTEN):])
+        elif verbatim:
+            out.append(line)
         elif line.startswith("  "):
             flush()
             out.append(line)
@@ -101,6 +116,22 @@ def workload(name, kind, axes, uuid=None):
 
 def targets(h, b):
     return TARGETS % {"tma": TMA, "h": h, "b": b}
+
+
+# The paper's published data in the store (ptxbench.import/1; manifests/leaderboard.yaml names it).
+PAPER_IMPORT = "edae624ef713a0423f520e8e5049df2ef1fab1a6c6edeb8c23ef9ae7d373fac4"
+
+
+def blob_path(store, digest):
+    return store / "v1" / "blake3" / digest[:2] / digest[2:4] / digest
+
+
+def store_files(store):
+    """The paper import's files by name, as paths into the store (`ptxbench verify` checks
+    their hashes)."""
+    with open(blob_path(store, PAPER_IMPORT)) as f:
+        files = json.load(f)["files"]
+    return {x["name"]: blob_path(store, x["content_digest"]) for x in files}
 
 
 def read_csv(path):
@@ -176,11 +207,16 @@ operands only); C is [M, N] row-major. scale_a and scale_b are single f32 values
 
 FLOPs: 2*M*N*K. Bytes: A and B read once (1 byte per element), the two scales, C written once.
 
-Tolerance: allclose, rtol 2e-2 and atol 2e-2, against an fp32 reference computed from the same
-e4m3 values (exact products, fp32 accumulation, then the scales). Rounding C to bf16 costs 2^-9;
-the rest is accumulation: Hopper's fp8 MMA accumulates with reduced internal precision, so a
-kernel that never promotes partial sums to fp32 registers over K=5120 risks this bound (promote
-every few k-blocks, as DeepGEMM and cuBLAS do)."""
+= Tolerance: relnorm, max 5e-3 (||C - ref||_2 / ||ref||_2), against an fp32 reference computed
+from the same e4m3 values (exact products, fp32 accumulation, then the scales). Rounding C to
+bf16 alone costs about 1.1e-3. Hopper's fp8 MMA accumulates with reduced internal precision,
+so even a kernel that promotes partial sums to fp32 registers every 128-element k-block (as
+DeepGEMM and cuBLAS do) has errors that scale with the partial sums, not with each output: on
+the H200, cuBLASLt's own fp8 GEMM (torch._scaled_mm) broke an elementwise rule
+|got - ref| <= 2e-2 + 2e-2*|ref| on up to 21,159 of 58.7M outputs (max |error| 2.08), at a
+relative L2 error of 1.66e-3 (2.26e-3 with fast accumulation), measured by
+pipeline/scripts/fp8_tolerance.py. Suite 1.0.0 had that elementwise rule; 1.1.0 replaced it
+with this norm, which a wrong scale, layout, tile or k-block still fails by orders of magnitude."""
 
 
 def fp8_task():
@@ -213,7 +249,7 @@ def fp8_task():
         "    dtype: bf16\n"
         "    shape: [M, N]\n"
         '    description: "row-major, N contiguous"\n'
-        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02}\n"
+        "    tolerance: {metric: relnorm, max: 0.005}\n"
         "op: {kind: gemm_fp8, per_tensor_scales: true}\n"
         'reference: "C[m, n] = scale_a[0] * scale_b[0] * sum_k A[m, k] * B[n, k], with A and B'
         ' the e4m3 values as given: exact products accumulated in fp32; the reference keeps fp32,'
@@ -289,6 +325,10 @@ FLOPs: {flops}, 2.5 times the forward's {fwd} (five S x S x D matmuls: the recom
 Q K^T, dV, dP, dQ and dK{halved}). Bytes: Q, K, V, O, dO and LSE read once; dQ, dK, dV written
 once.
 
+= The smallest correctness workload has S=2, not 1: with a single key P = 1 and O = V, so
+dP - Delta, and with it dQ and dK, are exactly zero in the reference, and the relative norm
+of any kernel that rounds dO.V and dO.O differently is infinite (suite 1.0.0 had S=1).
+
 Tolerance: relnorm, max 0.02 on each of dQ, dK, dV: ||got - ref||_2 / ||ref||_2, the measure
 the paper found meaningful under spiky inputs."""
 
@@ -303,9 +343,9 @@ def att_axes(d):
     )
 
 
-def att_workloads(perf):
+def att_workloads(perf, smallest_s=1):
     out = []
-    for b, h, s in ((1, 1, 1), (2, 3, 77), (1, 2, 200)):
+    for b, h, s in ((1, 1, smallest_s), (2, 3, 77), (1, 2, 200)):
         out.append(workload(f"B{b}_H{h}_S{s}", "correctness", {"B": b, "H": h, "S": s}))
     for s, u in sorted(perf):
         out.append(workload(f"B4_H48_S{s}", "performance", {"B": 4, "H": 48, "S": s}, u))
@@ -410,19 +450,28 @@ def bwd_task(d, causal, perf):
         'bytes: "16*B*H*S*D + 4*B*H*S"\n'
         "workloads:\n"
     )
-    out.append(att_workloads(perf))
+    out.append(att_workloads(perf, smallest_s=2))
     out.append(targets(ATT_H, ATT_B))
     return tid, "".join(out)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--upstream", required=True, type=Path, help="folder with the paper's *_problems.csv")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--upstream", type=Path, help="folder with the paper's *_problems.csv")
+    src.add_argument("--store", type=Path, help="the artifact store holding the paper's import")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 naming every task file that differs from what this script makes")
     args = ap.parse_args()
+    if args.store:
+        found = store_files(args.store)
+        upstream = lambda name: found[name]  # noqa: E731
+    else:
+        upstream = lambda name: args.upstream / name  # noqa: E731
 
     files = {}
     gemm = defaultdict(list)
-    for r in read_csv(args.upstream / "gemm_problems.csv"):
+    for r in read_csv(upstream("gemm_problems.csv")):
         gemm[r["definition_name"]].append(r)
     for name, rows in gemm.items():
         _, n, k = name.split("_")
@@ -432,7 +481,7 @@ def main():
     files[f"gemm/{tid}.yaml"] = text
 
     fwd = defaultdict(list)
-    for r in read_csv(args.upstream / "mha_with_lse_problems.csv"):
+    for r in read_csv(upstream("mha_with_lse_problems.csv")):
         fwd[r["definition_name"]].append((int(r["seq_len"]), r["workload_uuid"]))
     for d in (64, 96, 128, 256):
         for causal in (False, True):
@@ -445,7 +494,7 @@ def main():
             files[f"attention_fwd/{tid}.yaml"] = text
 
     bwd = defaultdict(list)
-    for r in read_csv(args.upstream / "mha_bwd_problems.csv"):
+    for r in read_csv(upstream("mha_bwd_problems.csv")):
         bwd[r["definition_name"]].append((int(r["seq_len"]), r["workload_uuid"]))
     for d in (64, 96, 128):
         for causal in (False, True):
@@ -453,6 +502,19 @@ def main():
             tid, text = bwd_task(d, causal, bwd[name])
             files[f"attention_bwd/{tid}.yaml"] = text
 
+    if args.check:
+        stale = [rel for rel, text in sorted(files.items())
+                 if not (HERE / rel).is_file() or (HERE / rel).read_text() != text]
+        extra = sorted(str(p.relative_to(HERE)) for fam in ("gemm", "attention_fwd", "attention_bwd")
+                       for p in (HERE / fam).glob("*.yaml") if str(p.relative_to(HERE)) not in files)
+        for rel in stale:
+            print(f"differs from what tasks/generate.py makes: tasks/{rel}")
+        for rel in extra:
+            print(f"not made by tasks/generate.py: tasks/{rel}")
+        if stale or extra:
+            raise SystemExit(1)
+        print(f"ok: tasks/generate.py reproduces all {len(files)} task files byte for byte")
+        return
     for rel, text in sorted(files.items()):
         path = HERE / rel
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-//! PTXBench: task suite, candidate front end, evaluation engine boundary, store and leaderboard.
+//! PTXBench: task suite, candidate front end, evaluation engine, the record schema, runs, store
+//! and leaderboard.
 //!
 //! The `ptxbench` binary (src/main.rs) is a thin CLI over this library; everything here except
 //! the `cuda` module is plain CPU code and is tested everywhere.

@@ -12,6 +12,7 @@
 //! suite: { version: "1.0.0", hash: "<64 hex>" }
 //! runs: ["<64 hex>"]          # ptxbench.run objects
 //! records: []                 # ptxbench.record objects shown on their own
+//! suites: []                  # ptxbench.suite objects of suites the records were made against
 //! reported:
 //!   - label: PTXBench paper
 //!     import_digest: "<64 hex>"
@@ -46,6 +47,11 @@ pub struct Manifest {
     /// Record objects (`ptxbench.record/*`) shown on their own.
     #[serde(default)]
     pub records: Vec<Digest>,
+    /// Suite objects (`ptxbench.suite/*`) of the suites the records were measured against, so
+    /// that pages can name a record's suite version where the record does not name its suite
+    /// object (`ptxbench.record/1`).
+    #[serde(default)]
+    pub suites: Vec<Digest>,
     /// External data, shown as reported and never as measured.
     #[serde(default)]
     pub reported: Vec<ReportedRef>,
@@ -164,7 +170,11 @@ impl Manifest {
             ));
         }
         let mut seen = BTreeSet::new();
-        let lists = [("runs", &self.runs), ("records", &self.records)];
+        let lists = [
+            ("runs", &self.runs),
+            ("records", &self.records),
+            ("suites", &self.suites),
+        ];
         for (name, list) in lists {
             for (i, d) in list.iter().enumerate() {
                 if !seen.insert(*d) {
@@ -247,6 +257,13 @@ impl Manifest {
                 digest: *d,
                 label: format!("{p}: records[{i}]"),
                 expect: Some(ObjectKind::Record),
+            });
+        }
+        for (i, d) in self.suites.iter().enumerate() {
+            out.push(Root {
+                digest: *d,
+                label: format!("{p}: suites[{i}]"),
+                expect: Some(ObjectKind::Other("suite".into())),
             });
         }
         for (i, r) in self.reported.iter().enumerate() {

@@ -5,7 +5,8 @@
 //! the suite folder and the `Task::digest()` it validated to when stored (the `task_hash` that
 //! records name). A [`SuiteObject`] (`ptxbench.suite/1`) is a suite's version and description,
 //! its `Suite::digest()`, and its task objects in id order. Both are written by
-//! [`store_suite`]; storing the same suite twice gives the same digests.
+//! [`store_suite`] ([`SuiteObjects`] computes them without a store); storing the same suite
+//! twice gives the same digests.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -175,15 +176,53 @@ impl TaskObject {
     }
 }
 
-/// What storing a suite gave: the suite object and each task's object, by task id.
+/// A suite's objects: the suite object and each task's object, by task id, with the digests
+/// they have in any store (computed, so nothing needs to be written to know them).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredSuite {
+pub struct SuiteObjects {
     pub digest: Digest,
     pub suite_hash: Digest,
+    pub suite: SuiteObject,
     pub tasks: BTreeMap<String, (Digest, TaskObject)>,
 }
 
-impl StoredSuite {
+impl SuiteObjects {
+    /// The objects of `suite`, its task files read again (and checked to be what it loaded).
+    pub fn of(suite: &Suite) -> Result<SuiteObjects, TaskObjectError> {
+        let mut tasks = BTreeMap::new();
+        for t in &suite.tasks {
+            let object = TaskObject::from_suite(suite, t)?;
+            tasks.insert(t.id.to_string(), (object.digest(), object));
+        }
+        let suite_hash = suite.digest();
+        let object = SuiteObject {
+            schema: SUITE_SCHEMA.into(),
+            version: suite.version.clone(),
+            description: suite.description.clone(),
+            suite_hash,
+            // `suite.tasks` is sorted by id, and so is the map.
+            task_digests: tasks.values().map(|(d, _)| *d).collect(),
+        };
+        Ok(SuiteObjects {
+            digest: Digest::of(
+                &serde_json::to_vec(&object).expect("strings and digests always serialise"),
+            ),
+            suite_hash,
+            suite: object,
+            tasks,
+        })
+    }
+
+    /// Writes every object into `store` (idempotent).
+    pub fn put(&self, store: &Store) -> Result<(), TaskObjectError> {
+        for (d, object) in self.tasks.values() {
+            let stored = store.put_object(object)?;
+            debug_assert_eq!(stored, *d, "a task object's digest is its canonical JSON's");
+        }
+        store.put_object(&self.suite)?;
+        Ok(())
+    }
+
     /// The digest of task `id`'s object.
     pub fn task(&self, id: &str) -> Option<Digest> {
         self.tasks.get(id).map(|(d, _)| *d)
@@ -196,26 +235,10 @@ impl StoredSuite {
 }
 
 /// Stores every task of `suite` and the suite object (idempotent).
-pub fn store_suite(store: &Store, suite: &Suite) -> Result<StoredSuite, TaskObjectError> {
-    let mut tasks = BTreeMap::new();
-    for t in &suite.tasks {
-        let object = TaskObject::from_suite(suite, t)?;
-        tasks.insert(t.id.to_string(), (store.put_object(&object)?, object));
-    }
-    let suite_hash = suite.digest();
-    let object = SuiteObject {
-        schema: SUITE_SCHEMA.into(),
-        version: suite.version.clone(),
-        description: suite.description.clone(),
-        suite_hash,
-        // `suite.tasks` is sorted by id, and so is the map.
-        task_digests: tasks.values().map(|(d, _)| *d).collect(),
-    };
-    Ok(StoredSuite {
-        digest: store.put_object(&object)?,
-        suite_hash,
-        tasks,
-    })
+pub fn store_suite(store: &Store, suite: &Suite) -> Result<SuiteObjects, TaskObjectError> {
+    let objects = SuiteObjects::of(suite)?;
+    objects.put(store)?;
+    Ok(objects)
 }
 
 /// Every typed object of `schema` in the store, decoded, sorted by digest. A full scan that

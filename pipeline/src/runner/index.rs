@@ -1,5 +1,5 @@
-//! The resumption index of a run: which evaluations are done (evaluation key → the record it
-//! made in the store) and the seed an earlier start drew. It is local working state, not a
+//! The resumption index of a run: which evaluations are done (`Pair::index_key` → the record
+//! it made in the store) and the seed an earlier start drew. It is local working state, not a
 //! result: every result is a record in the store the moment its evaluation ends, and losing
 //! the index loses no result (a re-started run then evaluates again, under a new seed if it
 //! draws one).
@@ -28,7 +28,7 @@ pub struct RunIndex {
     pub list: String,
     /// The seed drawn for this run when neither the list nor `--seed` gave one.
     pub drawn_seed: Option<u64>,
-    /// Evaluation key → record digest.
+    /// `Pair::index_key` → record digest.
     pub records: BTreeMap<Digest, Digest>,
 }
 

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::digest::Digest;
-use crate::record::task::{TaskObjectError, store_suite};
+use crate::record::task::{SuiteObjects, TaskObjectError};
 use crate::record::{Protocol, RecordError, Verdict};
 use crate::store::Store;
 use crate::task::Suite;
@@ -124,20 +124,22 @@ pub fn run(
         .unwrap_or_else(|| store.root().join(RUNS_DIR).join(&list.name));
     let mut index = RunIndex::load(&out, &list.name)?;
     let (seed, seed_origin) = seed::choose(opts.seed, list.seed, index.drawn_seed)?;
-    if seed_origin == SeedOrigin::Drawn {
-        // Kept before anything runs, so that a resumed start reuses it.
-        index.drawn_seed = Some(seed);
-        index.save(&out)?;
-    }
     let settings = Settings {
         arch: list.arch,
         seed,
         protocol: list.protocol.clone().unwrap_or_else(Protocol::default),
     };
-    let stored = store_suite(store, suite)?;
+    // Everything is checked before anything is written.
+    let stored = SuiteObjects::of(suite)?;
     let mut pairs = pairs::expand(&list, &opts.list, suite, &stored, &settings)?;
     if let Some(shard) = opts.shard {
         pairs = shard.take(pairs);
+    }
+    stored.put(store)?;
+    if seed_origin == SeedOrigin::Drawn {
+        // Kept before anything runs, so that a resumed start reuses it.
+        index.drawn_seed = Some(seed);
+        index.save(&out)?;
     }
     let publisher = Publisher {
         store,
@@ -150,10 +152,10 @@ pub fn run(
     let mut todo = Vec::new();
     let mut made: Vec<(usize, Digest)> = Vec::new();
     for (i, pair) in pairs.iter().enumerate() {
-        match index.records.get(&pair.key) {
+        match index.records.get(&pair.index_key()) {
             Some(d) if store.contains(d) => {
                 let d = publisher.relabel(pair, *d)?;
-                index.records.insert(pair.key, d);
+                index.records.insert(pair.index_key(), d);
                 made.push((i, d));
             }
             _ => todo.push(i),
@@ -185,8 +187,10 @@ pub fn run(
     progress.set_length(todo.len() as u64);
     let state = Mutex::new((index, made, Vec::<String>::new()));
     let todo_pairs: Vec<_> = todo.iter().map(|&i| (i, pairs[i].clone())).collect();
-    let position: std::collections::BTreeMap<Digest, usize> =
-        todo_pairs.iter().map(|(i, p)| (p.key, *i)).collect();
+    let position: std::collections::BTreeMap<Digest, usize> = todo_pairs
+        .iter()
+        .map(|(i, p)| (p.index_key(), *i))
+        .collect();
     pool::evaluate_all(
         todo_pairs.into_iter().map(|(_, p)| p).collect(),
         gpus,
@@ -204,8 +208,8 @@ pub fn run(
             let (index, made, failures) = &mut *s;
             match stored {
                 Ok(d) => {
-                    index.records.insert(pair.key, d);
-                    if let Some(&i) = position.get(&pair.key) {
+                    index.records.insert(pair.index_key(), d);
+                    if let Some(&i) = position.get(&pair.index_key()) {
                         made.push((i, d));
                     }
                     if let Err(e) = index.save(&out) {

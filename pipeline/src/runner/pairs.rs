@@ -11,7 +11,7 @@ use crate::candidate::{Candidate, CandidateError, KernelLang};
 use crate::check::{self, CheckOptions};
 use crate::digest::Digest;
 use crate::engine::Request;
-use crate::record::task::StoredSuite;
+use crate::record::task::SuiteObjects;
 use crate::record::{Outcome, Protocol, Role, Verdict};
 use crate::task::{Suite, Task, glob_match};
 
@@ -34,6 +34,19 @@ pub struct Pair {
     pub workloads: Vec<String>,
     pub timeout: Duration,
     pub work: Work,
+}
+
+impl Pair {
+    /// The pair's entry in the resumption index: its key and its evaluation's name, so that two
+    /// evaluations of the same bytes (under two entries) each keep their record, while a pair
+    /// whose entry, role or expectation was renamed finds its record again.
+    pub fn index_key(&self) -> Digest {
+        let mut h = blake3::Hasher::new();
+        h.update(self.key.hex().as_bytes());
+        h.update(b"\0");
+        h.update(self.evaluation.as_bytes());
+        Digest::from_hasher(&h)
+    }
 }
 
 /// What is left to do for a pair.
@@ -116,7 +129,7 @@ pub fn expand(
     list: &RunList,
     list_path: &Path,
     suite: &Suite,
-    stored: &StoredSuite,
+    stored: &SuiteObjects,
     settings: &Settings,
 ) -> Result<Vec<Pair>, PairError> {
     let base = list_path.parent().unwrap_or(Path::new("."));

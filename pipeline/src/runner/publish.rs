@@ -5,7 +5,7 @@
 use super::list::RunList;
 use super::pairs::{Pair, Settings};
 use crate::digest::Digest;
-use crate::record::task::StoredSuite;
+use crate::record::task::SuiteObjects;
 use crate::record::{self, Outcome, RECORD_SCHEMA, RUN_SCHEMA, Record, RecordError, RunObject};
 use crate::store::Store;
 
@@ -13,7 +13,7 @@ use crate::store::Store;
 #[derive(Debug, Clone, Copy)]
 pub struct Publisher<'a> {
     pub store: &'a Store,
-    pub suite: &'a StoredSuite,
+    pub suite: &'a SuiteObjects,
     pub settings: &'a Settings,
 }
 

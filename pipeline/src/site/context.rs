@@ -72,6 +72,9 @@ pub struct Context<'a> {
     pub suite_digest: Digest,
     /// `Task::digest()` of every task of the suite, by id.
     pub task_digests: BTreeMap<String, Digest>,
+    /// Suite versions by suite hash: this site's suite, the manifest's, and the suite objects
+    /// records name.
+    pub suite_versions: BTreeMap<Digest, String>,
     pub flops: FlopTable,
     /// The footer every page shows (made once).
     pub footer: String,
@@ -316,7 +319,7 @@ impl<'a> Context<'a> {
             .collect();
         let mut archs: Vec<String> = archs.into_iter().collect();
         archs.sort_by_key(|a| arch_rank(a));
-        Ok(Context {
+        let mut ctx = Context {
             input,
             metrics,
             entries,
@@ -331,8 +334,37 @@ impl<'a> Context<'a> {
             task_digests,
             flops,
             shared_blobs,
-            footer: footer(input, &suite.digest()),
-        })
+            footer: String::new(),
+            suite_versions: suite_versions(input),
+        };
+        ctx.footer = footer(&ctx);
+        Ok(ctx)
+    }
+
+    /// Whether `r` was measured against another definition of its task than this site's suite
+    /// holds (`false` for a task the suite does not have: nothing to compare with).
+    pub fn task_changed(&self, r: &Record) -> bool {
+        self.task_digests
+            .get(&r.task)
+            .is_some_and(|current| *current != r.task_hash)
+    }
+
+    /// How many records were measured against an earlier definition of their task.
+    pub fn changed_task_records(&self) -> usize {
+        self.input
+            .records
+            .iter()
+            .filter(|r| self.task_changed(&r.record))
+            .count()
+    }
+
+    /// The version of the suite `r` was measured against, or its hash where the version is not
+    /// known here.
+    pub fn suite_of(&self, r: &Record) -> String {
+        self.suite_versions
+            .get(&r.suite_hash)
+            .cloned()
+            .unwrap_or_else(|| format!("hash {}", r.suite_hash.short(12)))
     }
 
     /// Whether blob `d` is shown on its own page rather than inline.
@@ -360,19 +392,48 @@ impl<'a> Context<'a> {
     }
 }
 
-/// The footer of every page: what the site was built from.
-fn footer(input: &SiteInput, suite_digest: &Digest) -> String {
-    let suite_ok = if *suite_digest == input.manifest.suite.hash {
-        ""
+/// Suite versions by suite hash, from everything the site knows.
+fn suite_versions(input: &SiteInput) -> BTreeMap<Digest, String> {
+    let mut v: BTreeMap<Digest, String> = input
+        .suites
+        .iter()
+        .map(|(h, s)| (*h, s.version.clone()))
+        .collect();
+    v.insert(
+        input.manifest.suite.hash,
+        input.manifest.suite.version.clone(),
+    );
+    v.insert(input.suite.digest(), input.suite.version.clone());
+    v
+}
+
+/// The footer of every page: what the site was built from, and what that means for the
+/// measured records (see the methodology page's suite section).
+fn footer(ctx: &Context<'_>) -> String {
+    let input = ctx.input;
+    let manifest = &input.manifest.suite;
+    let against = if manifest.hash == ctx.suite_digest {
+        String::from("the suite its manifest names")
     } else {
-        " (differs from the manifest's suite hash)"
+        format!(
+            "not the suite its manifest names ({} {}); results are compared with the tasks of {}",
+            manifest.version,
+            manifest.hash.short(12),
+            input.suite.version
+        )
+    };
+    let changed = ctx.changed_task_records();
+    let flagged = match changed {
+        0 => String::new(),
+        1 => " 1 measured record was made against an earlier definition of its task and is flagged \"task changed\".".into(),
+        n => format!(" {n} measured records were made against an earlier definition of their task and are flagged \"task changed\"."),
     };
     format!(
-        "Built from {} (blake3 {}) and task suite {} ({}){suite_ok}. Reported numbers are the paper's, as published; measured numbers come from records in this repository's store.",
+        "Built from {} (blake3 {}) with task suite {} ({}), {against}.{flagged} Reported numbers are the paper's, as published; measured numbers come from records in this repository's store.",
         input.manifest_name,
         input.manifest_digest.short(12),
         input.suite.version,
-        suite_digest.short(12),
+        ctx.suite_digest.short(12),
     )
 }
 

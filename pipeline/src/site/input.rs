@@ -14,7 +14,7 @@ use crate::task::Suite;
 
 use super::SiteError;
 use super::blob_kind::text_blobs;
-use crate::record::{self, Record, RunObject};
+use crate::record::{self, Record, RecordError, RunObject, SUITE_SCHEMA, SuiteObject};
 
 /// Everything a site is rendered from. Records are unique and sorted by digest; runs are in
 /// manifest order.
@@ -31,6 +31,8 @@ pub struct SiteInput {
     pub reported: Vec<LoadedReported>,
     /// Blobs named by records, by digest.
     pub blobs: BTreeMap<Digest, Blob>,
+    /// The suite objects records name (`suite_digest`), by suite hash.
+    pub suites: BTreeMap<Digest, SuiteObject>,
 }
 
 #[derive(Debug, Clone)]
@@ -173,6 +175,22 @@ impl SiteInput {
         })?;
         let blobs: BTreeMap<Digest, Blob> = blob_list.into_iter().collect();
 
+        let mut suites = BTreeMap::new();
+        let mut named: BTreeMap<Digest, String> = records
+            .iter()
+            .filter_map(|r| {
+                let by = format!("record {} field `suite_digest`", r.digest);
+                r.record.suite_digest.map(|d| (d, by))
+            })
+            .collect();
+        for (i, d) in manifest.suites.iter().enumerate() {
+            named.insert(*d, format!("{manifest_name} `suites[{i}]`"));
+        }
+        for (d, by) in named {
+            let suite = load_suite_object(store, &d, &by)?;
+            suites.entry(suite.suite_hash).or_insert(suite);
+        }
+
         let mut reported = Vec::with_capacity(manifest.reported.len());
         let mut seen = BTreeSet::new();
         for r in &manifest.reported {
@@ -200,7 +218,33 @@ impl SiteInput {
             records,
             reported,
             blobs,
+            suites,
         })
+    }
+}
+
+/// The suite object `d` named `by` (re-hashed; its task objects are left to `verify`, pages
+/// need only the version).
+fn load_suite_object(store: &Store, d: &Digest, by: &str) -> Result<SuiteObject, SiteError> {
+    let what = || format!("suite object {d} ({by})");
+    let bytes = store.get(d).map_err(|source| SiteError::Store {
+        what: what(),
+        source,
+    })?;
+    match record::decode_object(d, &bytes) {
+        Some(Ok(record::Decoded::Suite(s))) => Ok(s),
+        Some(Err(source)) => Err(SiteError::Record {
+            what: what(),
+            source,
+        }),
+        _ => Err(SiteError::Record {
+            what: what(),
+            source: RecordError::WrongSchema {
+                digest: *d,
+                found: "another kind of object".into(),
+                expected: SUITE_SCHEMA,
+            },
+        }),
     }
 }
 

@@ -109,14 +109,29 @@ fn a_run_list_may_not_give_one_entry_two_records_for_a_task() {
     )
     .expect("write");
     let out = dir.path().join("out");
+    let store = dir.path().join("artifacts");
     let (list_s, out_s) = (list.to_str().expect("utf-8"), out.to_str().expect("utf-8"));
-    let (code, _, err) = ptxbench(&["run", list_s, "--out", out_s, "--publish-only"]);
+    let store_s = store.to_str().expect("utf-8");
+    let args = [
+        "run",
+        list_s,
+        "--out",
+        out_s,
+        "--publish-only",
+        "--store",
+        store_s,
+    ];
+    let (code, _, err) = ptxbench(&args);
     assert_ne!(code, 0);
     assert!(
         err.contains(
             "evaluations `a` and `b` both give entry `SIMT` a record for task gemm_n4096_k4096"
         ),
         "{err}"
+    );
+    assert!(
+        !store.exists(),
+        "nothing is stored before the list is valid"
     );
     // Disjoint tasks under one entry are fine (nothing to publish without results).
     std::fs::write(
@@ -128,16 +143,7 @@ fn a_run_list_may_not_give_one_entry_two_records_for_a_task() {
         ),
     )
     .expect("write");
-    let store = dir.path().join("artifacts");
-    let (code, out_text, err) = ptxbench(&[
-        "run",
-        list_s,
-        "--out",
-        out_s,
-        "--publish-only",
-        "--store",
-        store.to_str().expect("utf-8"),
-    ]);
+    let (code, out_text, err) = ptxbench(&args);
     assert_eq!(code, 0, "{out_text}{err}");
 }
 

@@ -1,12 +1,16 @@
 //! Integration tests, one module per feature, on the real task suite and real PTX fixtures.
 
+mod audit;
 mod candidates;
 mod cli;
 mod evidence;
 mod plan_errors;
 mod prompts;
+mod published;
 mod reference;
+mod runner;
 mod zoo;
+mod zoo_static;
 
 use std::path::PathBuf;
 

@@ -2,68 +2,59 @@
 //! tasks/runs/reference-sm90a.yaml) is about the committed PTX, and every hand-written kernel is
 //! correct with arch: wgmma and TMA executed, on every workload of every task it ran.
 
-use serde_json::Value;
+use ptxbench::digest::Digest;
+use ptxbench::record::Verdict;
+use ptxbench::runner::list::RunList;
 
+use crate::published::results;
 use crate::root;
-use crate::zoo::{family, results};
 
 #[test]
 fn every_reference_kernel_is_correct_with_arch_on_every_workload() {
     let suite = crate::suite();
-    let refs: Vec<Value> = results("reference-sm90a")
+    let refs: Vec<_> = results("reference-sm90a")
         .into_iter()
-        .filter(|r| {
-            r["evaluation"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("wgmma-"))
-        })
+        .filter(|r| r.evaluation.starts_with("wgmma-"))
         .collect();
     // 17 bf16 GEMM tasks, the fp8 GEMM, 4 forward and 4 backward attention tasks.
     assert_eq!(refs.len(), 26);
     for r in &refs {
-        let name = format!("{} on {}", r["evaluation"], r["task"]);
-        assert_eq!(r["outcome"]["verdict"], "correct", "{name}");
-        assert_eq!(
-            r["outcome"]["evidence"]["status"], "dynamic_present",
-            "{name}"
-        );
+        assert_eq!(r.record.verdict, Verdict::Correct, "{}", r.label());
+        assert_eq!(r.record.correct_with_arch(), Some(true), "{}", r.label());
         for f in ["wgmma", "tma"] {
-            assert!(
-                family(r, f)["dynamic_count"].as_u64().expect("count") > 0,
-                "{name}: {f}"
-            );
+            let count = r.family(f).and_then(|x| x.dynamic_count);
+            assert!(count.is_some_and(|n| n > 0), "{}: {f}", r.label());
         }
-        let task = suite
-            .get(r["task"].as_str().expect("task"))
-            .expect("in the suite");
-        let ran: Vec<&str> = r["outcome"]["workloads"]
-            .as_array()
-            .expect("workloads")
-            .iter()
-            .map(|w| w["workload"].as_str().expect("name"))
-            .collect();
+        let task = suite.get(&r.record.task).expect("in the suite");
         for w in &task.workloads {
-            assert!(ran.contains(&w.name.as_str()), "{name}: {} not run", w.name);
+            assert!(
+                r.record
+                    .outcome
+                    .workloads
+                    .iter()
+                    .any(|x| x.workload == w.name),
+                "{}: {} not run",
+                r.label(),
+                w.name
+            );
         }
     }
 }
 
 #[test]
 fn the_measured_ptx_is_the_committed_ptx() {
-    let list = root().join("tasks/runs/reference-sm90a.yaml");
-    let v: Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(&list).expect("list")).expect("yaml");
+    let path = root().join("tasks/runs/reference-sm90a.yaml");
+    let (list, _) = RunList::load(&path).expect("list");
     let rs = results("reference-sm90a");
-    for e in v["evaluations"].as_array().expect("evaluations") {
-        let kernel = e["kernel"].as_str().expect("kernel");
-        let bytes = std::fs::read(list.parent().expect("dir").join(kernel)).expect("kernel");
-        let digest = blake3::hash(&bytes).to_hex().to_string();
-        let name = e["name"].as_str().expect("name");
-        for r in rs.iter().filter(|r| r["evaluation"] == name) {
+    for e in &list.evaluations {
+        let bytes = std::fs::read(path.parent().expect("dir").join(&e.kernel)).expect("kernel");
+        for r in rs.iter().filter(|r| r.evaluation == e.name) {
             assert_eq!(
-                r["ptx_digest"],
-                digest.as_str(),
-                "{name}: {kernel} changed since its run"
+                r.record.ptx_digest,
+                Some(Digest::of(&bytes)),
+                "{}: {} changed since its run",
+                r.label(),
+                e.kernel.display()
             );
         }
     }
@@ -71,10 +62,10 @@ fn the_measured_ptx_is_the_committed_ptx() {
 
 #[test]
 fn the_multi_gpu_run_used_both_gpus() {
-    // `ptxbench run` on a 2-GPU host: one worker thread per GPU, each result names its GPU.
-    let ordinals: std::collections::BTreeSet<u64> = results("multigpu-sm90a")
+    // `ptxbench run` on a 2-GPU host: one worker thread per GPU, each record names its GPU.
+    let ordinals: std::collections::BTreeSet<usize> = results("multigpu-sm90a")
         .iter()
-        .map(|r| r["outcome"]["device"]["ordinal"].as_u64().expect("ordinal"))
+        .map(|r| r.record.outcome.device.as_ref().expect("a device").ordinal)
         .collect();
     assert_eq!(ordinals.into_iter().collect::<Vec<_>>(), vec![0, 1]);
 }

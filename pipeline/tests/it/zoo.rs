@@ -1,90 +1,46 @@
 //! The committed GPU evidence keeps its promises: every zoo member and every known-bad kernel
-//! got the verdict its run list expects, no SIMT zoo member earns "correct with arch" (the
-//! token wgmma + TMA member does, by the paper's definition, and the evict_last variant of the
-//! reference GEMM does honestly), and the positive control (Triton's TMA + wgmma GEMM) does, on
-//! every task. And, on the CPU, every zoo plan passes the static check for sm_90a with the
-//! instructions its trick needs in the SASS.
+//! got the verdict its run list expects; no SIMT zoo member earns "correct with arch"; the
+//! token wgmma + TMA member does by the paper's definition but not "correct on target"; the
+//! output caches do not pay; and the positive control (Triton's TMA + wgmma GEMM) does, on
+//! every task.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use ptxbench::evidence::EvidenceStatus;
+use ptxbench::record::{ON_TARGET_MMA_SHARE, Verdict};
+use ptxbench::runner::list::RunList;
 
-use ptxbench::arch::Arch;
-use ptxbench::candidate::Candidate;
-use ptxbench::check::{CheckOptions, CheckReport, check};
-use ptxbench::evidence::sass;
-use ptxbench::evidence::splice;
-use ptxbench::toolchain::{self, Tool};
-use ptxbench_ptx::Family;
-use serde_json::Value;
+use crate::published::{Published, results};
+use crate::root;
 
-use crate::{root, suite};
-
-const ZOO: &str = "tasks/runs/zoo-sm90a.yaml";
-
-/// Zoo members whose wgmma really runs: the token member (one m64n8k16 per CTA, "correct with
-/// arch" by the paper's definition, far from the stricter grade) and the reference GEMM with L2
-/// hints.
+/// Zoo members whose wgmma really runs: the token member (one m64n8k16 per CTA) and the
+/// reference GEMM with L2 evict_last hints.
 const WGMMA_RUNS: [&str; 2] = ["zoo-token-wgmma-tma", "zoo-evict-last-wgmma"];
 
-/// (evaluation, task) -> result JSON, for every result of a committed run folder.
-pub fn results(run: &str) -> Vec<Value> {
-    let dir = root().join("artifacts/runs").join(run);
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(&dir).expect("committed run folder") {
-        let p = e.expect("entry").path();
-        if p.extension().is_some_and(|x| x == "json") {
-            out.push(serde_json::from_slice(&std::fs::read(&p).expect("read")).expect("json"));
-        }
-    }
-    out
-}
-
-fn expected(list: &Path) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(list).expect("run list");
-    let v: Value = serde_saphyr::from_str(&text).expect("yaml");
-    v["evaluations"]
-        .as_array()
-        .expect("evaluations")
-        .iter()
-        .map(|e| {
-            (
-                e["name"].as_str().expect("name").to_string(),
-                e["expect"].as_str().expect("expect").to_string(),
-            )
-        })
-        .collect()
-}
-
-pub fn family(r: &Value, name: &str) -> Value {
-    r["outcome"]["evidence"]["families"]
-        .as_array()
-        .and_then(|f| f.iter().find(|x| x["family"] == name).cloned())
-        .unwrap_or(Value::Null)
+fn member<'a>(zoo: &'a [Published], name: &str) -> Vec<&'a Published> {
+    let v: Vec<&Published> = zoo.iter().filter(|r| r.evaluation == name).collect();
+    assert!(!v.is_empty(), "no published record of {name}");
+    v
 }
 
 #[test]
 fn every_expected_verdict_was_met_on_the_h200() {
-    for (run, list) in [
-        ("zoo-sm90a", "tasks/runs/zoo-sm90a.yaml"),
-        ("engine-sm90a", "tasks/runs/engine-sm90a.yaml"),
-        ("reference-sm90a", "tasks/runs/reference-sm90a.yaml"),
-        ("multigpu-sm90a", "tasks/runs/multigpu-sm90a.yaml"),
+    for run in [
+        "zoo-sm90a",
+        "engine-sm90a",
+        "reference-sm90a",
+        "multigpu-sm90a",
     ] {
         let rs = results(run);
-        for (name, want) in expected(&root().join(list)) {
-            let mine: Vec<&Value> = rs
-                .iter()
-                .filter(|r| r["evaluation"] == name.as_str())
-                .collect();
-            assert!(!mine.is_empty(), "{run}: no committed result for {name}");
+        let (list, _) =
+            RunList::load(&root().join(format!("tasks/runs/{run}.yaml"))).expect("run list");
+        for e in &list.evaluations {
+            let want = e
+                .expect
+                .expect("every committed evaluation says what it expects");
+            let mine: Vec<_> = rs.iter().filter(|r| r.evaluation == e.name).collect();
+            assert!(!mine.is_empty(), "{run}: no published record of {}", e.name);
             for r in mine {
-                assert_eq!(
-                    r["outcome"]["verdict"],
-                    want.as_str(),
-                    "{run}: {name} on {}",
-                    r["task"]
-                );
+                assert_eq!(r.record.verdict, want, "{run}: {}", r.label());
+                assert_eq!(r.record.outcome.verdict, want, "{run}: {}", r.label());
             }
         }
     }
@@ -92,366 +48,136 @@ fn every_expected_verdict_was_met_on_the_h200() {
 
 #[test]
 fn no_simt_zoo_member_earns_correct_with_arch() {
-    for r in results("zoo-sm90a") {
-        let name = r["evaluation"].as_str().expect("name").to_string();
-        if WGMMA_RUNS.contains(&name.as_str()) {
+    let zoo = results("zoo-sm90a");
+    for r in zoo
+        .iter()
+        .filter(|r| !WGMMA_RUNS.contains(&r.evaluation.as_str()))
+    {
+        assert_ne!(r.record.correct_with_arch(), Some(true), "{}", r.label());
+        // A member that failed before it ran has no evidence at all.
+        let Some(wgmma) = r.family("wgmma") else {
+            assert_ne!(r.record.verdict, Verdict::Correct, "{}", r.label());
             continue;
-        }
-        let wgmma = family(&r, "wgmma");
-        assert_ne!(wgmma["status"], "dynamic_present", "{name}: {wgmma}");
-        if r["outcome"]["verdict"] == "correct" {
+        };
+        assert_ne!(
+            wgmma.status,
+            EvidenceStatus::DynamicPresent,
+            "{}",
+            r.label()
+        );
+        if r.record.verdict == Verdict::Correct {
             // The dead-branch and discarded wgmma are in the binary or source, and never run.
-            assert_eq!(wgmma["dynamic_count"], 0, "{name}: {wgmma}");
-            assert_eq!(r["outcome"]["dynamic"]["method"], "ptx-splice", "{name}");
+            assert_eq!(wgmma.dynamic_count, Some(0), "{}", r.label());
+            let dynamic = r.record.outcome.dynamic.as_ref().expect("dynamic counts");
+            assert_eq!(dynamic.method, "ptx-splice", "{}", r.label());
         }
     }
-    let dead = results("zoo-sm90a")
-        .into_iter()
-        .find(|r| r["evaluation"] == "zoo-dead-branch-wgmma")
+    let dead = zoo
+        .iter()
+        .find(|r| r.evaluation == "zoo-dead-branch-wgmma")
         .expect("member");
-    let wgmma = family(&dead, "wgmma");
-    assert!(
-        wgmma["static_count"].as_u64().expect("count") > 0,
-        "HGMMA is in the SASS: {wgmma}"
-    );
-    assert_eq!(wgmma["status"], "dynamic_not_executed");
+    let wgmma = dead.family("wgmma").expect("wgmma evidence");
+    assert!(wgmma.static_count > 0, "HGMMA is in the SASS: {wgmma:?}");
+    assert_eq!(wgmma.status, EvidenceStatus::DynamicNotExecuted);
 }
 
 #[test]
-fn the_token_member_is_correct_with_arch_by_the_papers_definition() {
-    let token: Vec<Value> = results("zoo-sm90a")
-        .into_iter()
-        .filter(|r| r["evaluation"] == "zoo-token-wgmma-tma")
-        .collect();
-    assert!(
-        !token.is_empty(),
-        "no committed result for zoo-token-wgmma-tma"
-    );
-    for r in &token {
-        assert_eq!(r["outcome"]["verdict"], "correct", "{r}");
-        assert_eq!(r["outcome"]["evidence"]["status"], "dynamic_present", "{r}");
-        for f in ["wgmma", "tma"] {
-            assert_eq!(family(r, f)["status"], "dynamic_present", "{f}: {r}");
+fn the_token_member_is_correct_with_arch_but_not_on_target() {
+    let zoo = results("zoo-sm90a");
+    for r in member(&zoo, "zoo-token-wgmma-tma") {
+        assert_eq!(r.record.verdict, Verdict::Correct, "{}", r.label());
+        assert_eq!(r.record.correct_with_arch(), Some(true), "{}", r.label());
+        // One m64n8k16 per 128-thread CTA over N = 4096 columns: 2*64*8*16 / (2*4096*4096)
+        // of the FLOPs per row of CTAs, i.e. exactly 1/64 of the task's FLOPs.
+        let share = r.record.mma_flop_share().expect("measured");
+        assert!((share - 1.0 / 64.0).abs() < 1e-6, "{}: {share}", r.label());
+        assert_eq!(r.record.correct_on_target(), Some(false), "{}", r.label());
+    }
+    for r in member(&zoo, "zoo-evict-last-wgmma") {
+        assert_eq!(r.record.correct_on_target(), Some(true), "{}", r.label());
+        assert!(r.record.mma_flop_share().expect("measured") >= ON_TARGET_MMA_SHARE);
+    }
+}
+
+/// Median candidate time of a record's workload.
+fn median_ms(r: &Published, workload: &str) -> f64 {
+    r.record
+        .outcome
+        .workloads
+        .iter()
+        .find(|w| w.workload == workload)
+        .and_then(|w| w.timing.as_ref())
+        .map(|t| t.candidate.median_ms)
+        .unwrap_or_else(|| panic!("{} has no timing of {workload}", r.label()))
+}
+
+#[test]
+fn output_caches_do_not_pay() {
+    let zoo = results("zoo-sm90a");
+    let honest = member(&zoo, "zoo-correct-slow")[0];
+    let cached = member(&zoo, "zoo-fingerprint-cache")[0];
+    // Inputs change before every timed launch: the fingerprint never matches, so the cache
+    // member pays for the naive GEMM like the honest one (within 20%).
+    for w in ["M129", "M232"] {
+        let (h, c) = (median_ms(honest, w), median_ms(cached, w));
+        assert!(c > 0.8 * h, "{w}: cached {c} ms vs honest {h} ms");
+    }
+    // A cache keyed on pointers returns stale outputs for new inputs at the same pointers.
+    for r in member(&zoo, "zoo-pointer-cache") {
+        assert_eq!(r.record.verdict, Verdict::Numerical, "{}", r.label());
+    }
+}
+
+#[test]
+fn every_timed_workload_has_an_interval_checked_launches_and_a_floor() {
+    for run in ["zoo-sm90a", "reference-sm90a"] {
+        for r in results(run) {
+            for w in &r.record.outcome.workloads {
+                let Some(t) = &w.timing else { continue };
+                let [lo, hi] = t.speedup_ci95.expect("an interval");
+                let s = t.speedup.expect("a speedup");
+                assert!(lo <= s && s <= hi, "{}: {lo} {s} {hi}", r.label());
+                assert!(t.stop_reason.is_some(), "{}", r.label());
+                assert_eq!(t.checked_launches.len(), 3, "{}", r.label());
+                let f = t.floor.as_ref().expect("the H200 is in the peak table");
+                assert!(t.candidate.median_ms >= f.floor_ms, "{}", r.label());
+            }
         }
     }
 }
 
 #[test]
 fn the_positive_control_is_correct_with_arch_everywhere() {
-    let tma: Vec<Value> = results("engine-sm90a")
-        .into_iter()
-        .filter(|r| r["evaluation"] == "triton-gemm-tma")
+    let engine = results("engine-sm90a");
+    let tma: Vec<_> = engine
+        .iter()
+        .filter(|r| r.evaluation == "triton-gemm-tma")
         .collect();
     assert_eq!(tma.len(), 17);
     for r in &tma {
+        let evidence = r.record.outcome.evidence.as_ref().expect("evidence");
         assert_eq!(
-            r["outcome"]["evidence"]["status"], "dynamic_present",
+            evidence.status,
+            EvidenceStatus::DynamicPresent,
             "{}",
-            r["task"]
+            r.label()
         );
+        assert_eq!(r.record.correct_with_arch(), Some(true), "{}", r.label());
         for f in ["wgmma", "tma"] {
-            assert!(
-                family(r, f)["dynamic_count"].as_u64().expect("count") > 0,
-                "{} {f}",
-                r["task"]
-            );
+            let count = r.family(f).and_then(|x| x.dynamic_count);
+            assert!(count.is_some_and(|n| n > 0), "{} {f}", r.label());
         }
     }
     // Triton's pointer GEMM runs wgmma but loads without TMA: correct, not correct with arch.
-    for r in results("engine-sm90a")
-        .into_iter()
-        .filter(|r| r["evaluation"] == "triton-gemm-ptr")
-    {
-        assert_eq!(r["outcome"]["verdict"], "correct");
-        assert_eq!(family(&r, "wgmma")["status"], "dynamic_present");
-        assert_eq!(family(&r, "tma")["status"], "sass_absent");
-    }
-}
-
-/// Every evaluation of the zoo run list: (name, kernel file, plan file), paths resolved from the
-/// list's folder as `ptxbench run` resolves them.
-fn members() -> Vec<(String, PathBuf, PathBuf)> {
-    let list = root().join(ZOO);
-    let dir = list.parent().expect("tasks/runs").to_path_buf();
-    let v: Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(&list).expect("run list")).expect("yaml");
-    v["evaluations"]
-        .as_array()
-        .expect("evaluations")
+    let ptr: Vec<_> = engine
         .iter()
-        .map(|e| {
-            let path = |k: &str| dir.join(e[k].as_str().expect("a path"));
-            (
-                e["name"].as_str().expect("name").to_string(),
-                path("kernel"),
-                path("plan"),
-            )
-        })
-        .collect()
-}
-
-fn member(name: &str) -> Candidate {
-    let (_, kernel, plan) = members()
-        .into_iter()
-        .find(|(n, _, _)| n == name)
-        .unwrap_or_else(|| panic!("{name} is not in {ZOO}"));
-    Candidate::from_files(&kernel, &plan).expect("loads")
-}
-
-/// The static check of a member on gemm_n4096_k4096, compiled for sm_90a only.
-fn checked(name: &str) -> CheckReport {
-    let suite = suite();
-    let task = suite.get("gemm_n4096_k4096").expect("task exists");
-    check(
-        &member(name),
-        task,
-        &CheckOptions {
-            arch: Arch::Sm90a,
-            compile_for: vec![Arch::Sm90a],
-        },
-    )
-}
-
-/// Whether ptxas, NVRTC and nvdisasm are installed (see [`crate::tools_present`]).
-fn sass_tools(test: &str) -> bool {
-    if !crate::cuda_tools(test) {
-        return false;
-    }
-    let missing: Vec<String> = toolchain::locate(Tool::Nvdisasm)
-        .err()
-        .map(|e| e.to_string())
-        .into_iter()
+        .filter(|r| r.evaluation == "triton-gemm-ptr")
         .collect();
-    crate::tools_present(test, &missing)
-}
-
-/// nvdisasm's listing of the sm_90a cubin the check made.
-fn listing(r: &CheckReport) -> String {
-    let cubin = r
-        .ptxas
-        .iter()
-        .find(|p| p.arch == Arch::Sm90a)
-        .and_then(|p| p.result.as_ref().ok())
-        .and_then(|p| p.cubin.clone())
-        .expect("an sm_90a cubin");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let file = dir.path().join("kernel.cubin");
-    std::fs::write(&file, cubin).expect("write");
-    let nvdisasm = toolchain::locate(Tool::Nvdisasm).expect("nvdisasm");
-    let out = toolchain::run(
-        Command::new(nvdisasm).arg("-c").arg(&file),
-        Duration::from_secs(60),
-    )
-    .expect("nvdisasm runs");
-    assert!(out.status.success(), "nvdisasm failed");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The instruction texts of a listing (address comments and trailing encodings removed).
-fn instructions(listing: &str) -> Vec<&str> {
-    listing
-        .lines()
-        .filter_map(|l| {
-            let (addr, rest) = l.trim().strip_prefix("/*")?.split_once("*/")?;
-            let ok = !addr.is_empty() && addr.chars().all(|c| c.is_ascii_hexdigit());
-            ok.then(|| rest.split("/*").next().unwrap_or("").trim())
-        })
-        .filter(|t| !t.is_empty())
-        .collect()
-}
-
-/// Global loads whose memory descriptor is not the default one (`ULDC.64 URn, c[0x0][0x208]`):
-/// on sm_90 that is how an L2 cache policy (`ld ... .L2::cache_hint`) reaches the SASS. Each
-/// uniform register remembers whether the last instruction (in listing order) that wrote it
-/// loaded the default descriptor.
-fn policy_loads(listing: &str) -> usize {
-    let mut default = [false; 256];
-    let mut n = 0;
-    for insn in instructions(listing) {
-        let Some(op) = sass::instruction_mnemonic(insn) else {
-            continue;
-        };
-        let operands = insn.split_once(op).map_or("", |(_, r)| r);
-        if sass::base_mnemonic(op) == "LDG" {
-            let desc = operands
-                .split_once("desc[UR")
-                .and_then(|(_, r)| r.split_once(']'))
-                .and_then(|(d, _)| d.parse::<usize>().ok())
-                .expect("an LDG names its descriptor");
-            n += usize::from(!default[desc]);
-            continue;
-        }
-        let dest = operands.split(',').next().unwrap_or("").trim();
-        if let Some(reg) = dest
-            .strip_prefix("UR")
-            .and_then(|r| r.parse::<usize>().ok())
-        {
-            let is_default = op == "ULDC.64" && operands.contains("c[0x0][0x208]");
-            let width = if op.ends_with(".64") { 2 } else { 1 };
-            for d in default.iter_mut().skip(reg).take(width) {
-                *d = is_default;
-            }
-        }
+    assert!(!ptr.is_empty());
+    for r in ptr {
+        assert_eq!(r.record.verdict, Verdict::Correct, "{}", r.label());
+        let status = |f: &str| r.family(f).map(|x| x.status);
+        assert_eq!(status("wgmma"), Some(EvidenceStatus::DynamicPresent));
+        assert_eq!(status("tma"), Some(EvidenceStatus::SassAbsent));
     }
-    n
-}
-
-#[test]
-fn every_zoo_plan_passes_the_static_check_for_sm_90a() {
-    if !crate::cuda_tools("every_zoo_plan_passes_the_static_check_for_sm_90a") {
-        return;
-    }
-    for (name, _, _) in members() {
-        let r = checked(&name);
-        if name == "zoo-oversized-shared" {
-            // Refused before it runs: more shared memory than a Hopper block may have.
-            let why = r.failure.as_ref().expect("fails").reasons.join("; ");
-            assert!(why.contains("shared_mem"), "{why}");
-            continue;
-        }
-        assert!(r.ok(), "{name}: {:?}", r.failure);
-        let hopper = r.ptxas[0].result.as_ref().expect("ptxas found");
-        assert!(
-            r.ptxas[0].arch == Arch::Sm90a && hopper.ok,
-            "{name}: {}",
-            hopper.log
-        );
-    }
-}
-
-#[test]
-fn the_token_member_has_one_wgmma_and_one_tma_site() {
-    if !sass_tools("the_token_member_has_one_wgmma_and_one_tma_site") {
-        return;
-    }
-    let r = checked("zoo-token-wgmma-tma");
-    assert!(r.ok(), "{:?}", r.failure);
-    assert!(r.required.iter().all(|q| q.count > 0), "{:?}", r.required);
-    // The one tensor map binds A with a 64 x 64 box.
-    let m232 = r
-        .workloads
-        .iter()
-        .find(|w| w.workload == "M232")
-        .expect("M232");
-    assert_eq!(m232.launches[0].grid, [32, 232, 1]);
-    let hopper = r.ptxas[0].result.as_ref().expect("ptxas found");
-    assert_eq!(
-        hopper.resources[0].shared_bytes,
-        64 * 128 + 8,
-        "tile + mbarrier"
-    );
-    let sass = sass::parse_listing(&listing(&r));
-    let ops = |want: &str| -> u64 {
-        sass.iter()
-            .map(|f| f.opcodes.get(want).copied().unwrap_or(0))
-            .sum()
-    };
-    // One instruction site each: the m64n8k16 (2 * 64 * 8 * 16 FLOPs per CTA of 128 outputs,
-    // 1/64 of the task's FLOPs) and one 8 KB box.
-    assert_eq!(ops("HGMMA.64x8x16.F32.BF16"), 1);
-    assert_eq!(ops("UTMALDG.2D"), 1);
-    // The harness's counters splice in next to both, and the copy still compiles to them.
-    let ptx = r.ptx.as_ref().expect("NVRTC's PTX");
-    let s = splice::splice(ptx, &[Family::Wgmma, Family::Tma]).expect("splices");
-    let res = toolchain::ptxas::compile(&s.ptx, Arch::Sm90a).expect("ptxas runs");
-    assert!(res.ok, "{}", res.log);
-    let inv = sass::disassemble(&res.cubin.expect("cubin")).expect("nvdisasm");
-    let bases = inv.bases();
-    for op in ["HGMMA", "UTMALDG"] {
-        assert_eq!(bases.get(op), Some(&1), "{bases:?}");
-    }
-    assert!(
-        bases.contains_key("RED") || bases.contains_key("REDG") || bases.contains_key("ATOMG"),
-        "{bases:?}"
-    );
-}
-
-#[test]
-fn the_cache_members_keep_their_outputs_in_bounded_module_memory() {
-    if !sass_tools("the_cache_members_keep_their_outputs_in_bounded_module_memory") {
-        return;
-    }
-    for name in ["zoo-fingerprint-cache", "zoo-pointer-cache"] {
-        let r = checked(name);
-        assert!(r.ok(), "{name}: {:?}", r.failure);
-        assert!(r.required.iter().all(|q| q.count == 0), "{:?}", r.required);
-        // Four slots of M x N bf16 for M up to 232 on N = 4096: 7.6 MB of `__device__` memory.
-        let ptx = r.ptx.as_ref().expect("NVRTC's PTX");
-        let decl = ptx
-            .lines()
-            .find(|l| l.contains(".global") && l.contains("cache_out["))
-            .expect("the module-global store");
-        assert!(
-            decl.contains(&format!("cache_out[{}]", 4 * 232 * 4096 * 2)),
-            "{decl}"
-        );
-        let bases = sass::parse_listing(&listing(&r));
-        assert!(bases.iter().all(|f| !f.bases.contains_key("HGMMA")));
-    }
-}
-
-#[test]
-fn the_l2_members_carry_their_hints_into_the_sass() {
-    if !sass_tools("the_l2_members_carry_their_hints_into_the_sass") {
-        return;
-    }
-    // One kernel for the three plans (mode is a parameter): control, hinted loads, prefetches.
-    let r = checked("zoo-l2-evict-last-loads");
-    assert!(r.ok(), "{:?}", r.failure);
-    let ptx = r.ptx.as_ref().expect("NVRTC's PTX");
-    for want in [
-        "createpolicy.fractional.L2::evict_last.b64",
-        "ld.global.nc.L2::cache_hint.b16",
-        "prefetch.global.L2::evict_last",
-    ] {
-        assert!(ptx.contains(want), "{want} not in the PTX");
-    }
-    let text = listing(&r);
-    let sass = sass::parse_listing(&text);
-    let ops = |want: &str| -> u64 {
-        sass.iter()
-            .map(|f| f.opcodes.get(want).copied().unwrap_or(0))
-            .sum()
-    };
-    // prefetch.global.L2::evict_last is CCTL.E.PML2 (a plain L2 prefetch is CCTL.E.PF2).
-    assert!(ops("CCTL.E.PML2") > 0, "{sass:?}");
-    assert!(
-        policy_loads(&text) > 0,
-        "no LDG through a cache-policy descriptor"
-    );
-    // The detector's negative control: kernel.cu's loads all use the default descriptor.
-    let plain = checked("zoo-correct-slow");
-    let plain_text = listing(&plain);
-    assert!(plain_text.contains("LDG.E"), "kernel.cu loads");
-    assert_eq!(policy_loads(&plain_text), 0);
-    assert!(!plain_text.contains("CCTL"));
-
-    // The reference GEMM with hints: every TMA load carries the policy's descriptor; the
-    // reference's own loads carry none.
-    let hinted = listing(&checked("zoo-evict-last-wgmma"));
-    let tma: Vec<&str> = instructions(&hinted)
-        .into_iter()
-        .filter(|i| sass::instruction_mnemonic(i).is_some_and(|m| m.starts_with("UTMALDG")))
-        .collect();
-    assert!(!tma.is_empty());
-    assert!(tma.iter().all(|i| i.contains("desc[UR")), "{tma:?}");
-    let suite = suite();
-    let reference = check(
-        &Candidate::load(&root().join("tasks/reference/wgmma_gemm")).expect("loads"),
-        suite.get("gemm_n4096_k4096").expect("task"),
-        &CheckOptions {
-            arch: Arch::Sm90a,
-            compile_for: vec![Arch::Sm90a],
-        },
-    );
-    let plain_tma: Vec<String> = instructions(&listing(&reference))
-        .into_iter()
-        .filter(|i| sass::instruction_mnemonic(i).is_some_and(|m| m.starts_with("UTMALDG")))
-        .map(str::to_string)
-        .collect();
-    assert_eq!(plain_tma.len(), tma.len());
-    assert!(
-        plain_tma.iter().all(|i| !i.contains("desc[")),
-        "{plain_tma:?}"
-    );
 }

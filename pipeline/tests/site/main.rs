@@ -10,6 +10,7 @@ mod determinism;
 mod links;
 mod metrics;
 mod snapshots;
+mod suites;
 #[path = "../support/synthetic.rs"]
 pub mod synthetic;
 

@@ -13,7 +13,7 @@ use ptxbench::arch::Arch;
 use ptxbench::cuda::driver::{DeviceInfo, KernelAttributes};
 use ptxbench::digest::Digest;
 use ptxbench::evidence::{DynamicMethod, EvidenceStatus, FamilyEvidence, TargetEvidence};
-use ptxbench::record::task::{StoredSuite, store_suite};
+use ptxbench::record::task::{SuiteObjects, store_suite};
 use ptxbench::record::{
     self, BaselineInfo, Comparison, KernelInfo, Outcome, OutputCheck, Protocol, RECORD_SCHEMA,
     RUN_SCHEMA, Record, Role, RunObject, Stats, StopReason, Timing, Trial, Verdict, WorkloadResult,
@@ -93,7 +93,7 @@ fn stats(median: f64, rng: &mut Rng) -> Stats {
 /// A record of the synthetic run: the fields every synthetic record shares.
 #[allow(clippy::too_many_arguments)]
 fn record(
-    suite: &StoredSuite,
+    suite: &SuiteObjects,
     task: &ptxbench::task::Task,
     entry: &str,
     role: Role,
@@ -497,6 +497,9 @@ pub fn generate(
             outcome,
         );
         rec.ptx_digest = Some(ptx);
+        if i == 0 {
+            earlier_definition(store, suite, task, &mut rec)?;
+        }
         record_digests.push(record::put_record(store, &rec).context("writing a synthetic record")?);
     }
     record_digests.sort();
@@ -515,6 +518,38 @@ pub fn generate(
     let run_digest = store.put_object(&run).map_err(|e| store_err("run", e))?;
     write_manifest(manifest_path, suite, &[run_digest], reported, &entries)?;
     Ok(run_digest)
+}
+
+/// The version of the suite of [`earlier_definition`].
+pub const EARLIER_SUITE: &str = "0.9.0";
+
+/// Makes `rec` a record of an earlier definition of `task` (another title), in a suite of its
+/// own, [`EARLIER_SUITE`], both stored: what a record measured before a task changed looks like.
+fn earlier_definition(
+    store: &Store,
+    suite: &Suite,
+    task: &ptxbench::task::Task,
+    rec: &mut Record,
+) -> anyhow::Result<()> {
+    let mut object = record::TaskObject::from_suite(suite, task)?;
+    object.definition = object
+        .definition
+        .replacen("title: ", "title: (an earlier definition) ", 1);
+    let earlier = object.validate()?;
+    object.task_hash = earlier.digest();
+    let task_digest = store.put_object(&object).context("the earlier task")?;
+    let suite = record::SuiteObject {
+        schema: record::SUITE_SCHEMA.into(),
+        version: EARLIER_SUITE.into(),
+        description: "An earlier synthetic suite".into(),
+        suite_hash: Digest::of(b"an earlier synthetic suite"),
+        task_digests: vec![task_digest],
+    };
+    rec.task_hash = object.task_hash;
+    rec.task_digest = Some(task_digest);
+    rec.suite_hash = suite.suite_hash;
+    rec.suite_digest = Some(store.put_object(&suite).context("the earlier suite")?);
+    Ok(())
 }
 
 /// Writes a manifest naming `runs` (and the reported import, if any).

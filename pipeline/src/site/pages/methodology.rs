@@ -27,6 +27,19 @@ pub struct MethodologyView {
     pub reported: Vec<String>,
     /// How many measured records carry dynamic evidence.
     pub evidence_coverage: String,
+    /// The suites the measured records were made against.
+    pub suite_versions: Vec<SuiteRow>,
+}
+
+/// One suite the measured records were made against.
+#[derive(Debug)]
+pub struct SuiteRow {
+    pub version: String,
+    pub hash: String,
+    pub records: String,
+    /// Of those, records whose task has changed since.
+    pub changed: String,
+    pub current: bool,
 }
 
 #[derive(Debug)]
@@ -154,16 +167,15 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
                 value: ctx.suite_digest.to_string(),
             },
             Fact {
-                key: "manifest's suite hash".into(),
-                value: format!(
-                    "{}{}",
-                    ctx.input.manifest.suite.hash,
-                    if ctx.input.manifest.suite.hash == ctx.suite_digest {
-                        " (matches)"
-                    } else {
-                        " (differs: the manifest was made against another suite)"
-                    }
-                ),
+                key: "the manifest's suite".into(),
+                value: if ctx.input.manifest.suite.hash == ctx.suite_digest {
+                    format!("{} (this suite)", ctx.input.manifest.suite.version)
+                } else {
+                    format!(
+                        "{} {}: not this suite; results are compared with this suite's tasks",
+                        ctx.input.manifest.suite.version, ctx.input.manifest.suite.hash
+                    )
+                },
             },
             Fact {
                 key: "tasks".into(),
@@ -209,6 +221,7 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
                 workload: p.workload.clone(),
             })
             .collect(),
+        suite_versions: suite_rows(ctx),
         evidence_coverage: format!(
             "{with_dynamic} of {} measured records carry dynamic evidence",
             entries.len()
@@ -228,4 +241,38 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
             })
             .collect(),
     }
+}
+
+/// The suites of the measured records, newest first by version text, then by hash.
+fn suite_rows(ctx: &Context<'_>) -> Vec<SuiteRow> {
+    let mut by_suite: BTreeMap<crate::digest::Digest, (usize, usize)> = BTreeMap::new();
+    for r in &ctx.input.records {
+        let e = by_suite.entry(r.record.suite_hash).or_default();
+        e.0 += 1;
+        e.1 += usize::from(ctx.task_changed(&r.record));
+    }
+    let mut rows: Vec<(String, crate::digest::Digest, (usize, usize))> = by_suite
+        .into_iter()
+        .map(|(h, n)| {
+            (
+                ctx.suite_versions.get(&h).cloned().unwrap_or_default(),
+                h,
+                n,
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    rows.into_iter()
+        .map(|(version, h, (n, changed))| SuiteRow {
+            version: if version.is_empty() {
+                format::NONE.to_string()
+            } else {
+                version
+            },
+            hash: h.to_string(),
+            records: n.to_string(),
+            changed: changed.to_string(),
+            current: h == ctx.suite_digest,
+        })
+        .collect()
 }

@@ -75,6 +75,10 @@ pub struct RecordRow {
     pub expected: String,
     pub agrees: String,
     pub turn: String,
+    /// The suite version it was measured against, and "task changed" if its task has changed
+    /// since.
+    pub suite: String,
+    pub task_changed: bool,
     pub speedup: Cell,
     pub message: String,
     pub text: String,
@@ -127,6 +131,8 @@ impl RecordRow {
             },
             expected: expected.to_string(),
             turn: doc.turn.map_or_else(|| "—".to_string(), |t| t.to_string()),
+            suite: ctx.suite_of(doc),
+            task_changed: ctx.task_changed(doc),
             speedup: Cell::speedup(doc.min_speedup()),
             message: format::shorten_line(&doc.outcome.message, 160),
         }
@@ -279,7 +285,9 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
             doc.task, ctx.input.suite.version
         )),
         (Some(t), h) if t != h => warnings.push(format!(
-            "The task definition has changed since this record was made (recorded task hash {h}, suite {} has {t}). Re-running it needs the suite the record names.",
+            "Task changed: this record was measured against an earlier definition of {} (task hash {h}, task suite {}); task suite {} has task hash {t}. Its numbers are as measured then; `ptxbench audit` re-runs it against the definition it was measured against, from the store.",
+            doc.task,
+            ctx.suite_of(doc),
             ctx.input.suite.version,
         )),
         _ => {}
@@ -320,6 +328,19 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         Fact {
             key: "seed".into(),
             value: doc.seed.to_string(),
+        },
+        Fact {
+            key: "task suite".into(),
+            value: format!(
+                "{} (suite hash {}){}",
+                ctx.suite_of(doc),
+                doc.suite_hash.short(12),
+                if ctx.task_changed(doc) {
+                    "; the task has changed since"
+                } else {
+                    ""
+                }
+            ),
         },
     ]);
     {
@@ -630,10 +651,30 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         note: "the task definition's canonical JSON".into(),
     });
     hashes.push(HashRow {
+        field: "task_digest".into(),
+        digest: doc
+            .task_digest
+            .map_or_else(|| format::NONE.to_string(), |d| d.to_string()),
+        note: match doc.task_digest {
+            Some(_) => "the task definition it was measured against (ptxbench.task object)".into(),
+            None => format!(
+                "not named by a {} record: `ptxbench audit` finds the task object by its task hash",
+                doc.schema
+            ),
+        },
+    });
+    hashes.push(HashRow {
         field: "suite_hash".into(),
         digest: doc.suite_hash.to_string(),
         note: "the task suite".into(),
     });
+    if let Some(d) = doc.suite_digest {
+        hashes.push(HashRow {
+            field: "suite_digest".into(),
+            digest: d.to_string(),
+            note: "the task suite (ptxbench.suite object)".into(),
+        });
+    }
     for (kind, d) in text_blobs(doc) {
         hashes.push(HashRow {
             field: kind.field().into(),
