@@ -38,7 +38,7 @@ def main(log):
             med = s[len(s) // 2]
             print(f"\nspread (max - min) / median over {len(s)} processes: {(s[-1] - s[0]) / med * 100:.2f}%\n")
     rows = (log / "throughput.txt").read_text().split() if (log / "throughput.txt").exists() else []
-    walls = [float(x) for x in rows[1::2]]
+    walls = [float(x) for x in rows[1::2] if x.replace(".", "", 1).isdigit()]
     if walls:
         mean = sum(walls) / len(walls)
         print(f"## throughput\nwhole evaluations (every workload of gemm_n7168_k5120): {', '.join(f'{w:.2f} s' for w in walls)}; mean {mean:.2f} s, {3600 / mean:.0f} candidates per H200-hour")

@@ -92,7 +92,7 @@ impl Default for Protocol {
     fn default() -> Self {
         Protocol {
             trials: 2,
-            warmup: 5,
+            warmup: 2,
             warmup_ms: default_warmup_ms(),
             iterations: 400,
             min_iterations: default_min_iterations(),
