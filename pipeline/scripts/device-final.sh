@@ -21,6 +21,7 @@ for i in 1 2 3; do
   echo "full-$i $(( (e - s) / 1000000 ))" >> "$log/throughput-ms.txt"
 done
 
+if [ -z "${SKIP_NCU:-}" ]; then
 echo "== Nsight Compute cross-check"
 ncu_check() { # name candidate task workload
   pipeline/scripts/ncu-evidence.sh "$bin" "$2" "$3" "$4" "$log/ncu-$1" > "$log/ncu-$1.txt" 2>&1
@@ -32,6 +33,7 @@ echo "# reference wgmma GEMM, gemm_n7168_k5120 M8192" >> "$log/ncu-crosscheck.tx
 ncu_check wgmma_gemm tasks/reference/wgmma_gemm gemm_n7168_k5120 M8192
 echo "# Triton TMA GEMM, gemm_n7168_k5120 M8192" >> "$log/ncu-crosscheck.txt"
 ncu_check triton_gemm_tma tasks/candidates/triton_gemm_tma gemm_n7168_k5120 M8192
+fi
 
 echo "== reference run"
 timeout "${REFERENCE_S:-330}" "$bin" run tasks/runs/reference-sm90a.yaml --out /tmp/runs/reference-sm90a \

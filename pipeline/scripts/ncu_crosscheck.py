@@ -36,6 +36,7 @@ def main(ncu_csv, eval_json):
     ncu_flops = 0.0
     ncu_hgmma = 0.0
     ncu_tma = 0.0
+    ncu_tma_warps = 0.0
     for r in rows:
         src = r.get("Source", "")
         m = re.search(r"GMMA\.(\d+)x(\d+)x(\d+)", src)
@@ -45,6 +46,7 @@ def main(ncu_csv, eval_json):
             ncu_flops += warps / 4 * 2 * int(m.group(1)) * int(m.group(2)) * int(m.group(3))
         if "UTMALDG" in src:
             ncu_tma += number(r[thread_col]) if thread_col else number(r[warp_col])
+            ncu_tma_warps += number(r[warp_col])
     o = json.load(open(eval_json))
     d = o.get("dynamic") or {}
     ours_flops = 0.0
@@ -57,7 +59,11 @@ def main(ncu_csv, eval_json):
     ratio = lambda a, b: f"{a / b:.6f}" if b else "n/a"
     print(f"workload {d.get('workload')}: mma_flop_share {d.get('mma_flop_share')}, tma_byte_share {d.get('tma_byte_share')}")
     print(f"wgmma FLOPs   ptx-splice {ours_flops:.6e}   ncu {ncu_flops:.6e} ({ncu_hgmma:.0f} warp-level HGMMA)   ratio {ratio(ours_flops, ncu_flops)}")
-    print(f"TMA loads     ptx-splice {ours_tma}   ncu {ncu_tma:.0f} (UTMALDG, {'threads with a true predicate' if thread_col else 'warps'})   ratio {ratio(ours_tma, ncu_tma)}")
+    # The counters count PTX-level issues with a true guard (one per copy). ptxas lowers a copy
+    # either to a UTMALDG with one true lane (elect.sync: ncu's true-thread count matches) or
+    # to a warp-uniform UTMALDG with all 32 lanes true (true threads / 32 matches); ncu's
+    # warp-level count also holds warps whose predicate was false.
+    print(f"TMA loads     ptx-splice {ours_tma}   ncu UTMALDG: {ncu_tma:.0f} true threads (/32 = {ncu_tma / 32:.0f}), {ncu_tma_warps:.0f} warps issued   ratio to true threads {ratio(ours_tma, ncu_tma)}, to true threads / 32 {ratio(ours_tma, ncu_tma / 32)}")
 
 
 if __name__ == "__main__":

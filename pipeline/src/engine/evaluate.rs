@@ -156,6 +156,7 @@ fn run(
         .filter(|w| req.workloads.is_empty() || req.workloads.contains(&w.name))
         .collect();
     let mut baseline_info = None;
+    let mut warmed = false;
     for w in workloads {
         let launches = bind::resolve(plan, module, task, w, req.arch).map_err(|p| {
             let text: Vec<String> = p.iter().map(ToString::to_string).collect();
@@ -199,7 +200,17 @@ fn run(
         clock.lap(&format!("correctness {}", w.name));
         if w.kind == WorkloadKind::Performance && !req.no_timing {
             let (timing, info) = timing::time_workload(
-                gpu, support, &scratch, task, plan, w, &env, &kernels, &launches, req,
+                gpu,
+                support,
+                &scratch,
+                task,
+                plan,
+                w,
+                &env,
+                &kernels,
+                &launches,
+                req,
+                &mut warmed,
             )?;
             if info.is_some() {
                 baseline_info = info;

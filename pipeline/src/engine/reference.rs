@@ -78,21 +78,11 @@ pub fn compute_reference(
             let k = to_f32(gpu, support, set, "K")?;
             let v = to_f32(gpu, support, set, "V")?;
             let d_o = to_f32(gpu, support, set, "dO")?;
-            // The exact forward (fp32 O and LSE), not the bf16 O the kernel is given.
-            let o = gpu.alloc(n)?;
-            let lse = gpu.alloc(rows)?;
-            support.attention_fwd(
-                gpu,
-                q.ptr(),
-                k.ptr(),
-                v.ptr(),
-                o.ptr(),
-                lse.ptr(),
-                bh,
-                s,
-                d,
-                causal,
-            )?;
+            // The task defines the gradients from the inputs the kernel is given: Delta from
+            // the bf16 O (not the exact forward's fp32 O, which the kernel never sees; at S=2
+            // the difference alone is a 10% relative error in dQ and dK) and P from the LSE.
+            let o = to_f32(gpu, support, set, "O")?;
+            let lse = to_f32(gpu, support, set, "LSE")?;
             let delta = gpu.alloc(rows)?;
             let dq = gpu.alloc(n)?;
             let dk = gpu.alloc(n)?;

@@ -50,7 +50,8 @@ pub struct Protocol {
     pub trials: u32,
     /// Untimed candidate + baseline pairs before timing (at least; see `warmup_ms`).
     pub warmup: u32,
-    /// Warm-up goes on until this much GPU time was spent, so clocks are steady.
+    /// Before an evaluation's first timed workload, warm-up goes on for at least this many
+    /// milliseconds of wall time with the GPU busy, so clocks are steady.
     #[serde(default = "default_warmup_ms")]
     pub warmup_ms: f64,
     /// At most this many timed pairs (candidate, then baseline, on the same fresh inputs).
@@ -114,7 +115,7 @@ impl Protocol {
             );
         }
         format!(
-            "{} correctness trials per workload (fresh seeded inputs each); a warm-up of at least {} candidate/library pairs and {} ms of GPU time; then timed pairs, the candidate and the library on the same inputs, redrawn from a fresh seed before every pair, outputs poisoned and L2 flushed before each launch; {} timed launches, chosen at random, checked against the reference for their own inputs; timing stops when the speedup's 95% interval is within {}% of the estimate (after at least {} pairs), after {} s of GPU time, or after {} pairs",
+            "{} correctness trials per workload (fresh seeded inputs each); a warm-up of at least {} candidate/library pairs and {} ms before the first timed workload; then timed pairs, the candidate and the library on the same inputs, redrawn from a fresh seed before every pair, outputs poisoned and L2 flushed before each launch; {} timed launches, chosen at random, checked against the reference for their own inputs; timing stops when the speedup's 95% interval is within {}% of the estimate (after at least {} pairs), after {} s of GPU time, or after {} pairs",
             self.trials,
             self.warmup,
             self.warmup_ms,
