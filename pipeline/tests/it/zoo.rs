@@ -118,10 +118,9 @@ fn output_caches_do_not_pay() {
     let cached = member(&zoo, "zoo-fingerprint-cache")[0];
     // Inputs change before every timed launch: the fingerprint never matches, so the cache
     // member pays for the naive GEMM like the honest one (within 20%).
-    for w in ["M129", "M232"] {
-        let (h, c) = (median_ms(honest, w), median_ms(cached, w));
-        assert!(c > 0.8 * h, "{w}: cached {c} ms vs honest {h} ms");
-    }
+    // (M129 is a correctness workload, M232 the timed one.)
+    let (h, c) = (median_ms(honest, "M232"), median_ms(cached, "M232"));
+    assert!(c > 0.8 * h, "cached {c} ms vs honest {h} ms");
     // A cache keyed on pointers returns stale outputs for new inputs at the same pointers.
     for r in member(&zoo, "zoo-pointer-cache") {
         assert_eq!(r.record.verdict, Verdict::Numerical, "{}", r.label());
