@@ -2,6 +2,8 @@
 // Tables with class "sortable" sort by a column when its header is clicked (cells carry
 // their sort key in data-v; empty keys sort last). A ".filters[data-for=ID]" block filters
 // the rows of table ID by text (data-text), source (data-prov) and turn limit (data-turn).
+// Filters and the sort column are kept in the page's query string (`?ID.text=…&ID.sort=3d`),
+// so a filtered, sorted view can be linked to and survives a reload.
 // Opening a page with #selftest runs a self-check and writes its result into the page
 // (used by site/tests/browser.sh).
 (function () {
@@ -21,6 +23,17 @@
       return isNaN(n) ? null : n;
     }
     return v.toLowerCase();
+  }
+
+  // The query string: read once, rewritten (without reloading) whenever a table changes.
+  var params = new URLSearchParams(window.location.search);
+  function remember(name, value, dflt) {
+    if (value === "" || value === dflt) params.delete(name); else params.set(name, value);
+    if (!window.history || !window.history.replaceState) return;
+    var q = params.toString();
+    try {
+      window.history.replaceState(null, "", window.location.pathname + (q ? "?" + q : "") + window.location.hash);
+    } catch (e) { /* pages opened from disk may refuse; the view still works */ }
   }
 
   function sortTable(table, col, descending) {
@@ -43,6 +56,7 @@
       c.removeAttribute("aria-sort");
     });
     th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+    if (table.id) remember(table.id + ".sort", col + (descending ? "d" : "a"), "");
   }
 
   function initSort(table) {
@@ -61,6 +75,9 @@
         if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(e); }
       });
     });
+    var saved = table.id ? params.get(table.id + ".sort") : null;
+    var m = saved && /^(\d+)([ad])$/.exec(saved);
+    if (m && +m[1] < table.tHead.rows[0].cells.length) sortTable(table, +m[1], m[2] === "d");
   }
 
   function applyFilters(box) {
@@ -83,12 +100,23 @@
     }
     var out = box.querySelector(".shown");
     if (out) out.textContent = shown + " of " + rows.length + " rows";
+    var id = box.getAttribute("data-for");
+    Array.prototype.forEach.call(box.querySelectorAll("[data-filter]"), function (el) {
+      var d = el.getAttribute("data-default");
+      remember(id + "." + el.getAttribute("data-filter"), el.value.trim(), d === null ? (el.tagName === "SELECT" ? "all" : "") : d);
+    });
   }
 
   function initFilters(box) {
     Array.prototype.forEach.call(box.querySelectorAll("[data-filter]"), function (el) {
       var d = el.getAttribute("data-default");
       if (d !== null) el.value = d;
+      var saved = params.get(box.getAttribute("data-for") + "." + el.getAttribute("data-filter"));
+      if (saved !== null) {
+        el.value = saved;
+        // A select keeps its value only if it has that option.
+        if (el.tagName === "SELECT" && el.value !== saved && d !== null) el.value = d;
+      }
       el.addEventListener("input", function () { applyFilters(box); });
       el.addEventListener("change", function () { applyFilters(box); });
     });
@@ -123,6 +151,7 @@
         keys = visible(table).map(function (r) { return key(r, col, true); }).filter(function (k) { return k !== null; });
         var desc = keys.every(function (k, j) { return j === 0 || keys[j - 1] >= k; });
         check("second click sorts descending", desc && ths[col].getAttribute("aria-sort") === "descending", keys.slice(0, 5).join(","));
+        check("the sort is in the URL", new URLSearchParams(window.location.search).get(table.id + ".sort") === col + "d", window.location.search);
       }
       var prov = box.querySelector("[data-filter=prov]");
       if (prov) {
@@ -140,10 +169,20 @@
         text.value = needle; applyFilters(box);
         var v = visible(table);
         check("text filter", v.length > 0 && v.every(function (r) { return (r.getAttribute("data-text") || "").indexOf(needle) >= 0; }), needle + ": " + v.length + " rows");
+        check("the text filter is in the URL", new URLSearchParams(window.location.search).get(table.id + ".text") === needle, window.location.search);
         text.value = "no-such-entry-zzz"; applyFilters(box);
         check("text filter hides everything for no match", visible(table).length === 0);
         text.value = ""; applyFilters(box);
       }
+    }
+    if (table && table.tHead && table.offsetHeight > 400) {
+      // Scrolled into the table, its header stays at the top of the window (no box around it
+      // that scrolls on its own).
+      var top = table.getBoundingClientRect().top + window.pageYOffset;
+      window.scrollTo(0, top + 200);
+      var at = table.tHead.rows[0].cells[0].getBoundingClientRect().top;
+      check("the table header sticks", Math.abs(at) < 2, "header at " + at + " px");
+      window.scrollTo(0, 0);
     }
     check("no script errors", errors.length === 0, errors.join(" | "));
     var ok = checks.every(function (c) { return c.ok; });

@@ -98,7 +98,7 @@ if grep -E '" (4|5)[0-9][0-9] ' "$work/server.log"; then
   echo "FAIL: the server answered errors (above)"; failed=1
 fi
 
-for spec in "index:index.html:1400,1000" "arch:$arch:1400,2600" "record:$record:1400,2200" \
+for spec in "index:index.html:1400,1000" "index-narrow:index.html:400,1400" "arch:$arch:1400,2600" "record:$record:1400,2200" \
   "entry:$entry:1400,1400" "methodology:methodology.html:1400,1800"; do
   IFS=: read -r name page size <<<"$spec"
   chrome --hide-scrollbars --window-size="$size" --virtual-time-budget=3000 \

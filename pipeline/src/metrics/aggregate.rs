@@ -24,12 +24,20 @@ pub struct TaskMetrics {
     /// Trajectories correct with the target instructions shown to execute; `None` when no
     /// trajectory of the group had that evidence measured.
     pub correct_with_arch: Option<u32>,
+    /// Trajectories correct on target (the stricter grade: correct with arch and at least
+    /// [`crate::record::ON_TARGET_MMA_SHARE`] of the FLOPs on the target MMA); `None` when no
+    /// trajectory of the group had it measured.
+    pub correct_on_target: Option<u32>,
+    /// Mean over correct trajectories (with it measured) of their best executed-MMA FLOP share.
+    pub mma_flop_share: Option<f64>,
     /// The most turns any trajectory of the group used (at most the limit).
     pub turns_seen: u32,
     /// Best speedup over correct trajectories, on their best workload.
     pub best_speedup: Option<f64>,
     /// Best over correct trajectories of the smallest speedup over the workloads.
     pub min_speedup: Option<f64>,
+    /// 95% interval of `min_speedup` (of the trajectory that has it), where measured.
+    pub min_speedup_ci95: Option<[f64; 2]>,
     /// Geometric mean of the trajectories' speedups (smallest over the workloads), over the
     /// correct trajectories that have one.
     pub geomean_speedup: Option<f64>,
@@ -50,6 +58,10 @@ impl TaskMetrics {
 
     pub fn correct_with_arch_rate(&self) -> Option<f64> {
         self.correct_with_arch.map(|c| ratio(c, self.trajectories))
+    }
+
+    pub fn correct_on_target_rate(&self) -> Option<f64> {
+        self.correct_on_target.map(|c| ratio(c, self.trajectories))
     }
 
     /// fast_p as a fraction of all trajectories, for each p of [`FAST_P`].
@@ -80,10 +92,18 @@ pub struct OverallMetrics {
     pub correctness_rate: f64,
     /// Mean over the tasks where it was measured; `None` when it was measured for none.
     pub correct_with_arch_rate: Option<f64>,
+    /// Mean over the tasks where it was measured; `None` when it was measured for none.
+    pub correct_on_target_rate: Option<f64>,
+    /// Mean over tasks of the per-task MMA FLOP share, where measured.
+    pub mma_flop_share: Option<f64>,
     pub pass_at: [Option<f64>; PASS_K.len()],
     pub fast: [f64; FAST_P.len()],
     pub best_speedup: Option<f64>,
     pub min_speedup: Option<f64>,
+    /// 95% interval of `min_speedup`, where measured.
+    pub min_speedup_ci95: Option<[f64; 2]>,
+    /// The task `min_speedup` was reached on (the first in task order on a tie).
+    pub min_speedup_task: Option<String>,
     pub geomean_speedup: Option<f64>,
     pub peak_fraction: Option<f64>,
     pub turns_seen: u32,
@@ -130,6 +150,15 @@ fn fast_name(i: usize) -> String {
     format!("fast_{i}")
 }
 
+/// In a group, `name` of the row with the largest `speedup_min` (the largest such value on a
+/// tie, so the result does not depend on row order).
+fn at_best_min(name: &str) -> Expr {
+    col(name)
+        .filter(col("speedup_min").eq(col("speedup_min").max()))
+        .max()
+        .alias(name)
+}
+
 /// One row per trajectory at turn limit `limit`: correct if any turn below it is.
 fn trajectories(samples: LazyFrame, limit: u32) -> LazyFrame {
     samples
@@ -141,6 +170,13 @@ fn trajectories(samples: LazyFrame, limit: u32) -> LazyFrame {
                 .cast(DataType::UInt32)
                 .max()
                 .alias("correct_with_arch"),
+            col("correct_on_target")
+                .cast(DataType::UInt32)
+                .max()
+                .alias("correct_on_target"),
+            col("mma_flop_share").max().alias("mma_flop_share"),
+            at_best_min("speedup_min_lo"),
+            at_best_min("speedup_min_hi"),
             col("speedup_min").max().alias("speedup_min"),
             col("speedup_best").max().alias("speedup_best"),
             col("ln_speedup_min").max().alias("ln_speedup_min"),
@@ -192,6 +228,21 @@ pub fn compute(samples: Samples) -> Result<Metrics, MetricsError> {
             .sum()
             .cast(DataType::UInt32)
             .alias("correct_with_arch"),
+        col("correct_on_target")
+            .count()
+            .cast(DataType::UInt32)
+            .alias("target_measured"),
+        col("correct_on_target")
+            .sum()
+            .cast(DataType::UInt32)
+            .alias("correct_on_target"),
+        col("mma_flop_share")
+            .filter(col("correct"))
+            .sort(SortOptions::default())
+            .mean()
+            .alias("mma_flop_share"),
+        at_best_min("speedup_min_lo"),
+        at_best_min("speedup_min_hi"),
         (col("last_turn").max().cast(DataType::UInt32) + lit(1u32)).alias("turns_seen"),
         col("speedup_best").max().alias("best_speedup"),
         col("speedup_min").max().alias("min_speedup"),
@@ -281,6 +332,11 @@ fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsErr
     let correct = u32_col(df, "correct")?;
     let arch_measured = u32_col(df, "arch_measured")?;
     let cwa = u32_col(df, "correct_with_arch")?;
+    let target_measured = u32_col(df, "target_measured")?;
+    let cot = u32_col(df, "correct_on_target")?;
+    let mma = f64_col(df, "mma_flop_share")?;
+    let lo = f64_col(df, "speedup_min_lo")?;
+    let hi = f64_col(df, "speedup_min_hi")?;
     let turns = u32_col(df, "turns_seen")?;
     let best = f64_col(df, "best_speedup")?;
     let min = f64_col(df, "min_speedup")?;
@@ -308,9 +364,13 @@ fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsErr
             correct: correct.get(i).unwrap_or(0),
             correct_with_arch: (arch_measured.get(i).unwrap_or(0) > 0)
                 .then(|| cwa.get(i).unwrap_or(0)),
+            correct_on_target: (target_measured.get(i).unwrap_or(0) > 0)
+                .then(|| cot.get(i).unwrap_or(0)),
+            mma_flop_share: mma.get(i),
             turns_seen: turns.get(i).unwrap_or(0),
             best_speedup: best.get(i),
             min_speedup: min.get(i),
+            min_speedup_ci95: lo.get(i).zip(hi.get(i)).map(|(a, b)| [a, b]),
             geomean_speedup: geometric_mean_from_logs(ln, timed_i),
             timed: timed_i,
             fast: fast_i,
@@ -363,9 +423,29 @@ pub fn task_frame(tasks: &[TaskMetrics]) -> PolarsResult<DataFrame> {
             "correct_with_arch_rate".into(),
             opt(&|t| t.correct_with_arch_rate()),
         ),
+        Column::new(
+            "correct_on_target".into(),
+            tasks
+                .iter()
+                .map(|t| t.correct_on_target)
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "correct_on_target_rate".into(),
+            opt(&|t| t.correct_on_target_rate()),
+        ),
+        Column::new("mma_flop_share".into(), opt(&|t| t.mma_flop_share)),
         Column::new("turns_seen".into(), u32s(|t| t.turns_seen)),
         Column::new("best_speedup".into(), opt(&|t| t.best_speedup)),
         Column::new("min_speedup".into(), opt(&|t| t.min_speedup)),
+        Column::new(
+            "min_speedup_ci95_lo".into(),
+            opt(&|t| t.min_speedup_ci95.map(|c| c[0])),
+        ),
+        Column::new(
+            "min_speedup_ci95_hi".into(),
+            opt(&|t| t.min_speedup_ci95.map(|c| c[1])),
+        ),
         Column::new("geomean_speedup".into(), opt(&|t| t.geomean_speedup)),
         Column::new("timed".into(), u32s(|t| t.timed)),
         Column::new(
@@ -400,6 +480,15 @@ pub fn fast_column(p: f64) -> String {
     format!("fast_{p:?}")
 }
 
+/// In a group of per-task rows, `name` of the row with the largest `min_speedup` (see
+/// [`at_best_min`]).
+fn at_best(name: &str) -> Expr {
+    col(name)
+        .filter(col("min_speedup").eq(col("min_speedup").max()))
+        .max()
+        .alias(name)
+}
+
 fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsError> {
     const KEYS: [&str; 4] = ["provenance", "entry", "arch", "turn_limit"];
     let frame = task_frame(tasks)?;
@@ -418,7 +507,15 @@ fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsError> {
         col("correct").sum().cast(DataType::UInt32).alias("correct"),
         mean_of("correctness_rate"),
         mean_of("correct_with_arch_rate"),
+        mean_of("correct_on_target_rate"),
+        mean_of("mma_flop_share"),
         col("best_speedup").max().alias("best_speedup"),
+        at_best("min_speedup_ci95_lo"),
+        at_best("min_speedup_ci95_hi"),
+        col("task")
+            .filter(col("min_speedup").eq(col("min_speedup").max()))
+            .min()
+            .alias("min_speedup_task"),
         col("min_speedup").max().alias("min_speedup"),
         col("ln_speedup_sum")
             .sort(SortOptions::default())
@@ -450,6 +547,11 @@ fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsError> {
     let correct = u32_col(&df, "correct")?;
     let rate = f64_col(&df, "correctness_rate")?;
     let cwa = f64_col(&df, "correct_with_arch_rate")?;
+    let cot = f64_col(&df, "correct_on_target_rate")?;
+    let mma = f64_col(&df, "mma_flop_share")?;
+    let lo = f64_col(&df, "min_speedup_ci95_lo")?;
+    let hi = f64_col(&df, "min_speedup_ci95_hi")?;
+    let min_task = str_col(&df, "min_speedup_task")?;
     let best = f64_col(&df, "best_speedup")?;
     let min = f64_col(&df, "min_speedup")?;
     let ln_sum = f64_col(&df, "ln_sum")?;
@@ -485,10 +587,14 @@ fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsError> {
             correct: correct.get(i).unwrap_or(0),
             correctness_rate: rate.get(i).unwrap_or(0.0),
             correct_with_arch_rate: cwa.get(i),
+            correct_on_target_rate: cot.get(i),
+            mma_flop_share: mma.get(i),
             pass_at: pass_i,
             fast: fast_i,
             best_speedup: best.get(i),
             min_speedup: min.get(i),
+            min_speedup_ci95: lo.get(i).zip(hi.get(i)).map(|(a, b)| [a, b]),
+            min_speedup_task: min_task.get(i).map(str::to_string),
             geomean_speedup: geometric_mean_from_logs(
                 ln_sum.get(i).unwrap_or(0.0),
                 timed.get(i).unwrap_or(0),

@@ -66,6 +66,17 @@ pub fn results_frame(metrics: &Metrics) -> Result<DataFrame, MetricsError> {
                 .map(|r| r.correct_with_arch_rate)
                 .collect::<Vec<_>>(),
         ),
+        Column::new("correct_on_target".into(), vec![None::<u32>; n]),
+        Column::new(
+            "correct_on_target_rate".into(),
+            o.iter()
+                .map(|r| r.correct_on_target_rate)
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "mma_flop_share".into(),
+            o.iter().map(|r| r.mma_flop_share).collect::<Vec<_>>(),
+        ),
         Column::new(
             "turns_seen".into(),
             o.iter().map(|r| r.turns_seen).collect::<Vec<_>>(),
@@ -77,6 +88,18 @@ pub fn results_frame(metrics: &Metrics) -> Result<DataFrame, MetricsError> {
         Column::new(
             "min_speedup".into(),
             o.iter().map(|r| r.min_speedup).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "min_speedup_ci95_lo".into(),
+            o.iter()
+                .map(|r| r.min_speedup_ci95.map(|c| c[0]))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "min_speedup_ci95_hi".into(),
+            o.iter()
+                .map(|r| r.min_speedup_ci95.map(|c| c[1]))
+                .collect::<Vec<_>>(),
         ),
         Column::new(
             "geomean_speedup".into(),

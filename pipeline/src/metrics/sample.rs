@@ -60,6 +60,15 @@ pub struct Sample {
     pub correct: bool,
     /// Correct and the target instructions were shown to execute; `None`: not measured.
     pub correct_with_arch: Option<bool>,
+    /// The stricter grade: correct with arch and at least
+    /// [`crate::record::ON_TARGET_MMA_SHARE`] of the FLOPs on the target MMA; `None`: not
+    /// measured (always for reported data).
+    pub correct_on_target: Option<bool>,
+    /// Executed target-MMA FLOPs over the task's FLOPs (kept on correct samples only).
+    pub mma_flop_share: Option<f64>,
+    /// 95% interval of `speedup_min`: the smallest lower and the smallest upper bound over the
+    /// workloads (kept with `speedup_min` only).
+    pub speedup_min_ci95: Option<[f64; 2]>,
     /// The smallest speedup over the performance workloads.
     pub speedup_min: Option<f64>,
     /// The largest speedup over the performance workloads.
@@ -132,6 +141,10 @@ pub struct Samples {
     turn: Vec<u32>,
     correct: Vec<bool>,
     correct_with_arch: Vec<Option<bool>>,
+    correct_on_target: Vec<Option<bool>>,
+    mma_flop_share: Vec<Option<f64>>,
+    speedup_min_lo: Vec<Option<f64>>,
+    speedup_min_hi: Vec<Option<f64>>,
     speedup_min: Vec<Option<f64>>,
     speedup_best: Vec<Option<f64>>,
     ln_speedup_min: Vec<Option<f64>>,
@@ -169,6 +182,10 @@ impl Samples {
             turn: Vec::with_capacity(n),
             correct: Vec::with_capacity(n),
             correct_with_arch: Vec::with_capacity(n),
+            correct_on_target: Vec::with_capacity(n),
+            mma_flop_share: Vec::with_capacity(n),
+            speedup_min_lo: Vec::with_capacity(n),
+            speedup_min_hi: Vec::with_capacity(n),
             speedup_min: Vec::with_capacity(n),
             speedup_best: Vec::with_capacity(n),
             ln_speedup_min: Vec::with_capacity(n),
@@ -204,6 +221,18 @@ impl Samples {
         self.correct.push(s.correct);
         self.correct_with_arch
             .push(s.correct_with_arch.map(|a| a && s.correct));
+        self.correct_on_target
+            .push(s.correct_on_target.map(|a| a && s.correct));
+        self.mma_flop_share.push(
+            s.mma_flop_share
+                .filter(|x| s.correct && x.is_finite() && *x >= 0.0),
+        );
+        // The interval goes with the speedup it bounds (dropped when the speedup was).
+        let ci = s
+            .speedup_min_ci95
+            .filter(|[lo, hi]| min.is_some() && lo.is_finite() && hi.is_finite() && lo <= hi);
+        self.speedup_min_lo.push(ci.map(|c| c[0]));
+        self.speedup_min_hi.push(ci.map(|c| c[1]));
         self.speedup_min.push(min);
         self.speedup_best.push(best);
         self.ln_speedup_min.push(min.map(f64::ln));
@@ -243,7 +272,11 @@ impl Samples {
                 Column::new("turn".into(), self.turn),
                 Column::new("correct".into(), self.correct),
                 Column::new("correct_with_arch".into(), self.correct_with_arch),
+                Column::new("correct_on_target".into(), self.correct_on_target),
+                Column::new("mma_flop_share".into(), self.mma_flop_share),
                 Column::new("speedup_min".into(), self.speedup_min),
+                Column::new("speedup_min_lo".into(), self.speedup_min_lo),
+                Column::new("speedup_min_hi".into(), self.speedup_min_hi),
                 Column::new("speedup_best".into(), self.speedup_best),
                 Column::new("ln_speedup_min".into(), self.ln_speedup_min),
                 Column::new("peak_fraction".into(), self.peak_fraction),

@@ -15,9 +15,21 @@ use super::input::{LoadedRecord, SiteInput};
 use super::paths;
 use crate::record::Record;
 
+/// What a leaderboard row is: a model, or a kernel that is not a model's (a reference).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EntryKind {
+    /// Written by a model: reported data, records made by `generate` (they name their model),
+    /// or a name the manifest lists under `models`.
+    Model,
+    /// Hand-written or compiler-made kernels, and the engine's own simple kernels: ceilings
+    /// and floors for the models, never ranked among them.
+    Reference,
+}
+
 /// A submission on the leaderboard: a model of the reported data or an entry of the records.
 #[derive(Debug, Clone)]
 pub struct EntryInfo {
+    pub kind: EntryKind,
     pub name: String,
     pub slug: String,
     pub display_name: String,
@@ -45,6 +57,8 @@ pub struct Peak {
 pub struct WorkloadRate {
     pub workload: String,
     pub speedup: Option<f64>,
+    /// 95% bootstrap interval of the paired speedup, where the record has one.
+    pub speedup_ci95: Option<[f64; 2]>,
     pub candidate_tflops: Option<f64>,
     pub baseline_tflops: Option<f64>,
 }
@@ -66,6 +80,8 @@ pub struct Context<'a> {
     pub task_records: BTreeMap<String, Vec<usize>>,
     /// Indices into `input.records` of role `harness-test`.
     pub harness: Vec<usize>,
+    /// Indices into `input.records` of role `entry`, by (entry, arch, task).
+    pub cell_records: BTreeMap<(String, String, String), Vec<usize>>,
     /// The paper's own per-run aggregates, per reported data set (as published).
     pub published: Vec<Vec<ReportedResult>>,
     /// `Suite::digest()` of the suite, computed once (it hashes every task).
@@ -159,6 +175,7 @@ pub fn workload_rates(record: &Record, flops: &FlopTable) -> Vec<WorkloadRate> {
                     _ => None,
                 }
             }),
+            speedup_ci95: t.speedup_ci95,
             candidate_tflops: flops.zip(cand).and_then(|(f, ms)| tflops(f, ms)),
             baseline_tflops: flops.zip(base).and_then(|(f, ms)| tflops(f, ms)),
         });
@@ -204,6 +221,7 @@ impl<'a> Context<'a> {
         let mut entry_records: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut task_records: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut harness = Vec::new();
+        let mut cell_records: BTreeMap<(String, String, String), Vec<usize>> = BTreeMap::new();
         let mut archs = BTreeSet::new();
         let mut tasks: BTreeSet<String> = suite.tasks.iter().map(|t| t.id.to_string()).collect();
         let add_entry = |entries: &mut BTreeMap<String, EntryInfo>,
@@ -214,6 +232,7 @@ impl<'a> Context<'a> {
             let e = entries
                 .entry(name.to_string())
                 .or_insert_with(|| EntryInfo {
+                    kind: EntryKind::Reference,
                     name: name.to_string(),
                     slug: String::new(),
                     display_name: name.to_string(),
@@ -223,6 +242,9 @@ impl<'a> Context<'a> {
                     gpus: BTreeMap::new(),
                 });
             e.provenances.insert(prov);
+            if prov == Provenance::Reported {
+                e.kind = EntryKind::Model;
+            }
             let gpus = e.gpus.entry((prov, arch.to_string())).or_default();
             if !gpu.is_empty() {
                 gpus.insert(gpu.to_string());
@@ -256,8 +278,17 @@ impl<'a> Context<'a> {
                 &arch,
                 &gpu,
             );
+            if r.record.model.is_some()
+                && let Some(e) = entries.get_mut(&r.record.entry)
+            {
+                e.kind = EntryKind::Model;
+            }
             entry_records
                 .entry(r.record.entry.clone())
+                .or_default()
+                .push(i);
+            cell_records
+                .entry((r.record.entry.clone(), arch.clone(), r.record.task.clone()))
                 .or_default()
                 .push(i);
             let task = suite.get(&r.record.task);
@@ -291,6 +322,7 @@ impl<'a> Context<'a> {
                 .cloned()
                 .unwrap_or_else(|| paths::slug(name));
             if let Some(m) = input.manifest.models.get(name) {
+                e.kind = EntryKind::Model;
                 e.display_name = m.display_name.clone();
                 e.organisation = Some(m.organisation.clone());
                 e.release_date = m.release_date.clone();
@@ -329,6 +361,7 @@ impl<'a> Context<'a> {
             entry_records,
             task_records,
             harness,
+            cell_records,
             published,
             suite_digest: suite.digest(),
             task_digests,
@@ -365,6 +398,31 @@ impl<'a> Context<'a> {
             .get(&r.suite_hash)
             .cloned()
             .unwrap_or_else(|| format!("hash {}", r.suite_hash.short(12)))
+    }
+
+    /// The best correct record of (entry, arch, task) among turns below `turn_limit`: the
+    /// largest smallest-over-workloads speedup, then untimed ones, then digest order. What an
+    /// aggregate's cell links to as its evidence.
+    pub fn best_record(
+        &self,
+        entry: &str,
+        arch: &str,
+        task: &str,
+        turn_limit: u32,
+    ) -> Option<&LoadedRecord> {
+        let key = (entry.to_string(), arch.to_string(), task.to_string());
+        let speed = |r: &LoadedRecord| r.record.min_speedup().filter(|s| s.is_finite());
+        self.cell_records
+            .get(&key)?
+            .iter()
+            .map(|&i| &self.input.records[i])
+            .filter(|r| r.record.is_correct() && r.record.turn.unwrap_or(0) < turn_limit)
+            .min_by(|a, b| match (speed(a), speed(b)) {
+                (Some(x), Some(y)) => y.total_cmp(&x).then(a.digest.cmp(&b.digest)),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => a.digest.cmp(&b.digest),
+            })
     }
 
     /// Whether blob `d` is shown on its own page rather than inline.
@@ -489,6 +547,23 @@ fn record_sample(
         .min_by(f64::total_cmp)
         .or(record.min_speedup);
     let best = speedups.iter().copied().max_by(f64::total_cmp).or(min);
+    // The interval of the smallest speedup: if each workload's speedup lies in its interval,
+    // the smallest lies between the smallest lower and the smallest upper bound. Only when
+    // every timed workload has one.
+    let timed: Vec<&WorkloadRate> = perf.iter().filter(|w| w.speedup.is_some()).collect();
+    let ci = (!timed.is_empty())
+        .then(|| {
+            timed
+                .iter()
+                .map(|w| w.speedup_ci95)
+                .collect::<Option<Vec<[f64; 2]>>>()
+        })
+        .flatten()
+        .map(|cis| {
+            let lo = cis.iter().map(|c| c[0]).min_by(f64::total_cmp);
+            let hi = cis.iter().map(|c| c[1]).min_by(f64::total_cmp);
+            [lo.unwrap_or(f64::NAN), hi.unwrap_or(f64::NAN)]
+        });
     let peak = task.and_then(|t| peaks.get(&(arch.clone(), precision(t))));
     let peak_fraction = peak.and_then(|p| {
         perf.iter()
@@ -507,6 +582,9 @@ fn record_sample(
         turn,
         correct: record.is_correct(),
         correct_with_arch: record.correct_with_arch(),
+        correct_on_target: record.correct_on_target(),
+        mma_flop_share: record.mma_flop_share(),
+        speedup_min_ci95: ci,
         speedup_min: min,
         speedup_best: best,
         peak_fraction,

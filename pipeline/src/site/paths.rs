@@ -25,6 +25,16 @@ pub fn entry(slug: &str) -> String {
     format!("entry/{slug}.html")
 }
 
+/// The anchor of a task's rows on an entry's page.
+pub fn task_anchor(arch: &str, task: &str) -> String {
+    format!("{arch}-{}", slug(task))
+}
+
+/// A task's rows on an entry's page.
+pub fn entry_task(slug: &str, arch: &str, task: &str) -> String {
+    format!("{}#{}", entry(slug), task_anchor(arch, task))
+}
+
 pub fn record(digest: &Digest) -> String {
     format!("record/{digest}.html")
 }

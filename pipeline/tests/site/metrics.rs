@@ -97,6 +97,9 @@ fn sample(traj: &str, turn: u32, correct: bool, speedup: Option<f64>) -> Sample 
         turn,
         correct,
         correct_with_arch: None,
+        correct_on_target: None,
+        mma_flop_share: None,
+        speedup_min_ci95: None,
         speedup_min: speedup,
         speedup_best: speedup.map(|s| s * 2.0),
         peak_fraction: speedup.map(|s| s / 10.0),
@@ -153,6 +156,42 @@ fn small_case_by_hand() {
     );
     assert_eq!(o.correct_with_arch_rate, None);
     assert_eq!(m.speedups.iter().filter(|p| p.turn_limit == 8).count(), 2);
+}
+
+/// The stricter grade, the MMA share and the interval reach the aggregates: on target counts
+/// only trajectories that passed it; the share is a mean over correct trajectories; the
+/// interval is the one of the trajectory with the best smallest speedup.
+#[test]
+fn on_target_share_and_interval_are_aggregated() {
+    let graded = |traj: &str, correct: bool, on: bool, share: f64, s: f64, ci: [f64; 2]| Sample {
+        correct_with_arch: Some(correct),
+        correct_on_target: Some(on),
+        mma_flop_share: Some(share),
+        speedup_min_ci95: Some(ci),
+        ..sample(traj, 0, correct, Some(s))
+    };
+    let mut s = Samples::default();
+    s.extend([
+        graded("a", true, true, 1.0, 0.8, [0.7, 0.9]),
+        graded("b", true, false, 0.5, 1.2, [1.1, 1.3]),
+        // Incorrect: its share and interval are dropped, its grade counts as not on target.
+        graded("c", false, true, 0.9, 3.0, [2.0, 4.0]),
+    ]);
+    let m = metrics::compute(s).expect("aggregates");
+    let t = m.tasks.iter().find(|t| t.turn_limit == 1).expect("limit 1");
+    assert_eq!(t.correct_on_target, Some(1));
+    assert_eq!(t.correct_with_arch, Some(2));
+    assert!(close(t.mma_flop_share.expect("share"), 0.75));
+    assert_eq!(t.min_speedup, Some(1.2));
+    assert_eq!(t.min_speedup_ci95, Some([1.1, 1.3]));
+    let o = m
+        .overall
+        .iter()
+        .find(|o| o.turn_limit == 1)
+        .expect("overall");
+    assert!(close(o.correct_on_target_rate.expect("rate"), 1.0 / 3.0));
+    assert_eq!(o.min_speedup_ci95, Some([1.1, 1.3]));
+    assert_eq!(o.min_speedup_task.as_deref(), Some("t"));
 }
 
 #[test]

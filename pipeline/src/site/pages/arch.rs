@@ -16,6 +16,10 @@ use crate::site::plots::Plot;
 pub struct ArchView {
     pub arch: String,
     pub gpus: String,
+    /// The one-line leader statement (empty: no model on this arch).
+    pub leader: String,
+    pub primary: &'static str,
+    /// The models' table, then the references'.
     pub leaderboards: Vec<LeaderboardView>,
     pub matrix: Matrix,
     pub plots: Vec<PlotView>,
@@ -88,11 +92,29 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
                             .iter()
                             .find(|r| r.provenance == *p && r.entry == *e && r.task == *t);
                         match m {
-                            Some(m) if m.best_speedup.is_some() => Cell::speedup(m.best_speedup),
+                            // Its evidence: the best record (measured), the entry's task rows
+                            // (reported).
+                            Some(m) if m.min_speedup.is_some() => {
+                                let href = match ctx.best_record(e, arch, t, limit) {
+                                    Some(r) if *p == Provenance::Measured => {
+                                        paths::link(&from, &paths::record(&r.digest))
+                                    }
+                                    _ => ctx.entry(e).map_or_else(String::new, |info| {
+                                        paths::link(&from, &paths::entry_task(&info.slug, arch, t))
+                                    }),
+                                };
+                                Cell::speedup(m.min_speedup).linked(href)
+                            }
                             Some(m) => Cell {
                                 text: format!("0/{}", m.trajectories),
                                 v: "0".into(),
-                            },
+                                ..Cell::default()
+                            }
+                            .linked(
+                                ctx.entry(e).map_or_else(String::new, |info| {
+                                    paths::link(&from, &paths::entry_task(&info.slug, arch, t))
+                                }),
+                            ),
                             None => Cell::default(),
                         }
                     })
@@ -127,12 +149,9 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
             .find(|x| x.as_str() == arch)
             .map(|x| x.gpus().to_string())
             .unwrap_or_default(),
-        leaderboards: vec![LeaderboardView::new(
-            ctx,
-            arch,
-            &from,
-            &format!("lb-{arch}"),
-        )],
+        leader: super::leaderboard::leader_statement(ctx, arch),
+        primary: super::leaderboard::PRIMARY_STATEMENT,
+        leaderboards: super::leaderboard::tables(ctx, arch, &from),
         matrix: Matrix {
             id: format!("matrix-{arch}"),
             limit,

@@ -96,6 +96,7 @@ pub fn view(ctx: &Context<'_>, e: &EntryInfo) -> EntryView {
                         .filter(|t| t.entry == e.name && &t.arch == *a),
                     &from,
                     &format!("tasks-{a}"),
+                    true,
                 )],
             }
         })

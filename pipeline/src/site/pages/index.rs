@@ -2,7 +2,7 @@
 
 use askama::Template;
 
-use super::leaderboard::LeaderboardView;
+use super::leaderboard::{LeaderboardView, leader_statement, tables};
 use super::{Link, Page};
 use crate::site::context::Context;
 use crate::site::paths;
@@ -15,6 +15,7 @@ pub struct IndexView {
     pub reported_sources: Vec<String>,
     pub methodology: String,
     pub harness: String,
+    pub primary: &'static str,
 }
 
 #[derive(Debug)]
@@ -22,7 +23,10 @@ pub struct ArchSummary {
     pub arch: String,
     pub gpus: String,
     pub page: Link,
-    /// One element (looped over so the shared table template sees it as `lb`).
+    /// The one-line leader statement (empty: no model on this arch).
+    pub leader: String,
+    /// The models' table, then the references' (looped over so the shared table template
+    /// sees each as `lb`).
     pub leaderboards: Vec<LeaderboardView>,
 }
 
@@ -49,7 +53,8 @@ pub fn view(ctx: &Context<'_>) -> IndexView {
                 text: format!("{a} leaderboard, per-task results and plots"),
                 href: paths::link(from, &paths::arch(a)),
             },
-            leaderboards: vec![LeaderboardView::new(ctx, a, from, &format!("lb-{a}"))],
+            leader: leader_statement(ctx, a),
+            leaderboards: tables(ctx, a, from),
         })
         .collect();
     IndexView {
@@ -59,5 +64,6 @@ pub fn view(ctx: &Context<'_>) -> IndexView {
         reported_sources: ctx.input.reported.iter().map(|r| r.label.clone()).collect(),
         methodology: paths::link(from, paths::METHODOLOGY),
         harness: paths::link(from, paths::HARNESS_TESTS),
+        primary: super::leaderboard::PRIMARY_STATEMENT,
     }
 }

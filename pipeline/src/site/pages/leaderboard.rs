@@ -2,9 +2,9 @@
 //! limit, over all tasks) and the per-task table (one row per entry, task, source and turn
 //! limit). Rows carry `data-*` keys for the page script's filters.
 
-use super::{Cell, Link, badge};
+use super::{Cell, Link, badge, format};
 use crate::metrics::{FAST_P, OverallMetrics, PASS_K, Provenance, TaskMetrics};
-use crate::site::context::Context;
+use crate::site::context::{Context, EntryKind};
 use crate::site::paths;
 
 /// The turn limit the filters select when a page loads (single-shot: every source has it).
@@ -14,28 +14,58 @@ pub const DEFAULT_TURN: &str = "1";
 pub struct LeaderboardView {
     /// The table's element id (unique on its page).
     pub id: String,
+    /// What the table holds (its `<caption>`).
+    pub caption: String,
     pub rows: Vec<LeaderboardRow>,
     pub turn_default: &'static str,
+    /// Whether the rows carry rank numbers (the arch leaderboards; not an entry's own rows).
+    pub ranked: bool,
+    /// Set where reported and measured rows of different GPUs share the table.
+    pub gpu_note: String,
 }
 
 #[derive(Debug, Clone)]
 pub struct LeaderboardRow {
+    /// 1-based rank among the rows of its turn limit; empty where the table is not ranked.
+    pub rank: String,
     pub entry: Link,
     pub provenance: &'static str,
     pub gpu: String,
     pub turn_limit: String,
     /// Lowercase text the name filter matches.
     pub text: String,
+    /// The primary metric ([`PRIMARY_METRIC`]).
+    pub primary: Cell,
     pub tasks: Cell,
     pub trajectories: Cell,
     pub correctness: Cell,
     pub correct_with_arch: Cell,
+    pub mma_share: Cell,
     pub pass: Vec<Cell>,
     pub fast: Cell,
     pub geomean: Cell,
     pub best: Cell,
     pub min: Cell,
     pub peak: Cell,
+}
+
+/// The primary metric, as the pages state it.
+pub const PRIMARY_METRIC: &str = "correct on target";
+
+/// How the pages declare the primary metric.
+pub const PRIMARY_STATEMENT: &str = "Models are ranked by one primary metric, correct on target: per task, the share of trajectories that are correct, whose target instructions (e.g. wgmma, TMA) were shown to execute, and that ran at least 90% of the task's FLOPs on the target MMA instructions; averaged over the entry's tasks, at each turn limit. The paper's data has no MMA share, so reported rows are ranked by the paper's own grade, correct with arch (marked ‡), which a token wgmma can pass; it is an upper bound of correct on target. Ties: correctness, then the geometric-mean speedup.";
+
+/// Marks a primary value that falls back to the paper's grade (reported data).
+pub const FALLBACK_MARK: &str = "‡";
+
+/// The primary metric of a row and whether it is the fallback: measured rows use the stricter
+/// correct-on-target rate; reported rows (the paper's data has no MMA share) and measured
+/// rows without the share use correct with arch, the paper's grade.
+pub fn primary(o: &OverallMetrics) -> (Option<f64>, bool) {
+    match o.correct_on_target_rate {
+        Some(r) => (Some(r), false),
+        None => (o.correct_with_arch_rate, o.correct_with_arch_rate.is_some()),
+    }
 }
 
 /// Rate of a correct-with-arch value: measured data without evidence says "not measured".
@@ -47,13 +77,34 @@ fn cwa_cell(p: Provenance, rate: Option<f64>) -> Cell {
     }
 }
 
+/// A share that reported data never has.
+fn measured_only(p: Provenance, x: Option<f64>) -> Cell {
+    match (p, x) {
+        (Provenance::Reported, None) => Cell {
+            text: "not reported".into(),
+            ..Cell::default()
+        },
+        (Provenance::Measured, None) => Cell::not_measured(),
+        _ => Cell::percent(x),
+    }
+}
+
 fn peak_cell(p: Provenance, x: Option<f64>) -> Cell {
     match (p, x) {
         (Provenance::Reported, None) => Cell {
             text: "not reported".into(),
-            v: String::new(),
+            ..Cell::default()
         },
         _ => Cell::percent(x),
+    }
+}
+
+/// A speedup with its 95% interval, where there is one.
+fn speedup_ci(x: Option<f64>, ci: Option<[f64; 2]>) -> Cell {
+    let c = Cell::speedup(x);
+    match (x, ci) {
+        (Some(_), Some(ci)) => c.with_note(format::interval(ci)),
+        _ => c,
     }
 }
 
@@ -62,33 +113,93 @@ fn fast_one() -> usize {
     FAST_P.iter().position(|p| *p == 1.0).unwrap_or(0)
 }
 
-/// Leaderboard order: by turn limit, then best correctness, then best geometric-mean speedup,
-/// then name and source (a total order, so pages are stable).
+/// Leaderboard order: by turn limit, then the primary metric, then correctness, then the
+/// geometric-mean speedup, then name and source (a total order, so pages are stable).
 fn rank(a: &OverallMetrics, b: &OverallMetrics) -> std::cmp::Ordering {
     let speed = |o: &OverallMetrics| o.geomean_speedup.unwrap_or(-1.0);
+    let first = |o: &OverallMetrics| primary(o).0.unwrap_or(-1.0);
     a.turn_limit
         .cmp(&b.turn_limit)
+        .then(first(b).total_cmp(&first(a)))
         .then(b.correctness_rate.total_cmp(&a.correctness_rate))
         .then(speed(b).total_cmp(&speed(a)))
         .then(a.entry.cmp(&b.entry))
         .then(a.provenance.cmp(&b.provenance))
 }
 
+/// The rows of `arch` whose entry is of `kind`, in leaderboard order.
+pub fn ranked<'m>(ctx: &'m Context<'_>, arch: &str, kind: EntryKind) -> Vec<&'m OverallMetrics> {
+    let mut ranked: Vec<&OverallMetrics> = ctx
+        .metrics
+        .overall
+        .iter()
+        .filter(|o| o.arch == arch && ctx.entry(&o.entry).is_some_and(|e| e.kind == kind))
+        .collect();
+    ranked.sort_by(|a, b| rank(a, b));
+    ranked
+}
+
+/// The note a table needs where reported and measured rows come from different GPUs.
+fn gpu_note(ctx: &Context<'_>, rows: &[&OverallMetrics]) -> String {
+    let mut by_prov: std::collections::BTreeMap<Provenance, std::collections::BTreeSet<String>> =
+        Default::default();
+    for o in rows {
+        let g = ctx.gpus(&o.entry, o.provenance, &o.arch);
+        if !g.is_empty() {
+            by_prov.entry(o.provenance).or_default().insert(g);
+        }
+    }
+    let join = |p: Provenance| {
+        by_prov
+            .get(&p)
+            .map(|s| s.iter().cloned().collect::<Vec<_>>().join(", "))
+            .unwrap_or_default()
+    };
+    let (rep, mea) = (join(Provenance::Reported), join(Provenance::Measured));
+    if rep.is_empty() || mea.is_empty() || rep == mea {
+        return String::new();
+    }
+    format!(
+        "GPUs differ in this table: reported rows were measured by the paper on {rep}, measured rows here on {mea}. Each speedup is against the library on its own GPU, so speedups compare across them; times and TFLOP/s do not."
+    )
+}
+
 impl LeaderboardView {
-    /// The leaderboard of `arch` as seen from page `from`.
-    pub fn new(ctx: &Context<'_>, arch: &str, from: &str, id: &str) -> LeaderboardView {
-        let mut ranked: Vec<&OverallMetrics> = ctx
-            .metrics
-            .overall
+    /// The leaderboard of the entries of `kind` on `arch`, as seen from page `from`.
+    pub fn new(
+        ctx: &Context<'_>,
+        arch: &str,
+        kind: EntryKind,
+        from: &str,
+        id: &str,
+    ) -> LeaderboardView {
+        let ranked = ranked(ctx, arch, kind);
+        let mut at_limit: std::collections::BTreeMap<u32, usize> = Default::default();
+        let rows = ranked
             .iter()
-            .filter(|o| o.arch == arch)
+            .map(|o| {
+                let n = at_limit.entry(o.turn_limit).or_default();
+                *n += 1;
+                let mut r = row(ctx, o, from);
+                r.rank = n.to_string();
+                r
+            })
             .collect();
-        ranked.sort_by(|a, b| rank(a, b));
-        let rows = ranked.into_iter().map(|o| row(ctx, o, from)).collect();
+        let caption = match kind {
+            EntryKind::Model => {
+                format!("Models on {arch}, ranked by {PRIMARY_METRIC} (per turn limit)")
+            }
+            EntryKind::Reference => format!(
+                "Reference kernels on {arch} (hand-written, compiler-made, the engine's simple kernels): not ranked among the models"
+            ),
+        };
         LeaderboardView {
             id: id.to_string(),
+            caption,
+            gpu_note: gpu_note(ctx, &ranked),
             rows,
             turn_default: DEFAULT_TURN,
+            ranked: true,
         }
     }
 
@@ -100,19 +211,87 @@ impl LeaderboardView {
         from: &str,
         id: &str,
     ) -> LeaderboardView {
-        let rows = ctx
+        let mine: Vec<&OverallMetrics> = ctx
             .metrics
             .overall
             .iter()
             .filter(|o| o.arch == arch && o.entry == entry)
-            .map(|o| row(ctx, o, from))
             .collect();
         LeaderboardView {
             id: id.to_string(),
-            rows,
+            caption: format!("Over all its tasks on {arch}, per source and turn limit"),
+            gpu_note: gpu_note(ctx, &mine),
+            rows: mine.iter().map(|o| row(ctx, o, from)).collect(),
             turn_default: "all",
+            ranked: false,
         }
     }
+}
+
+/// The tables of an arch page and of the overview: the models', then the references'
+/// (left out when there are none).
+pub fn tables(ctx: &Context<'_>, arch: &str, from: &str) -> Vec<LeaderboardView> {
+    let mut out = vec![LeaderboardView::new(
+        ctx,
+        arch,
+        EntryKind::Model,
+        from,
+        &format!("lb-{arch}"),
+    )];
+    let refs = LeaderboardView::new(
+        ctx,
+        arch,
+        EntryKind::Reference,
+        from,
+        &format!("ref-{arch}"),
+    );
+    if !refs.rows.is_empty() {
+        out.push(refs);
+    }
+    out
+}
+
+/// The one-line leader statement of `arch`: the first model at turn limit
+/// [`DEFAULT_TURN`], its source and GPU; and the best measured model when the leader is
+/// reported. Empty when there is no model.
+pub fn leader_statement(ctx: &Context<'_>, arch: &str) -> String {
+    let single: Vec<&OverallMetrics> = ranked(ctx, arch, EntryKind::Model)
+        .into_iter()
+        .filter(|o| o.turn_limit.to_string() == DEFAULT_TURN)
+        .collect();
+    let Some(lead) = single.first() else {
+        return String::new();
+    };
+    let describe = |o: &OverallMetrics| {
+        let name = ctx
+            .entry(&o.entry)
+            .map_or_else(|| o.entry.clone(), |e| e.display_name.clone());
+        let (v, fallback) = primary(o);
+        let metric = if fallback {
+            "correct with arch (the paper's grade; no MMA share reported)".to_string()
+        } else {
+            PRIMARY_METRIC.to_string()
+        };
+        let gpu = ctx.gpus(&o.entry, o.provenance, &o.arch);
+        let gpu = if gpu.is_empty() {
+            "GPU not recorded".to_string()
+        } else {
+            gpu
+        };
+        format!(
+            "{name}, {} {metric} over {} tasks, single-shot ({}, {gpu})",
+            format::opt_percent(v),
+            o.tasks,
+            o.provenance
+        )
+    };
+    let mut s = format!("Leader on {arch}: {}.", describe(lead));
+    if lead.provenance == Provenance::Reported
+        && let Some(m) = single.iter().find(|o| o.provenance == Provenance::Measured)
+    {
+        s.push_str(&format!(" Best measured here: {}.", describe(m)));
+    }
+    s
 }
 
 fn entry_link(ctx: &Context<'_>, name: &str, from: &str) -> Link {
@@ -128,26 +307,57 @@ fn entry_link(ctx: &Context<'_>, name: &str, from: &str) -> Link {
     }
 }
 
+/// The page of `entry`'s rows of `task` on `arch`, from `from`; empty for an unknown entry.
+fn entry_task_href(ctx: &Context<'_>, entry: &str, arch: &str, task: &str, from: &str) -> String {
+    ctx.entry(entry).map_or_else(String::new, |e| {
+        paths::link(from, &paths::entry_task(&e.slug, arch, task))
+    })
+}
+
 fn row(ctx: &Context<'_>, o: &OverallMetrics, from: &str) -> LeaderboardRow {
     let entry = entry_link(ctx, &o.entry, from);
+    let tasks_href = ctx.entry(&o.entry).map_or_else(String::new, |e| {
+        paths::link(from, &format!("{}#tasks-{}", paths::entry(&e.slug), o.arch))
+    });
+    let (p, fallback) = primary(o);
+    let mut primary_cell = Cell::percent(p);
+    if fallback {
+        primary_cell
+            .text
+            .push_str(&format!("\u{a0}{FALLBACK_MARK}"));
+    }
+    let mut min = speedup_ci(o.min_speedup, o.min_speedup_ci95);
+    if let Some(t) = &o.min_speedup_task {
+        min = min.linked(entry_task_href(ctx, &o.entry, &o.arch, t, from));
+    }
     LeaderboardRow {
+        rank: String::new(),
         text: entry.text.to_lowercase(),
         entry,
         provenance: badge(o.provenance),
         gpu: ctx.gpus(&o.entry, o.provenance, &o.arch),
         turn_limit: o.turn_limit.to_string(),
+        primary: primary_cell,
         tasks: Cell {
             text: format!("{}/{}", o.tasks_solved, o.tasks),
             v: o.tasks_solved.to_string(),
-        },
+            ..Cell::default()
+        }
+        .linked(tasks_href),
         trajectories: Cell::count(o.trajectories),
         correctness: Cell::percent(Some(o.correctness_rate)),
         correct_with_arch: cwa_cell(o.provenance, o.correct_with_arch_rate),
-        pass: o.pass_at.iter().map(|p| Cell::percent(*p)).collect(),
+        mma_share: measured_only(o.provenance, o.mma_flop_share),
+        pass: o
+            .pass_at
+            .iter()
+            .skip(1)
+            .map(|p| Cell::percent(*p))
+            .collect(),
         fast: Cell::percent(Some(o.fast[fast_one()])),
         geomean: Cell::speedup(o.geomean_speedup),
         best: Cell::speedup(o.best_speedup),
-        min: Cell::speedup(o.min_speedup),
+        min,
         peak: peak_cell(o.provenance, o.peak_fraction),
     }
 }
@@ -172,6 +382,8 @@ pub struct TaskTableView {
 
 #[derive(Debug, Clone)]
 pub struct TaskRow {
+    /// The row's element id (the first row of each task on an entry's page); empty: none.
+    pub anchor: String,
     pub task: Link,
     pub entry: Link,
     pub provenance: &'static str,
@@ -180,6 +392,8 @@ pub struct TaskRow {
     pub trajectories: Cell,
     pub correct: Cell,
     pub correct_with_arch: Cell,
+    pub correct_on_target: Cell,
+    pub mma_share: Cell,
     pub pass: Vec<Cell>,
     pub fast: Vec<Cell>,
     pub geomean: Cell,
@@ -189,16 +403,38 @@ pub struct TaskRow {
 }
 
 impl TaskTableView {
+    /// A table of per-task rows, as seen from page `from`. With `anchors`, the first row of
+    /// each (arch, task) gets the id [`paths::task_anchor`] (an entry's page: one entry).
     pub fn new<'m>(
         ctx: &Context<'_>,
         rows: impl Iterator<Item = &'m TaskMetrics>,
         from: &str,
         id: &str,
+        anchors: bool,
     ) -> TaskTableView {
+        let mut seen = std::collections::BTreeSet::new();
         let rows = rows
             .map(|t| {
                 let entry = entry_link(ctx, &t.entry, from);
+                let anchor = paths::task_anchor(&t.arch, &t.task);
+                let anchor = if anchors && seen.insert(anchor.clone()) {
+                    anchor
+                } else {
+                    String::new()
+                };
+                // The evidence of a measured row: its best record, and the task's records.
+                let best = (t.provenance == Provenance::Measured)
+                    .then(|| ctx.best_record(&t.entry, &t.arch, &t.task, t.turn_limit))
+                    .flatten()
+                    .map(|r| paths::link(from, &paths::record(&r.digest)))
+                    .unwrap_or_default();
+                let records = if t.provenance == Provenance::Measured {
+                    paths::link(from, &format!("{}#records", paths::task(&t.task)))
+                } else {
+                    String::new()
+                };
                 TaskRow {
+                    anchor,
                     text: format!("{} {}", entry.text.to_lowercase(), t.task),
                     task: Link {
                         text: t.task.clone(),
@@ -207,12 +443,17 @@ impl TaskTableView {
                     entry,
                     provenance: badge(t.provenance),
                     turn_limit: t.turn_limit.to_string(),
-                    trajectories: Cell::count(t.trajectories),
-                    correct: Cell::count_rate(t.correct, t.trajectories),
+                    trajectories: Cell::count(t.trajectories).linked(records),
+                    correct: Cell::count_rate(t.correct, t.trajectories).linked(best.clone()),
                     correct_with_arch: match t.correct_with_arch {
                         Some(c) => Cell::count_rate(c, t.trajectories),
                         None => cwa_cell(t.provenance, None),
                     },
+                    correct_on_target: match t.correct_on_target {
+                        Some(c) => Cell::count_rate(c, t.trajectories),
+                        None => measured_only(t.provenance, None),
+                    },
+                    mma_share: measured_only(t.provenance, t.mma_flop_share),
                     pass: t.pass_at().iter().map(|p| Cell::percent(*p)).collect(),
                     fast: t
                         .fast_rates()
@@ -220,8 +461,8 @@ impl TaskTableView {
                         .map(|f| Cell::percent(Some(*f)))
                         .collect(),
                     geomean: Cell::speedup(t.geomean_speedup),
-                    best: Cell::speedup(t.best_speedup),
-                    min: Cell::speedup(t.min_speedup),
+                    best: Cell::speedup(t.best_speedup).linked(best.clone()),
+                    min: speedup_ci(t.min_speedup, t.min_speedup_ci95).linked(best),
                     peak: peak_cell(t.provenance, t.peak_fraction),
                 }
             })

@@ -73,19 +73,37 @@ impl Page {
     }
 }
 
-/// A table cell: the text shown and the key the page script sorts by.
+/// A table cell: the text shown, the key the page script sorts by, and optionally the page
+/// that holds its evidence and a second, smaller line (an interval).
 #[derive(Debug, Clone, Default)]
 pub struct Cell {
     pub text: String,
     pub v: String,
+    /// Where the number comes from (a record, an entry's task); empty: no link.
+    pub href: String,
+    /// Shown after the text in small type; empty: nothing.
+    pub note: String,
 }
 
 impl Cell {
+    /// The same cell, linked to `href` (a page relative to the one it is on).
+    pub fn linked(mut self, href: impl Into<String>) -> Cell {
+        self.href = href.into();
+        self
+    }
+
+    /// The same cell with a note (e.g. a confidence interval) after its text.
+    pub fn with_note(mut self, note: impl Into<String>) -> Cell {
+        self.note = note.into();
+        self
+    }
+
     pub fn text(text: impl Into<String>) -> Cell {
         let text = text.into();
         Cell {
             v: text.to_lowercase(),
             text,
+            ..Cell::default()
         }
     }
 
@@ -93,6 +111,7 @@ impl Cell {
         Cell {
             text: format::opt_percent(x),
             v: format::sort_key(x),
+            ..Cell::default()
         }
     }
 
@@ -101,6 +120,7 @@ impl Cell {
         Cell {
             text: format::NOT_MEASURED.into(),
             v: String::new(),
+            ..Cell::default()
         }
     }
 
@@ -108,13 +128,15 @@ impl Cell {
         Cell {
             text: format::opt_speedup(x),
             v: format::sort_key(x),
+            ..Cell::default()
         }
     }
 
     pub fn count(n: u32) -> Cell {
         Cell {
-            text: n.to_string(),
+            text: format::count(u64::from(n)),
             v: n.to_string(),
+            ..Cell::default()
         }
     }
 
@@ -122,6 +144,7 @@ impl Cell {
         Cell {
             text: format::count_rate(c, n),
             v: format::sort_key((n > 0).then(|| f64::from(c) / f64::from(n))),
+            ..Cell::default()
         }
     }
 }

@@ -177,6 +177,7 @@ pub fn view(ctx: &Context<'_>, id: &str) -> TaskView {
             ctx.metrics.tasks.iter().filter(|t| t.task == id),
             &from,
             "task-results",
+            false,
         )],
         record_tables: RecordsTable::of(
             ctx,

@@ -299,8 +299,29 @@ pub(crate) fn render(
     Ok(Plot {
         name: name.to_string(),
         title: title.to_string(),
-        svg: Svg(buf),
+        svg: Svg(accessible(buf, title)),
     })
+}
+
+/// The SVG with `role="img"`, an `aria-label` and a `<title>` (its text alternative, also
+/// what a browser shows on hover), all from `title`, XML-escaped.
+fn accessible(svg: String, title: &str) -> String {
+    let text = title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    let Some(open) = svg.find("<svg") else {
+        return svg;
+    };
+    let Some(end) = svg[open..].find('>').map(|e| open + e) else {
+        return svg;
+    };
+    format!(
+        "{} role=\"img\" aria-label=\"{text}\">\n<title>{text}</title>{}",
+        &svg[..end],
+        &svg[end + 1..]
+    )
 }
 
 /// Task labels under a categorical x axis, rotated, at pixel x positions.
