@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::Stats;
 use super::inputs::{POISON_BYTE, TensorSet, allocate, fill_inputs};
-use super::judge::check_output;
+use super::judge::check_stored;
 use super::reference::{Reference, compute_reference};
 use super::support::Support;
 use super::verdict::Stop;
@@ -208,17 +208,13 @@ pub(super) fn check_baseline(
         let Some(buf) = baseline.output(&t.name) else {
             continue;
         };
-        let numel = set.numel(&t.name);
-        let dtype = set.tensors[&t.name].2;
-        let got = gpu.alloc(numel as usize * 4)?;
-        support.to_f32(gpu, buf.ptr(), dtype, got.ptr(), numel)?;
-        checks.push(check_output(
+        checks.push(check_stored(
             gpu,
             support,
             scratch,
             t,
-            got.ptr(),
-            numel,
+            buf.ptr(),
+            set.numel(&t.name),
             &reference.outputs[&t.name],
         )?);
     }

@@ -26,7 +26,7 @@ impl PairedSpeedup {
     }
 }
 
-/// A small deterministic generator (splitmix64) for resampling.
+/// A small deterministic generator (splitmix64) for resampling (and the tests' synthetic data).
 #[derive(Debug, Clone)]
 pub struct SplitMix(u64);
 
@@ -43,9 +43,14 @@ impl SplitMix {
         z ^ (z >> 31)
     }
 
-    /// Uniform in 0..n (n > 0).
+    /// Uniform in 0..n (0 when n is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 

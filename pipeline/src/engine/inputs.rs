@@ -103,9 +103,20 @@ pub fn refresh_inputs(
     set: &TensorSet,
     seed: u64,
 ) -> Result<(), Stop> {
-    let kept = task.op.kept_while_timing();
+    fill_drawn(gpu, support, task, set, seed, task.op.kept_while_timing())
+}
+
+/// Fills every input of `set` from its distribution and `seed`, except those in `skip`.
+fn fill_drawn(
+    gpu: &Gpu,
+    support: &Support,
+    task: &Task,
+    set: &TensorSet,
+    seed: u64,
+    skip: &[&str],
+) -> Result<(), Stop> {
     for (i, t) in task.inputs.iter().enumerate() {
-        if kept.contains(&t.name.as_str()) {
+        if skip.contains(&t.name.as_str()) {
             continue;
         }
         let dist = task
@@ -134,24 +145,7 @@ pub fn fill_inputs(
     set: &TensorSet,
     seed: u64,
 ) -> Result<(), Stop> {
-    let derived = task.op.derived_inputs();
-    for (i, t) in task.inputs.iter().enumerate() {
-        if derived.contains(&t.name.as_str()) {
-            continue;
-        }
-        let dist = task
-            .input_distribution(&t.name)
-            .unwrap_or(&task.distribution);
-        let ptr = set.ptr(&t.name).expect("allocated above");
-        support.fill(
-            gpu,
-            ptr,
-            t.dtype,
-            set.numel(&t.name),
-            input_seed(seed, i),
-            dist,
-        )?;
-    }
+    fill_drawn(gpu, support, task, set, seed, task.op.derived_inputs())?;
     if let Op::AttentionBwd { causal } = task.op {
         let dims = task
             .problem_in(env)

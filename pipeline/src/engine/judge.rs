@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::Comparison;
-use super::inputs::{GUARD, GUARD_BYTE, TensorSet, to_f32};
+use super::inputs::{GUARD, GUARD_BYTE, TensorSet, f32_bytes};
 use super::reference::Reference;
 use super::support::Support;
 use super::verdict::Stop;
@@ -52,6 +52,22 @@ pub fn check_output(
     };
     let c = support.compare(gpu, scratch, got, reference.ptr(), numel, rtol, atol)?;
     Ok(judge_comparison(&t.name, &tol, c))
+}
+
+/// Compares an output stored at `ptr` (the tensor's first element, in the spec's dtype) with
+/// its fp32 reference: converts it to fp32, then [`check_output`].
+pub fn check_stored(
+    gpu: &Gpu,
+    support: &Support,
+    scratch: &DeviceBuffer,
+    spec: &TensorSpec,
+    ptr: u64,
+    numel: u64,
+    reference: &DeviceBuffer,
+) -> Result<OutputCheck, Stop> {
+    let got = gpu.alloc(f32_bytes(numel)?)?;
+    support.to_f32(gpu, ptr, spec.dtype, got.ptr(), numel)?;
+    check_output(gpu, support, scratch, spec, got.ptr(), numel, reference)
 }
 
 /// The verdict on one output from its comparison with the reference: non-finite values
@@ -110,15 +126,13 @@ pub fn check_trial(
 ) -> Result<Trial, Stop> {
     let mut outputs = Vec::new();
     for t in &task.outputs {
-        let got = to_f32(gpu, support, set, &t.name)?;
-        let numel = set.numel(&t.name);
-        outputs.push(check_output(
+        outputs.push(check_stored(
             gpu,
             support,
             scratch,
             t,
-            got.ptr(),
-            numel,
+            set.ptr(&t.name).expect("allocated"),
+            set.numel(&t.name),
             &reference.outputs[&t.name],
         )?);
     }

@@ -21,17 +21,13 @@ use std::collections::BTreeMap;
 
 use super::baseline::{Baseline, Planned, baseline_for, check_baseline, l2_flush_buffer};
 use super::estimate::{StopRule, paired_speedup};
-use super::inputs::{
-    TensorSet, allocate, f32_bytes, fill_inputs, prepare_outputs, refresh_inputs, seed_for,
-};
-use super::judge::check_output;
+use super::inputs::{TensorSet, allocate, fill_inputs, prepare_outputs, refresh_inputs, seed_for};
+use super::judge::check_stored;
 use super::launch::{encode_params, launch_encoded};
 use super::reference::compute_reference;
 use super::support::Support;
 use super::verdict::Stop;
-use super::{
-    BaselineInfo, ClockSamples, Outcome, OutputCheck, PeakClass, Request, Stats, Timing, Verdict,
-};
+use super::{BaselineInfo, ClockSamples, Outcome, PeakClass, Request, Stats, Timing, Verdict};
 use crate::candidate::bind::ResolvedLaunch;
 use crate::candidate::plan::LaunchPlan;
 use crate::cuda::driver::{DeviceBuffer, Gpu, Kernel};
@@ -335,23 +331,14 @@ pub fn time_workload(
                 .iter()
                 .find(|t| &t.name == name)
                 .expect("kept outputs are task outputs");
-            let numel = set.numel(name);
-            let got = gpu.alloc(f32_bytes(numel)?)?;
             // The copy has the buffer's layout: guard bytes, then the tensor.
-            support.to_f32(
-                gpu,
-                copy.ptr() + super::inputs::GUARD as u64,
-                spec.dtype,
-                got.ptr(),
-                numel,
-            )?;
-            let o: OutputCheck = check_output(
+            let o = check_stored(
                 gpu,
                 support,
                 scratch,
                 spec,
-                got.ptr(),
-                numel,
+                copy.ptr() + super::inputs::GUARD as u64,
+                set.numel(name),
                 &reference.outputs[name],
             )?;
             if !o.passed {
