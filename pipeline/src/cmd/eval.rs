@@ -71,8 +71,8 @@ pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 None => crate::runner::seed::draw()?,
             };
             eprintln!("seed {seed}");
-            let counted =
-                crate::evidence::engine::counted_copy(task, a.arch, &ptx).unwrap_or_else(|e| {
+            let counted = crate::engine::target_evidence::counted_copy(task, a.arch, &ptx)
+                .unwrap_or_else(|e| {
                     eprintln!("warning: no dynamic target evidence: {e}");
                     None
                 });
@@ -90,7 +90,7 @@ pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             };
             let exe = std::env::current_exe().context("locating the ptxbench executable")?;
             let mut o = worker::run_isolated(&exe, &req, Duration::from_secs(a.timeout));
-            o.evidence = crate::evidence::engine::evidence_of(task, a.arch, &o);
+            o.evidence = crate::engine::target_evidence::evidence_of(task, a.arch, &o);
             o
         }
     };

@@ -15,6 +15,7 @@ pub mod judge;
 pub mod launch;
 pub mod reference;
 pub mod support;
+pub mod target_evidence;
 pub mod timing;
 pub mod verdict;
 pub mod worker;
@@ -63,5 +64,5 @@ pub struct CountedPtx {
     pub ptx: String,
     pub symbol: String,
     pub families: Vec<String>,
-    pub sites: Vec<crate::evidence::sites::CountedSite>,
+    pub sites: Vec<CountedSite>,
 }

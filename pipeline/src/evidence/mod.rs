@@ -6,7 +6,6 @@
 //! - [`splice`]: counters spliced into a copy of the PTX (a dynamic method with no profiler).
 //! - [`status`]: the paper's status per required family, and the "correct with arch" rule.
 
-pub mod engine;
 pub mod ncu;
 pub mod sass;
 pub mod sites;

@@ -577,7 +577,7 @@ fn evaluate(ctx: &Context, spec: &TrajectorySpec, report: &CheckReport, c: &Cand
     // The counted copy proves which target families execute; without it, none is claimed.
     let task = ctx.suite.get(&spec.task);
     let counted = task.and_then(|t| {
-        crate::evidence::engine::counted_copy(t, spec.arch, &ptx)
+        crate::engine::target_evidence::counted_copy(t, spec.arch, &ptx)
             .ok()
             .flatten()
     });
@@ -607,7 +607,7 @@ fn evaluate(ctx: &Context, spec: &TrajectorySpec, report: &CheckReport, c: &Cand
                 req.gpu = gpu;
                 let mut o = worker::run_isolated(&ctx.exe, &req, Duration::from_secs(e.timeout_s));
                 if let Some(t) = task {
-                    o.evidence = crate::evidence::engine::evidence_of(t, spec.arch, &o);
+                    o.evidence = crate::engine::target_evidence::evidence_of(t, spec.arch, &o);
                 }
                 return o;
             }

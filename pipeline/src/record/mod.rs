@@ -15,6 +15,7 @@
 //! Older stored versions are read through one adapter ([`v1`]): [`decode_record`] is the only
 //! way bytes become a [`Record`].
 
+pub mod evidence;
 pub mod outcome;
 pub mod stats;
 pub mod task;
@@ -24,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
 use crate::digest::Digest;
-use crate::evidence::EvidenceStatus;
 use crate::store::{Store, StoreError};
+use evidence::EvidenceStatus;
 pub use outcome::{
     BaselineInfo, ClockSamples, Comparison, CountedSite, Direction, DynamicCounts, Floor,
     KernelInfo, Outcome, OutputCheck, PeakClass, Protocol, SiteCount, Stats, StopReason, Timing,
@@ -356,8 +357,8 @@ pub fn put_record(store: &Store, record: &Record) -> Result<Digest, RecordError>
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use super::evidence::{FamilyEvidence, TargetEvidence};
     use super::*;
-    use crate::evidence::{FamilyEvidence, TargetEvidence};
 
     fn record(verdict: Verdict, statuses: &[EvidenceStatus]) -> Record {
         let mut r = sample(verdict);

@@ -364,7 +364,7 @@ pub struct Outcome {
     pub dynamic: Option<DynamicCounts>,
     /// Static SASS plus dynamic counts per required family (filled by the parent process).
     #[serde(default)]
-    pub evidence: Option<crate::evidence::TargetEvidence>,
+    pub evidence: Option<super::evidence::TargetEvidence>,
     #[serde(skip)]
     pub cubin: Option<Vec<u8>>,
 }

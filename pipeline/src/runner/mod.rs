@@ -201,7 +201,7 @@ pub fn run(
                 && let Some(task) = suite.get(&pair.task)
             {
                 outcome.evidence =
-                    crate::evidence::engine::evidence_of(task, settings.arch, &outcome);
+                    crate::engine::target_evidence::evidence_of(task, settings.arch, &outcome);
             }
             let stored = publisher.record(pair, outcome);
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());

@@ -172,14 +172,15 @@ pub fn expand(
                 (Some(o), _) => Work::Decided(Box::new(o)),
                 (None, ptx) => {
                     let ptx = ptx.clone().unwrap_or_default();
-                    let counted = crate::evidence::engine::counted_copy(task, settings.arch, &ptx)
-                        .unwrap_or_else(|err| {
-                            eprintln!(
-                                "warning: {} on {}: no dynamic target evidence: {err}",
-                                e.name, task.id
-                            );
-                            None
-                        });
+                    let counted =
+                        crate::engine::target_evidence::counted_copy(task, settings.arch, &ptx)
+                            .unwrap_or_else(|err| {
+                                eprintln!(
+                                    "warning: {} on {}: no dynamic target evidence: {err}",
+                                    e.name, task.id
+                                );
+                                None
+                            });
                     Work::Evaluate(Box::new(Request {
                         task: object.clone(),
                         arch: settings.arch,

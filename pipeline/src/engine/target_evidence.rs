@@ -1,13 +1,13 @@
-//! Evidence around an engine evaluation: the counted copy of the PTX a worker runs once, and
+//! Target evidence around an evaluation: the counted copy of the PTX a worker runs once, and
 //! the target evidence assembled afterwards from the cubin (static SASS) and the counts.
 
 use std::collections::BTreeMap;
 
-use super::sass::disassemble;
-use super::splice::splice;
-use super::status::{DynamicCounts, DynamicMethod, StaticSass, TargetEvidence, assess};
+use super::{CountedPtx, Outcome};
 use crate::arch::Arch;
-use crate::engine::{CountedPtx, Outcome};
+use crate::evidence::sass::disassemble;
+use crate::evidence::splice::splice;
+use crate::evidence::status::{DynamicCounts, DynamicMethod, StaticSass, TargetEvidence, assess};
 use crate::task::Task;
 
 /// The counted copy for `task` on `arch`, or why there is none (the evaluation runs anyway).
