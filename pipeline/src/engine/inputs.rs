@@ -209,8 +209,7 @@ pub fn snapshot_inputs(
     for t in &task.inputs {
         let (buf, ..) = &set.tensors[&t.name];
         let copy = gpu.alloc(buf.bytes())?;
-        let bytes = gpu.download(buf, 0, buf.bytes())?;
-        gpu.upload(&copy, 0, &bytes)?;
+        gpu.copy(&copy, buf)?;
         out.insert(t.name.clone(), copy);
     }
     Ok(out)
