@@ -8,11 +8,12 @@
 //! measured peak; and the same per (provenance, entry, arch) over all tasks.
 //!
 //! `sample` (the unit counted), `estimator` (pass@k, geometric mean), `aggregate` (the Polars
-//! queries), `reported` (samples from the paper's data), `export` (Parquet/CSV).
+//! queries), `fast_p` (the fast_p curve), `reported` (samples from the paper's data), `export` (Parquet/CSV).
 
 pub mod aggregate;
 pub mod estimator;
 pub mod export;
+pub mod fast_p;
 pub mod reported;
 pub mod sample;
 

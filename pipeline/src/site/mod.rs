@@ -158,6 +158,7 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
     for arch in &ctx.archs {
         let drawn = [
             plots::best_speedup_per_task(&ctx, arch)?,
+            plots::fast_p_curves_plot(&ctx, arch)?,
             plots::rates_by_turn_limit(&ctx, arch)?,
             plots::speedup_by_release_date(&ctx, arch)?,
             plots::speedup_distribution(&ctx, arch)?,

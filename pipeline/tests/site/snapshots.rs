@@ -23,6 +23,7 @@ const SNAPSHOTS: &[(&str, Option<&str>)] = &[
         "sm_90a-best-speedup.svg",
         Some("plots/sm_90a-best-speedup.svg"),
     ),
+    ("sm_90a-fast-p.svg", Some("plots/sm_90a-fast-p.svg")),
     (
         "sm_90a-rates-by-turn-limit.svg",
         Some("plots/sm_90a-rates-by-turn-limit.svg"),
@@ -97,4 +98,25 @@ fn untrusted_text_is_escaped() {
         "escaped"
     );
     assert!(!blob.contains("<exactly>"));
+}
+
+/// Issue 14: full legends (never "… and N more") and a hover text on the points of every plot.
+#[test]
+fn plots_have_full_legends_and_point_titles() {
+    let (_dir, input) = fixture_input();
+    let pages = build(&input).expect("builds");
+    let plots: Vec<(&String, &Vec<u8>)> = pages
+        .files
+        .iter()
+        .filter(|(p, _)| p.starts_with("plots/"))
+        .collect();
+    assert!(plots.iter().any(|(p, _)| p.ends_with("-fast-p.svg")));
+    for (path, bytes) in plots {
+        let svg = std::str::from_utf8(bytes).expect("utf-8");
+        assert!(!svg.contains("more</text>"), "{path} cuts its legend");
+        assert!(
+            svg.contains("<g class=\"tips\""),
+            "{path} has no point titles"
+        );
+    }
 }

@@ -133,10 +133,12 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
     let captions = |name: &str| -> String {
         if name.ends_with("best-speedup") {
             "Each point is the best speedup of an entry on a task over all its correct trajectories (correct trajectories only; a task with none has no point). The line at 1× is the library."
+        } else if name.ends_with("fast-p") {
+            "fast_p for p from 0 to 2: per model, the fraction of its trajectories (macro average over its tasks) that are correct and whose speedup, the smallest over the workloads, exceeds p; at p = 0 every correct trajectory counts. The vertical line at p = 1 is the library; dotted lines are the reference kernels. The numbers at p = 0.5, 1.0 and 1.5 are the leaderboard's fast columns. Hover a point for its value."
         } else if name.ends_with("rates-by-turn-limit") {
             "Macro average over tasks. A trajectory is correct at turn limit L when any of its first L turns is correct. Entries whose target evidence was not measured have no correct-with-arch line."
         } else if name.ends_with("release-date") {
-            "One point per (entry, task): best speedup at the largest turn limit, at the model's release date (from the manifest)."
+            "One point per (model, task): best speedup at the largest turn limit, at the model's release date (from the manifest), coloured by model; each model is named in the legend and, where there is room, beside its best point. Hover a point for its model, task and value."
         } else {
             "Quartile boxes, median line and min–max whiskers of the speedups of correct trajectories, reported and measured side by side."
         }

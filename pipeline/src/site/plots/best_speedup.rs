@@ -4,14 +4,18 @@
 use std::collections::BTreeSet;
 
 use super::{
-    HEIGHT, LEGEND_WIDTH, LegendItem, Marker, Plot, WIDTH, color, draw_category_labels,
-    draw_legend, draw_marker, log_range, render, task_speedup_chart,
+    Plot, chart_and_legend, draw_category_labels, draw_legend, draw_marker, log_range, plot_height,
+    provenance_marker, render, series_legend, task_speedup_chart,
 };
 use crate::metrics::{Provenance, TURN_LIMITS};
 use crate::site::SiteError;
 use crate::site::context::Context;
+use crate::site::format;
 
-pub fn best_speedup_per_task(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>, SiteError> {
+pub fn best_speedup_per_task<'a>(
+    ctx: &'a Context<'_>,
+    arch: &str,
+) -> Result<Option<Plot>, SiteError> {
     let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
     let rows: Vec<_> = ctx
         .metrics
@@ -37,8 +41,11 @@ pub fn best_speedup_per_task(ctx: &Context<'_>, arch: &str) -> Result<Option<Plo
     let name = format!("{arch}-best-speedup");
     let title = format!("Best speedup per task on {arch} (turn limit {limit})");
     let (lo, hi) = log_range(rows.iter().filter_map(|t| t.best_speedup));
-    let plot = render(&name, &title, |root| {
-        let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+    let n_series = series.len();
+    let label = |entry: &'a str| super::display_name(ctx, entry);
+    let items = series_legend(ctx, &series, provenance_marker);
+    let plot = render(&name, &title, plot_height(&items), |root, tips| {
+        let (left, right) = chart_and_legend(root);
         let chart = task_speedup_chart(
             &left,
             (&title, 18.0),
@@ -47,17 +54,13 @@ pub fn best_speedup_per_task(ctx: &Context<'_>, arch: &str) -> Result<Option<Plo
             "best speedup over the library (×, log scale)",
             &name,
         )?;
-        let n = series.len() as f64;
+        let n = n_series as f64;
         let width = 0.7f64;
         for (si, (prov, entry)) in series.iter().enumerate() {
             let offset = if n > 1.0 {
                 -width / 2.0 + width * si as f64 / (n - 1.0)
             } else {
                 0.0
-            };
-            let marker = match prov {
-                Provenance::Reported => Marker::Circle,
-                Provenance::Measured => Marker::Square,
             };
             for t in rows
                 .iter()
@@ -68,7 +71,16 @@ pub fn best_speedup_per_task(ctx: &Context<'_>, arch: &str) -> Result<Option<Plo
                     continue;
                 };
                 let p = chart.backend_coord(&(x as f64 + offset, y));
-                draw_marker(&left, marker, color(si), p, &name)?;
+                draw_marker(&left, items[si].marker, items[si].color, p, &name)?;
+                tips.add(
+                    p,
+                    format!(
+                        "{} ({prov}) · {} · best speedup {}",
+                        label(entry),
+                        t.task,
+                        format::speedup(y)
+                    ),
+                );
             }
         }
         let labels: Vec<(i32, String)> = tasks
@@ -78,20 +90,7 @@ pub fn best_speedup_per_task(ctx: &Context<'_>, arch: &str) -> Result<Option<Plo
             .collect();
         let y = chart.backend_coord(&(0.0, lo)).1 + 8;
         draw_category_labels(&left, &labels, y, &name)?;
-        let items: Vec<LegendItem> = series
-            .iter()
-            .enumerate()
-            .map(|(i, (prov, entry))| LegendItem {
-                label: format!("{entry} ({prov})"),
-                color: color(i),
-                marker: match prov {
-                    Provenance::Reported => Marker::Circle,
-                    Provenance::Measured => Marker::Square,
-                },
-            })
-            .collect();
         draw_legend(&right, "● reported  ■ measured", &items, &name)?;
-        let _ = HEIGHT;
         Ok(())
     })?;
     Ok(Some(plot))

@@ -7,12 +7,13 @@ use std::collections::BTreeSet;
 use plotters::prelude::*;
 
 use super::{
-    LEGEND_WIDTH, LegendItem, MEASURED_COLOR, Marker, Plot, REPORTED_COLOR, WIDTH,
+    HEIGHT, LegendItem, MEASURED_COLOR, Marker, Plot, REPORTED_COLOR, chart_and_legend,
     draw_category_labels, draw_legend, log_range, plot_error, render, task_speedup_chart,
 };
 use crate::metrics::{Provenance, TURN_LIMITS};
 use crate::site::SiteError;
 use crate::site::context::Context;
+use crate::site::format;
 
 /// Quartiles by linear interpolation between closest ranks; `values` sorted, non-empty.
 fn quantile(values: &[f64], q: f64) -> f64 {
@@ -44,8 +45,8 @@ pub fn speedup_distribution(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot
     let title = format!(
         "Speedup distribution per task on {arch} (correct trajectories, turn limit {limit})"
     );
-    let plot = render(&name, &title, |root| {
-        let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+    let plot = render(&name, &title, HEIGHT, |root, tips| {
+        let (left, right) = chart_and_legend(root);
         let mut chart = task_speedup_chart(
             &left,
             (&title, 16.0),
@@ -99,6 +100,16 @@ pub fn speedup_distribution(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot
                         c.stroke_width(3),
                     )))
                     .map_err(|e| plot_error(&name, e))?;
+                tips.add(
+                    chart.backend_coord(&(x, med)),
+                    format!(
+                        "{task} ({prov}) · {} correct trajectories · median {} (min {}, max {})",
+                        v.len(),
+                        format::speedup(med),
+                        format::speedup(min),
+                        format::speedup(max)
+                    ),
+                );
             }
         }
         let labels: Vec<(i32, String)> = tasks

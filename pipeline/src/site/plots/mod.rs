@@ -7,6 +7,8 @@
 
 mod best_speedup;
 mod distribution;
+mod fast_p;
+mod palette;
 mod release;
 mod turns;
 
@@ -18,6 +20,8 @@ use plotters::prelude::*;
 
 pub use best_speedup::best_speedup_per_task;
 pub use distribution::speedup_distribution;
+pub use fast_p::fast_p_curves_plot;
+pub use palette::series_color;
 pub use release::speedup_by_release_date;
 pub use turns::rates_by_turn_limit;
 
@@ -56,32 +60,13 @@ pub struct Plot {
     pub svg: Svg,
 }
 
-/// Plot size in pixels (the SVG scales with its `viewBox`).
+/// Plot size in pixels (the SVG scales with its `viewBox`); a plot whose legend needs more
+/// room is taller (see [`plot_height`]), its chart keeps [`HEIGHT`].
 pub const WIDTH: u32 = 960;
 pub const HEIGHT: u32 = 460;
 /// Width of the legend column on the right.
 pub const LEGEND_WIDTH: u32 = 250;
 pub const FONT: &str = "sans-serif";
-
-/// A qualitative palette (Tableau 10 and two more), cycled by series index.
-const PALETTE: [RGBColor; 12] = [
-    RGBColor(0x4e, 0x79, 0xa7),
-    RGBColor(0xf2, 0x8e, 0x2b),
-    RGBColor(0xe1, 0x57, 0x59),
-    RGBColor(0x76, 0xb7, 0xb2),
-    RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0xed, 0xc9, 0x48),
-    RGBColor(0xb0, 0x7a, 0xa1),
-    RGBColor(0xff, 0x9d, 0xa7),
-    RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0x79, 0x70, 0x6e),
-    RGBColor(0x1b, 0x9e, 0x77),
-    RGBColor(0x75, 0x70, 0xb3),
-];
-
-pub fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
 
 /// The colours of the two provenances where a plot splits by provenance.
 pub const REPORTED_COLOR: RGBColor = RGBColor(0xd9, 0x8c, 0x00);
@@ -102,6 +87,10 @@ pub enum Marker {
     Line,
     /// A dashed line.
     Dashed,
+    /// A thin dotted line (reference kernels).
+    Dotted,
+    /// A small filled circle (a point on a line).
+    Dot,
 }
 
 #[derive(Debug, Clone)]
@@ -112,6 +101,45 @@ pub struct LegendItem {
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// The chart area (the left [`HEIGHT`] pixels tall, whatever the plot's height) and the legend
+/// column of a plot.
+pub(crate) fn chart_and_legend<'a>(root: &Area<'a>) -> (Area<'a>, Area<'a>) {
+    let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+    let (chart, _) = left.split_vertically(HEIGHT);
+    (chart, right)
+}
+
+/// An entry's name as pages show it.
+pub(crate) fn display_name<'a>(ctx: &'a super::Context<'_>, entry: &'a str) -> &'a str {
+    ctx.entry(entry).map_or(entry, |e| e.display_name.as_str())
+}
+
+/// The legend of one series per (provenance, entry): "name (source)", a colour each, the
+/// marker `marker` picks.
+pub(crate) fn series_legend(
+    ctx: &super::Context<'_>,
+    series: &[(crate::metrics::Provenance, &str)],
+    marker: impl Fn(crate::metrics::Provenance) -> Marker,
+) -> Vec<LegendItem> {
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, (prov, entry))| LegendItem {
+            label: format!("{} ({prov})", display_name(ctx, entry)),
+            color: series_color(i, series.len()),
+            marker: marker(*prov),
+        })
+        .collect()
+}
+
+/// The marker of a provenance: circles for reported, squares for measured.
+pub(crate) fn provenance_marker(p: crate::metrics::Provenance) -> Marker {
+    match p {
+        crate::metrics::Provenance::Reported => Marker::Circle,
+        crate::metrics::Provenance::Measured => Marker::Square,
+    }
+}
 
 pub(crate) fn plot_error(plot: &str, e: impl fmt::Display) -> SiteError {
     SiteError::Plot {
@@ -173,6 +201,14 @@ fn draw_marker(
 ) -> Result<(), SiteError> {
     let r = 5;
     let res = match marker {
+        Marker::Dot => area.draw(&Circle::new((x, y), 3, color.filled())),
+        Marker::Dotted => (0..4).try_for_each(|k| {
+            let x0 = x - 12 + 7 * k;
+            area.draw(&PathElement::new(
+                vec![(x0, y), (x0 + 3, y)],
+                color.stroke_width(1),
+            ))
+        }),
         Marker::Circle => area.draw(&Circle::new((x, y), r, color.filled())),
         Marker::Square => area
             .draw(&Rectangle::new(
@@ -215,7 +251,61 @@ fn draw_marker(
     res.map_err(|e| plot_error(plot, e))
 }
 
-/// Draws a legend (title, then one item a line) in `area`. Long labels are shortened.
+/// Characters of a legend line before it wraps (the legend column fits about this many).
+const LEGEND_CHARS: usize = 30;
+const LEGEND_LINE: i32 = 17;
+const LEGEND_GAP: i32 = 4;
+const LEGEND_TOP: i32 = 70;
+
+/// `label` broken at spaces into lines of at most `n` characters (a longer word is cut).
+pub(crate) fn wrap(label: &str, n: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in label.split_whitespace() {
+        let mut word = word.to_string();
+        loop {
+            let len = line.chars().count();
+            let wlen = word.chars().count();
+            if len > 0 && len + 1 + wlen <= n {
+                line.push(' ');
+                line.push_str(&word);
+                break;
+            }
+            if len > 0 {
+                lines.push(std::mem::take(&mut line));
+            }
+            if wlen <= n {
+                line = word;
+                break;
+            }
+            let head: String = word.chars().take(n).collect();
+            word = word.chars().skip(n).collect();
+            lines.push(head);
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The height in pixels of the legend of `items`.
+pub(crate) fn legend_height(items: &[LegendItem]) -> u32 {
+    let lines: usize = items
+        .iter()
+        .map(|i| wrap(&i.label, LEGEND_CHARS).len())
+        .sum();
+    (LEGEND_TOP + lines as i32 * LEGEND_LINE + items.len() as i32 * LEGEND_GAP + 10) as u32
+}
+
+/// The height of a plot whose legend is `items`: [`HEIGHT`], or more where the full legend
+/// needs it (a legend is never cut short).
+pub(crate) fn plot_height(items: &[LegendItem]) -> u32 {
+    HEIGHT.max(legend_height(items))
+}
+
+/// Draws a legend (title, then every item, its label wrapped) in `area`, which is at least
+/// [`legend_height`] tall.
 fn draw_legend(
     area: &Area<'_>,
     title: &str,
@@ -224,28 +314,23 @@ fn draw_legend(
 ) -> Result<(), SiteError> {
     let style = TextStyle::from((FONT, 13).into_font()).color(&BLACK);
     let bold = TextStyle::from((FONT, 13).into_font().style(FontStyle::Bold)).color(&BLACK);
-    area.draw(&Text::new(title.to_string(), (8, 48), bold))
-        .map_err(|e| plot_error(plot, e))?;
-    let line = 19;
-    let max_items = ((HEIGHT as i32 - 80) / line).max(1) as usize;
-    for (i, item) in items.iter().take(max_items).enumerate() {
-        let y = 70 + line * i as i32;
-        draw_marker(area, item.marker, item.color, (22, y), plot)?;
+    for (i, line) in wrap(title, LEGEND_CHARS + 6).iter().enumerate() {
         area.draw(&Text::new(
-            shorten(&item.label, 30),
-            (40, y - 7),
-            style.clone(),
+            line.clone(),
+            (8, 30 + 16 * i as i32),
+            bold.clone(),
         ))
         .map_err(|e| plot_error(plot, e))?;
     }
-    if items.len() > max_items {
-        let y = 70 + line * max_items as i32;
-        area.draw(&Text::new(
-            format!("… and {} more", items.len() - max_items),
-            (40, y - 7),
-            style,
-        ))
-        .map_err(|e| plot_error(plot, e))?;
+    let mut y = LEGEND_TOP;
+    for item in items {
+        draw_marker(area, item.marker, item.color, (22, y), plot)?;
+        for line in wrap(&item.label, LEGEND_CHARS) {
+            area.draw(&Text::new(line, (40, y - 7), style.clone()))
+                .map_err(|e| plot_error(plot, e))?;
+            y += LEGEND_LINE;
+        }
+        y += LEGEND_GAP;
     }
     Ok(())
 }
@@ -283,18 +368,70 @@ pub(crate) fn speedup_label(v: &f64) -> String {
     format!("{s}×")
 }
 
-/// Runs `draw` on a fresh drawing area and returns the SVG.
+/// A point's hover text: an invisible circle over pixel `(x, y)` whose `<title>` the browser
+/// shows (plotters draws no titles, so they are laid over its drawing).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Tip {
+    pub at: (i32, i32),
+    pub text: String,
+}
+
+/// The hover texts of one plot, collected while drawing.
+#[derive(Debug, Default)]
+pub(crate) struct Tips(Vec<Tip>);
+
+impl Tips {
+    pub fn add(&mut self, at: (i32, i32), text: impl Into<String>) {
+        self.0.push(Tip {
+            at,
+            text: text.into(),
+        });
+    }
+
+    /// The overlay: one group of transparent circles, each with its escaped `<title>`.
+    fn markup(&self) -> String {
+        if self.0.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("<g class=\"tips\" fill=\"#000\" fill-opacity=\"0\">\n");
+        for t in &self.0 {
+            out.push_str(&format!(
+                "<circle cx=\"{}\" cy=\"{}\" r=\"7\"><title>{}</title></circle>\n",
+                t.at.0,
+                t.at.1,
+                xml_escape(&t.text)
+            ));
+        }
+        out.push_str("</g>\n");
+        out
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Runs `draw` on a fresh drawing area `height` pixels tall and returns the SVG, with the
+/// hover texts `draw` collected laid over it.
 pub(crate) fn render(
     name: &str,
     title: &str,
-    draw: impl FnOnce(&Area<'_>) -> Result<(), SiteError>,
+    height: u32,
+    draw: impl FnOnce(&Area<'_>, &mut Tips) -> Result<(), SiteError>,
 ) -> Result<Plot, SiteError> {
     let mut buf = String::new();
+    let mut tips = Tips::default();
     {
-        let root = SVGBackend::with_string(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| plot_error(name, e))?;
-        draw(&root)?;
+        draw(&root, &mut tips)?;
         root.present().map_err(|e| plot_error(name, e))?;
+    }
+    if let Some(end) = buf.rfind("</svg>") {
+        buf.insert_str(end, &tips.markup());
     }
     Ok(Plot {
         name: name.to_string(),
@@ -306,11 +443,7 @@ pub(crate) fn render(
 /// The SVG with `role="img"`, an `aria-label` and a `<title>` (its text alternative, also
 /// what a browser shows on hover), all from `title`, XML-escaped.
 fn accessible(svg: String, title: &str) -> String {
-    let text = title
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;");
+    let text = xml_escape(title);
     let Some(open) = svg.find("<svg") else {
         return svg;
     };
@@ -352,29 +485,25 @@ pub(crate) fn library_style() -> ShapeStyle {
     LIBRARY_LINE.stroke_width(1)
 }
 
-/// The family of a task for colouring, from its id.
-pub(crate) fn task_family(task: &str) -> &'static str {
-    if task.starts_with("gemm_fp8") {
-        "GEMM fp8"
-    } else if task.starts_with("gemm") {
-        "GEMM"
-    } else if task.starts_with("mha_with_lse") {
-        "attention forward"
-    } else if task.starts_with("mha_bwd") {
-        "attention backward"
-    } else if task.starts_with("gqa") {
-        "GQA attention"
-    } else {
-        "other"
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_wrap_and_keep_every_character() {
+        assert_eq!(wrap("a b c", 3), ["a b", "c"]);
+        assert_eq!(wrap("abcdefg", 3), ["abc", "def", "g"]);
+        assert_eq!(wrap("", 3), [""]);
+        let long = "Hand-written sm_90a (TMA + wgmma, a long name) (measured)";
+        let lines = wrap(long, LEGEND_CHARS);
+        assert!(lines.iter().all(|l| l.chars().count() <= LEGEND_CHARS));
+        assert_eq!(lines.join(" "), long);
+    }
+
+    #[test]
+    fn tips_are_escaped() {
+        let mut t = Tips::default();
+        t.add((1, 2), "<b>&\"");
+        assert!(t.markup().contains("<title>&lt;b&gt;&amp;&quot;</title>"));
     }
 }
-
-/// Family names in legend order.
-pub(crate) const FAMILIES: [&str; 6] = [
-    "GEMM",
-    "GEMM fp8",
-    "attention forward",
-    "attention backward",
-    "GQA attention",
-    "other",
-];

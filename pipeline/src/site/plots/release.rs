@@ -1,19 +1,22 @@
 //! Best speedup against the model's release date on one architecture (as the paper's
-//! viewer): one point per (entry, task) at the largest turn limit, coloured by task family,
-//! circles for reported and squares for measured. Entries without a release date are left
-//! out (the page says how many).
+//! viewer): one point per (entry, task) at the largest turn limit, coloured by model (each
+//! model its own colour, named in the legend with its date, and beside its best point where
+//! the label has room), circles for reported and squares for measured. Entries without a
+//! release date are left out (the page names them).
 
 use std::collections::BTreeSet;
 
 use plotters::prelude::*;
 
 use super::{
-    FAMILIES, LEGEND_WIDTH, LegendItem, Marker, Plot, WIDTH, color, draw_legend, draw_marker,
-    grid_style, library_style, log_range, plot_error, render, speedup_label, task_family,
+    LegendItem, Marker, Plot, chart_and_legend, draw_legend, draw_marker, grid_style,
+    library_style, log_range, plot_error, plot_height, provenance_marker, render, series_color,
+    shorten, speedup_label,
 };
 use crate::metrics::{Provenance, TURN_LIMITS};
 use crate::site::SiteError;
 use crate::site::context::Context;
+use crate::site::format;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
 pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -49,9 +52,44 @@ pub fn parse_date(s: &str) -> Option<i64> {
     Some(days_from_civil(y, m, d))
 }
 
-pub fn speedup_by_release_date(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>, SiteError> {
+/// A placed label's box in pixels: (left, top, right, bottom).
+type LabelBox = (i32, i32, i32, i32);
+
+fn overlaps(a: LabelBox, b: LabelBox) -> bool {
+    a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+}
+
+/// Where to put a label of `chars` characters next to the point at `p`: right or left of it,
+/// or a line or more above or below, the first spot that overlaps no placed label and stays in `bounds`;
+/// `None` when none does (the legend still names the model).
+fn place_label(
+    p: (i32, i32),
+    chars: usize,
+    placed: &[LabelBox],
+    bounds: LabelBox,
+) -> Option<LabelBox> {
+    let w = 7 * chars as i32;
+    let h = 13;
+    let spots = [0, -14, 14, -28, 28, -42, 42]
+        .into_iter()
+        .flat_map(|dy| [(p.0 + 8, dy), (p.0 - 8 - w, dy)]);
+    for (x, dy) in spots {
+        let b = (x, p.1 - h / 2 + dy, x + w, p.1 + h / 2 + dy);
+        let inside = b.0 >= bounds.0 && b.1 >= bounds.1 && b.2 <= bounds.2 && b.3 <= bounds.3;
+        if inside && !placed.iter().any(|q| overlaps(*q, b)) {
+            return Some(b);
+        }
+    }
+    None
+}
+
+pub fn speedup_by_release_date<'a>(
+    ctx: &'a Context<'_>,
+    arch: &str,
+) -> Result<Option<Plot>, SiteError> {
     let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
-    let mut points: Vec<(i64, f64, &str, Provenance)> = Vec::new();
+    // (date, speedup, entry, task, provenance)
+    let mut points: Vec<(i64, f64, &str, &str, Provenance)> = Vec::new();
     for t in ctx
         .metrics
         .tasks
@@ -63,29 +101,42 @@ pub fn speedup_by_release_date(ctx: &Context<'_>, arch: &str) -> Result<Option<P
             .and_then(|e| e.release_date.as_deref())
             .and_then(parse_date);
         if let (Some(date), Some(s)) = (date, t.best_speedup) {
-            points.push((date, s, task_family(&t.task), t.provenance));
+            points.push((date, s, &t.entry, &t.task, t.provenance));
         }
     }
     if points.is_empty() {
         return Ok(None);
     }
-    let families: Vec<&str> = {
-        let present: BTreeSet<&str> = points.iter().map(|p| p.2).collect();
-        FAMILIES
-            .iter()
-            .copied()
-            .filter(|f| present.contains(f))
-            .collect()
-    };
+    // Models in release order, then by name.
+    let models: Vec<(i64, &str)> = points
+        .iter()
+        .map(|p| (p.0, p.2))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let label = |entry: &'a str| super::display_name(ctx, entry);
+    let items: Vec<LegendItem> = models
+        .iter()
+        .enumerate()
+        .map(|(i, (date, entry))| {
+            let (y, m, d) = civil_from_days(*date);
+            LegendItem {
+                label: format!("{} ({y}-{m:02}-{d:02})", label(entry)),
+                color: series_color(i, models.len()),
+                marker: Marker::Circle,
+            }
+        })
+        .collect();
     let (d0, d1) = points
         .iter()
         .fold((i64::MAX, i64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    let (d0, d1) = (d0 - 45, d1 + 45);
+    // Room on the right for the labels of the latest models.
+    let (d0, d1) = (d0 - 45, d1 + 45 + (d1 - d0) / 4);
     let (lo, hi) = log_range(points.iter().map(|p| p.1));
     let name = format!("{arch}-speedup-by-release-date");
     let title = format!("Best speedup against model release date on {arch} (turn limit {limit})");
-    let plot = render(&name, &title, |root| {
-        let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+    let plot = render(&name, &title, plot_height(&items), |root, tips| {
+        let (left, right) = chart_and_legend(root);
         let mut chart = ChartBuilder::on(&left)
             .caption(&title, (super::FONT, 18))
             .margin(12)
@@ -115,25 +166,57 @@ pub fn speedup_by_release_date(ctx: &Context<'_>, arch: &str) -> Result<Option<P
                 library_style(),
             )))
             .map_err(|e| plot_error(&name, e))?;
-        for (date, s, family, prov) in &points {
-            let ci = families.iter().position(|f| f == family).unwrap_or(0);
+        let model_index = |entry: &str| models.iter().position(|m| m.1 == entry).unwrap_or(0);
+        for (date, s, entry, task, prov) in &points {
             let p = chart.backend_coord(&(*date as f64, *s));
-            let marker = match prov {
-                Provenance::Reported => Marker::Circle,
-                Provenance::Measured => Marker::Square,
-            };
-            draw_marker(&left, marker, color(ci), p, &name)?;
+            let c = items[model_index(entry)].color;
+            draw_marker(&left, provenance_marker(*prov), c, p, &name)?;
+            let (y, m, d) = civil_from_days(*date);
+            tips.add(
+                p,
+                format!(
+                    "{} ({prov}, released {y}-{m:02}-{d:02}) · {task} · best speedup {}",
+                    label(entry),
+                    format::speedup(*s)
+                ),
+            );
         }
-        let items: Vec<LegendItem> = families
+        // Each model named beside its best point, where there is room.
+        let (x0, y0) = chart.backend_coord(&(d0 as f64, hi));
+        let (x1, y1) = chart.backend_coord(&(d1 as f64, lo));
+        let bounds = (x0, y0, x1, y1);
+        let mut placed: Vec<LabelBox> = Vec::new();
+        let point_boxes: Vec<LabelBox> = points
             .iter()
-            .enumerate()
-            .map(|(i, f)| LegendItem {
-                label: f.to_string(),
-                color: color(i),
-                marker: Marker::Circle,
+            .map(|p| {
+                let (x, y) = chart.backend_coord(&(p.0 as f64, p.1));
+                (x - 5, y - 5, x + 5, y + 5)
             })
             .collect();
-        draw_legend(&right, "task family (● reported ■ measured)", &items, &name)?;
+        for (i, (_, entry)) in models.iter().enumerate() {
+            let Some(best) = points
+                .iter()
+                .filter(|p| p.2 == *entry)
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+            else {
+                continue;
+            };
+            let text = shorten(label(entry), 24);
+            let at = chart.backend_coord(&(best.0 as f64, best.1));
+            let taken: Vec<LabelBox> = placed.iter().chain(&point_boxes).copied().collect();
+            if let Some(b) = place_label(at, text.chars().count(), &taken, bounds) {
+                let style = TextStyle::from((super::FONT, 12).into_font()).color(&items[i].color);
+                left.draw(&Text::new(text, (b.0, b.1), style))
+                    .map_err(|e| plot_error(&name, e))?;
+                placed.push(b);
+            }
+        }
+        draw_legend(
+            &right,
+            "model (release date); ● reported ■ measured",
+            &items,
+            &name,
+        )?;
         Ok(())
     })?;
     Ok(Some(plot))
@@ -152,5 +235,14 @@ mod tests {
             assert_eq!(days_from_civil(y, m, d), z);
         }
         assert_eq!(parse_date("junk"), None);
+    }
+
+    #[test]
+    fn labels_do_not_overlap() {
+        let bounds = (0, 0, 500, 500);
+        let a = place_label((100, 100), 10, &[], bounds).expect("room");
+        let b = place_label((100, 100), 10, &[a], bounds).expect("room above or below");
+        assert!(!overlaps(a, b));
+        assert_eq!(place_label((495, 100), 10, &[], (480, 0, 500, 500)), None);
     }
 }

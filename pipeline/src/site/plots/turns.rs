@@ -8,15 +8,16 @@ use std::collections::BTreeSet;
 use plotters::prelude::*;
 
 use super::{
-    FONT, LEGEND_WIDTH, LegendItem, Marker, Plot, WIDTH, color, draw_legend, draw_marker,
-    grid_style, plot_error, render,
+    FONT, Marker, Plot, chart_and_legend, draw_legend, draw_marker, grid_style, plot_error,
+    plot_height, provenance_marker, render, series_color, series_legend,
 };
 use crate::metrics::{OverallMetrics, Provenance, TURN_LIMITS};
 use crate::site::SiteError;
 use crate::site::context::Context;
+use crate::site::format;
 
 /// Points of a dashed polyline: the segments to draw, alternating on and off.
-fn dashes(points: &[(i32, i32)], on: f64, off: f64) -> Vec<Vec<(i32, i32)>> {
+pub(crate) fn dashes(points: &[(i32, i32)], on: f64, off: f64) -> Vec<Vec<(i32, i32)>> {
     let mut out = Vec::new();
     for w in points.windows(2) {
         let (a, b) = (w[0], w[1]);
@@ -41,7 +42,10 @@ fn dashes(points: &[(i32, i32)], on: f64, off: f64) -> Vec<Vec<(i32, i32)>> {
     out
 }
 
-pub fn rates_by_turn_limit(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>, SiteError> {
+pub fn rates_by_turn_limit<'a>(
+    ctx: &'a Context<'_>,
+    arch: &str,
+) -> Result<Option<Plot>, SiteError> {
     let rows: Vec<&OverallMetrics> = ctx
         .metrics
         .overall
@@ -60,8 +64,14 @@ pub fn rates_by_turn_limit(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>
     let name = format!("{arch}-rates-by-turn-limit");
     let title = format!("Correctness against turn limit on {arch}");
     let last = TURN_LIMITS.len() as f64 - 1.0;
-    let plot = render(&name, &title, |root| {
-        let (left, right) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+    let label = |entry: &'a str| super::display_name(ctx, entry);
+    let n_series = series.len();
+    let items = series_legend(ctx, &series, |prov| match prov {
+        Provenance::Reported => Marker::Line,
+        Provenance::Measured => Marker::Dashed,
+    });
+    let plot = render(&name, &title, plot_height(&items), |root, tips| {
+        let (left, right) = chart_and_legend(root);
         let left = left
             .titled(&title, (FONT, 18))
             .map_err(|e| plot_error(&name, e))?;
@@ -105,7 +115,7 @@ pub fn rates_by_turn_limit(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>
             }
             let mut missing = false;
             for (si, (prov, entry)) in series.iter().enumerate() {
-                let mut points: Vec<(f64, f64)> = Vec::new();
+                let mut points: Vec<(f64, f64, u32)> = Vec::new();
                 for o in rows
                     .iter()
                     .filter(|o| o.provenance == *prov && o.entry == *entry)
@@ -117,7 +127,7 @@ pub fn rates_by_turn_limit(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>
                     };
                     let x = TURN_LIMITS.iter().position(|l| *l == o.turn_limit);
                     match (x, v) {
-                        (Some(x), Some(v)) => points.push((x as f64, v * 100.0)),
+                        (Some(x), Some(v)) => points.push((x as f64, v * 100.0, o.turn_limit)),
                         (_, None) => missing = true,
                         _ => {}
                     }
@@ -126,24 +136,35 @@ pub fn rates_by_turn_limit(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>
                 if points.is_empty() {
                     continue;
                 }
-                let px: Vec<(i32, i32)> = points.iter().map(|p| chart.backend_coord(p)).collect();
-                let style = color(si).stroke_width(2);
-                let marker = match prov {
+                let px: Vec<(i32, i32)> = points
+                    .iter()
+                    .map(|p| chart.backend_coord(&(p.0, p.1)))
+                    .collect();
+                let color = series_color(si, n_series);
+                let style = color.stroke_width(2);
+                match prov {
                     Provenance::Reported => {
                         root.draw(&PathElement::new(px.clone(), style))
                             .map_err(|e| plot_error(&name, e))?;
-                        Marker::Circle
                     }
                     Provenance::Measured => {
                         for seg in dashes(&px, 7.0, 5.0) {
                             root.draw(&PathElement::new(seg, style))
                                 .map_err(|e| plot_error(&name, e))?;
                         }
-                        Marker::Square
                     }
-                };
-                for p in &px {
-                    draw_marker(root, marker, color(si), *p, &name)?;
+                }
+                for (p, (_, v, limit)) in px.iter().zip(&points) {
+                    draw_marker(root, provenance_marker(*prov), color, *p, &name)?;
+                    tips.add(
+                        *p,
+                        format!(
+                            "{} ({prov}) · turn limit {limit} · {} {}",
+                            label(entry),
+                            panel_titles[pi],
+                            format::percent(v / 100.0)
+                        ),
+                    );
                 }
             }
             if pi == 1 && missing {
@@ -162,18 +183,6 @@ pub fn rates_by_turn_limit(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>
                 .map_err(|e| plot_error(&name, e))?;
             }
         }
-        let items: Vec<LegendItem> = series
-            .iter()
-            .enumerate()
-            .map(|(i, (prov, entry))| LegendItem {
-                label: format!("{entry} ({prov})"),
-                color: color(i),
-                marker: match prov {
-                    Provenance::Reported => Marker::Line,
-                    Provenance::Measured => Marker::Dashed,
-                },
-            })
-            .collect();
         draw_legend(&right, "entry (source)", &items, &name)?;
         Ok(())
     })?;
