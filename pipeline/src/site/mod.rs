@@ -9,12 +9,14 @@
 //! clock, host, absolute path or unseeded randomness reaches a page.
 //!
 //! `input` (loading records through `crate::record`), `blob_kind` (what a record's text blobs
-//! hold), `context` (metrics and indexes derived once), `pages` (view models and templates),
+//! hold), `context` (metrics and indexes derived once), `data` (the downloads),
+//! `pages` (view models and templates),
 //! `plots` (SVG), `format` and `paths` (numbers and links), `linkcheck` (the output's links),
 //! `output` (writing).
 
 pub mod blob_kind;
 pub mod context;
+pub mod data;
 pub mod format;
 pub mod input;
 pub mod linkcheck;
@@ -145,15 +147,21 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
     // GitHub Pages: serve files as they are (no Jekyll).
     emit(".nojekyll".into(), Vec::new())?;
 
-    let mut results = crate::metrics::export::results_frame(&ctx.metrics)?;
-    let mut csv = Vec::new();
-    crate::metrics::export::write_frame(
-        &mut results,
-        crate::metrics::export::Format::Csv,
-        &mut csv,
+    let mut tables = data::tables(&ctx)?;
+    let mut downloads = Vec::new();
+    for t in &mut tables {
+        let files = data::files(t)?;
+        downloads.push(files.iter().map(|(p, b)| (p.clone(), b.len())).collect());
+        for (path, bytes) in files {
+            emit(path, bytes)?;
+        }
+    }
+    let v = downloads::view(&ctx, &tables, &downloads);
+    let page = Page::new(&ctx, paths::DATA, "Data");
+    emit(
+        paths::DATA.into(),
+        html(&downloads::DataPage { page: &page, v: &v }, paths::DATA)?,
     )?;
-    emit(DATA_CSV.into(), csv)?;
-    emit(DATA_RECORDS_CSV.into(), records_csv(input)?)?;
 
     for arch in &ctx.archs {
         let drawn = [
@@ -266,50 +274,3 @@ pub const DATA_CSV: &str = "data/results.csv";
 /// Every record of the site, one line each, for download (pages list at most
 /// [`pages::record::MAX_LISTED`]).
 pub const DATA_RECORDS_CSV: &str = "data/records.csv";
-
-/// The records of the site as CSV, in digest order.
-fn records_csv(input: &SiteInput) -> Result<Vec<u8>, SiteError> {
-    use polars::prelude::{Column, DataFrame};
-    let r = &input.records;
-    let text =
-        |f: &dyn Fn(&input::LoadedRecord) -> String| -> Vec<String> { r.iter().map(f).collect() };
-    let mut frame = DataFrame::new(
-        r.len(),
-        vec![
-            Column::new("record".into(), text(&|x| x.digest.to_string())),
-            Column::new("entry".into(), text(&|x| x.record.entry.clone())),
-            Column::new("role".into(), text(&|x| x.record.role.as_str().to_string())),
-            Column::new("task".into(), text(&|x| x.record.task.clone())),
-            Column::new("arch".into(), text(&|x| x.record.arch.to_string())),
-            Column::new(
-                "turn".into(),
-                r.iter().map(|x| x.record.turn).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "verdict".into(),
-                text(&|x| x.record.verdict.as_str().to_string()),
-            ),
-            Column::new(
-                "expected".into(),
-                r.iter()
-                    .map(|x| x.record.expected.map(|v| v.as_str()))
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "min_speedup".into(),
-                r.iter().map(|x| x.record.min_speedup()).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "correct_with_arch".into(),
-                r.iter()
-                    .map(|x| x.record.correct_with_arch())
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new("page".into(), text(&|x| paths::record(&x.digest))),
-        ],
-    )
-    .map_err(MetricsError::from)?;
-    let mut out = Vec::new();
-    crate::metrics::export::write_frame(&mut frame, crate::metrics::export::Format::Csv, &mut out)?;
-    Ok(out)
-}

@@ -9,6 +9,7 @@ use crate::digest::Digest;
 pub const INDEX: &str = "index.html";
 pub const METHODOLOGY: &str = "methodology.html";
 pub const HARNESS_TESTS: &str = "harness-tests.html";
+pub const DATA: &str = "data.html";
 pub const STYLE: &str = "static/style.css";
 pub const SCRIPT: &str = "static/site.js";
 pub const FAVICON: &str = "static/favicon.svg";

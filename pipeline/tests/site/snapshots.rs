@@ -120,3 +120,48 @@ fn plots_have_full_legends_and_point_titles() {
         );
     }
 }
+
+/// Issue 14: the data page offers every table as CSV, JSON and Parquet, with its schema.
+#[test]
+fn data_page_offers_every_table_in_three_formats() {
+    let (_dir, input) = fixture_input();
+    let pages = build(&input).expect("builds");
+    let page = pages.text("data.html").expect("data page");
+    assert!(
+        pages
+            .text("index.html")
+            .expect("index")
+            .contains("href=\"data.html\"")
+    );
+    for stem in ["results", "records", "workloads"] {
+        for ext in ["csv", "json", "parquet"] {
+            let path = format!("data/{stem}.{ext}");
+            assert!(pages.get(&path).is_some_and(|b| !b.is_empty()), "{path}");
+            assert!(
+                page.contains(&format!("href=\"{path}\"")),
+                "{path} not linked"
+            );
+        }
+    }
+    let records = pages.text("data/records.csv").expect("records.csv");
+    let header = records.lines().next().expect("header");
+    for c in [
+        "record",
+        "gpu",
+        "task_digest",
+        "suite_digest",
+        "previous_digest",
+    ] {
+        assert!(header.split(',').any(|h| h == c), "records.csv lacks {c}");
+    }
+    let workloads = pages.text("data/workloads.csv").expect("workloads.csv");
+    assert!(workloads.starts_with("record,"));
+    assert!(
+        workloads
+            .lines()
+            .next()
+            .expect("header")
+            .contains("speedup_ci95_lo")
+    );
+    assert!(page.contains("ptxbench bundle manifests/"));
+}

@@ -4,6 +4,7 @@
 
 pub mod arch;
 pub mod blob;
+pub mod downloads;
 pub mod entry;
 pub mod harness;
 pub mod index;
@@ -54,6 +55,7 @@ impl Page {
             });
         }
         for (label, target) in [
+            ("Data", paths::DATA),
             ("Methodology", paths::METHODOLOGY),
             ("Harness tests", paths::HARNESS_TESTS),
         ] {

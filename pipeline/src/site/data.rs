@@ -1,0 +1,380 @@
+//! The data downloads behind the data page: three tables (metrics, records, per-workload
+//! timings), each written from one Polars frame as CSV, JSON and Parquet, and the column
+//! schema the page prints. Every frame is built in a fixed order (metrics in key order,
+//! records and workloads in record-digest order), and the writers add no time or host, so
+//! the files are byte-stable.
+
+use polars::prelude::{Column, DataFrame};
+use polars_io::SerWriter;
+use polars_io::json::{JsonFormat, JsonWriter};
+
+use super::SiteError;
+use super::context::{Context, workload_rates};
+use super::input::LoadedRecord;
+use super::paths;
+use crate::metrics::MetricsError;
+use crate::metrics::export::{Format, write_frame};
+
+/// One documented column: name, type as the CSV holds it, meaning.
+pub type ColumnDoc = (&'static str, &'static str, &'static str);
+
+/// A downloadable table.
+#[derive(Debug)]
+pub struct Table {
+    /// File stem under `data/`.
+    pub stem: &'static str,
+    pub title: &'static str,
+    pub about: &'static str,
+    /// (name, type, meaning) of each column, in order.
+    pub columns: Vec<(String, &'static str, &'static str)>,
+    pub frame: DataFrame,
+}
+
+/// The formats each table is written in, with their file extension.
+pub const FORMATS: [(&str, &str); 3] = [("CSV", "csv"), ("JSON", "json"), ("Parquet", "parquet")];
+
+/// The site path of `stem` in format `ext`.
+pub fn path(stem: &str, ext: &str) -> String {
+    format!("data/{stem}.{ext}")
+}
+
+const RECORD_COLUMNS: [ColumnDoc; 18] = [
+    (
+        "record",
+        "hex",
+        "blake3 digest of the record object (its page is record/<digest>.html; its bytes re-hash to it)",
+    ),
+    (
+        "entry",
+        "text",
+        "the entry (model or reference kernel) as the record names it",
+    ),
+    ("role", "text", "entry or harness-test"),
+    (
+        "model",
+        "text",
+        "the model that wrote the kernel, where one did",
+    ),
+    ("task", "text", "task id"),
+    (
+        "task_digest",
+        "hex",
+        "blake3 digest of the task object the record was evaluated against",
+    ),
+    (
+        "suite_digest",
+        "hex",
+        "blake3 digest of the suite object the record names",
+    ),
+    ("arch", "text", "target architecture (sm_90a, sm_100a)"),
+    (
+        "gpu",
+        "text",
+        "the GPU the record was measured on (as the driver names it)",
+    ),
+    ("turn", "integer", "0-based turn within the trajectory"),
+    (
+        "previous_digest",
+        "hex",
+        "the record of the previous turn of the same trajectory",
+    ),
+    ("verdict", "text", "correct, or the stage that failed"),
+    ("expected", "text", "the verdict a harness test expects"),
+    (
+        "min_speedup",
+        "number",
+        "smallest speedup over the performance workloads (library time / kernel time)",
+    ),
+    (
+        "correct_with_arch",
+        "boolean",
+        "correct, and the target instructions were shown to execute",
+    ),
+    (
+        "correct_on_target",
+        "boolean",
+        "correct with arch and enough of the FLOPs on the target MMA",
+    ),
+    ("seed", "integer", "the seed the inputs were drawn from"),
+    (
+        "page",
+        "text",
+        "the record's page, relative to the site root",
+    ),
+];
+
+const WORKLOAD_COLUMNS: [ColumnDoc; 13] = [
+    ("record", "hex", "blake3 digest of the record"),
+    ("entry", "text", "the entry"),
+    ("task", "text", "task id"),
+    ("arch", "text", "target architecture"),
+    ("gpu", "text", "the GPU measured on"),
+    ("workload", "text", "workload name (a shape of the task)"),
+    (
+        "candidate_ms",
+        "number",
+        "median time of the kernel, milliseconds",
+    ),
+    (
+        "baseline_ms",
+        "number",
+        "median time of the library, milliseconds",
+    ),
+    (
+        "speedup",
+        "number",
+        "paired speedup over the library (library time / kernel time)",
+    ),
+    (
+        "speedup_ci95_lo",
+        "number",
+        "lower end of the speedup's 95% bootstrap interval",
+    ),
+    (
+        "speedup_ci95_hi",
+        "number",
+        "upper end of the speedup's 95% bootstrap interval",
+    ),
+    (
+        "candidate_tflops",
+        "number",
+        "kernel throughput from the task's FLOP formula, TFLOP/s",
+    ),
+    ("baseline_tflops", "number", "library throughput, TFLOP/s"),
+];
+
+/// Meanings of the metric table's columns (`fast_*` and `pass_at_*` by prefix).
+fn metric_meaning(name: &str) -> &'static str {
+    match name {
+        "provenance" => "reported (the paper's) or measured (records here); never pooled",
+        "entry" => "the entry",
+        "arch" => "target architecture",
+        "task" => "task id; * on rows over all the entry's tasks",
+        "turn_limit" => "a trajectory counts its turns 0..limit",
+        "trajectories" => "trajectories counted",
+        "correct" => "trajectories with a correct turn below the limit",
+        "correctness_rate" => "correct / trajectories (macro average over tasks on * rows)",
+        "correct_with_arch" | "correct_with_arch_rate" => {
+            "correct with the target instructions shown to execute (empty: not measured)"
+        }
+        "correct_on_target" | "correct_on_target_rate" => {
+            "correct with arch and enough FLOPs on the target MMA (empty: not measured)"
+        }
+        "mma_flop_share" => "mean executed target-MMA FLOPs over the task's FLOPs",
+        "turns_seen" => "most turns any trajectory used",
+        "best_speedup" => "best speedup on the best workload (not the headline)",
+        "min_speedup" => {
+            "best over correct trajectories of the smallest speedup over the workloads"
+        }
+        "min_speedup_ci95_lo" | "min_speedup_ci95_hi" => "95% interval of min_speedup",
+        "geomean_speedup" => "geometric mean of the trajectories' smallest speedups",
+        "peak_fraction" => "best fraction of the measured library peak",
+        "level" => "task (one task) or all (over tasks)",
+        n if n.starts_with("fast_") => {
+            "fraction of trajectories correct with smallest speedup above p (fast_0.0: correct)"
+        }
+        n if n.starts_with("pass_at_") => {
+            "unbiased pass@k (empty where k exceeds the trajectories)"
+        }
+        _ => "",
+    }
+}
+
+fn dtype_word(d: &polars::prelude::DataType) -> &'static str {
+    use polars::prelude::DataType::*;
+    match d {
+        String => "text",
+        Boolean => "boolean",
+        Float32 | Float64 => "number",
+        UInt8 | UInt16 | UInt32 | UInt64 | Int8 | Int16 | Int32 | Int64 => "integer",
+        _ => "other",
+    }
+}
+
+fn gpu(r: &LoadedRecord) -> Option<String> {
+    r.record.outcome.device.as_ref().map(|d| d.name.clone())
+}
+
+fn records_frame(records: &[&LoadedRecord]) -> Result<DataFrame, MetricsError> {
+    let text = |f: &dyn Fn(&LoadedRecord) -> String| -> Vec<String> {
+        records.iter().map(|r| f(r)).collect()
+    };
+    let opt = |f: &dyn Fn(&LoadedRecord) -> Option<String>| -> Vec<Option<String>> {
+        records.iter().map(|r| f(r)).collect()
+    };
+    Ok(DataFrame::new(
+        records.len(),
+        vec![
+            Column::new("record".into(), text(&|x| x.digest.to_string())),
+            Column::new("entry".into(), text(&|x| x.record.entry.clone())),
+            Column::new("role".into(), text(&|x| x.record.role.as_str().to_string())),
+            Column::new("model".into(), opt(&|x| x.record.model.clone())),
+            Column::new("task".into(), text(&|x| x.record.task.clone())),
+            Column::new(
+                "task_digest".into(),
+                opt(&|x| x.record.task_digest.map(|d| d.to_string())),
+            ),
+            Column::new(
+                "suite_digest".into(),
+                opt(&|x| x.record.suite_digest.map(|d| d.to_string())),
+            ),
+            Column::new("arch".into(), text(&|x| x.record.arch.to_string())),
+            Column::new("gpu".into(), opt(&gpu)),
+            Column::new(
+                "turn".into(),
+                records.iter().map(|x| x.record.turn).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "previous_digest".into(),
+                opt(&|x| x.record.previous_digest.map(|d| d.to_string())),
+            ),
+            Column::new(
+                "verdict".into(),
+                text(&|x| x.record.verdict.as_str().to_string()),
+            ),
+            Column::new(
+                "expected".into(),
+                records
+                    .iter()
+                    .map(|x| x.record.expected.map(|v| v.as_str()))
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "min_speedup".into(),
+                records
+                    .iter()
+                    .map(|x| x.record.min_speedup())
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "correct_with_arch".into(),
+                records
+                    .iter()
+                    .map(|x| x.record.correct_with_arch())
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "correct_on_target".into(),
+                records
+                    .iter()
+                    .map(|x| x.record.correct_on_target())
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "seed".into(),
+                records.iter().map(|x| x.record.seed).collect::<Vec<_>>(),
+            ),
+            Column::new("page".into(), text(&|x| paths::record(&x.digest))),
+        ],
+    )?)
+}
+
+fn workloads_frame(
+    ctx: &Context<'_>,
+    records: &[&LoadedRecord],
+) -> Result<DataFrame, MetricsError> {
+    let mut cols: [Vec<String>; 6] = Default::default();
+    let mut nums: [Vec<Option<f64>>; 7] = Default::default();
+    for r in records {
+        let rates = workload_rates(&r.record, &ctx.flops);
+        for w in &r.record.outcome.workloads {
+            let Some(t) = &w.timing else { continue };
+            let rate = rates.iter().find(|x| x.workload == w.workload);
+            for (c, v) in cols.iter_mut().zip([
+                r.digest.to_string(),
+                r.record.entry.clone(),
+                r.record.task.clone(),
+                r.record.arch.to_string(),
+                gpu(r).unwrap_or_default(),
+                w.workload.clone(),
+            ]) {
+                c.push(v);
+            }
+            for (c, v) in nums.iter_mut().zip([
+                Some(t.candidate.median_ms),
+                t.baseline.as_ref().map(|b| b.median_ms),
+                rate.and_then(|x| x.speedup),
+                t.speedup_ci95.map(|c| c[0]),
+                t.speedup_ci95.map(|c| c[1]),
+                rate.and_then(|x| x.candidate_tflops),
+                rate.and_then(|x| x.baseline_tflops),
+            ]) {
+                c.push(v.filter(|x| x.is_finite()));
+            }
+        }
+    }
+    let height = cols[0].len();
+    let mut columns: Vec<Column> = Vec::new();
+    for (doc, c) in WORKLOAD_COLUMNS.iter().zip(cols) {
+        columns.push(Column::new(doc.0.into(), c));
+    }
+    for (doc, c) in WORKLOAD_COLUMNS[6..].iter().zip(nums) {
+        columns.push(Column::new(doc.0.into(), c));
+    }
+    Ok(DataFrame::new(height, columns)?)
+}
+
+fn owned(docs: &[ColumnDoc]) -> Vec<(String, &'static str, &'static str)> {
+    docs.iter()
+        .map(|(n, t, m)| (n.to_string(), *t, *m))
+        .collect()
+}
+
+/// The three tables of the site.
+pub fn tables(ctx: &Context<'_>) -> Result<Vec<Table>, SiteError> {
+    let mut records: Vec<&LoadedRecord> = ctx.input.records.iter().collect();
+    records.sort_by_key(|r| r.digest);
+    let results = crate::metrics::export::results_frame(&ctx.metrics)?;
+    let results_columns = results
+        .columns()
+        .iter()
+        .map(|c| {
+            (
+                c.name().to_string(),
+                dtype_word(c.dtype()),
+                metric_meaning(c.name()),
+            )
+        })
+        .collect();
+    Ok(vec![
+        Table {
+            stem: "results",
+            title: "Metrics",
+            about: "One row per (source, entry, architecture, task, turn limit), then one per (source, entry, architecture, turn limit) over all its tasks: the numbers of the leaderboards.",
+            columns: results_columns,
+            frame: results,
+        },
+        Table {
+            stem: "records",
+            title: "Records",
+            about: "Every record of the site (harness tests included), one row each, in digest order.",
+            columns: owned(&RECORD_COLUMNS),
+            frame: records_frame(&records).map_err(SiteError::from)?,
+        },
+        Table {
+            stem: "workloads",
+            title: "Per-workload timings",
+            about: "One row per timed workload of every record: the medians, the paired speedup with its 95% interval, and throughputs.",
+            columns: owned(&WORKLOAD_COLUMNS),
+            frame: workloads_frame(ctx, &records).map_err(SiteError::from)?,
+        },
+    ])
+}
+
+/// The bytes of `table` in each of [`FORMATS`], with their site paths.
+pub fn files(table: &mut Table) -> Result<Vec<(String, Vec<u8>)>, SiteError> {
+    let mut out = Vec::new();
+    for (_, ext) in FORMATS {
+        let mut bytes = Vec::new();
+        match ext {
+            "csv" => write_frame(&mut table.frame, Format::Csv, &mut bytes)?,
+            "parquet" => write_frame(&mut table.frame, Format::Parquet, &mut bytes)?,
+            _ => JsonWriter::new(&mut bytes)
+                .with_json_format(JsonFormat::Json)
+                .finish(&mut table.frame)
+                .map_err(MetricsError::from)?,
+        }
+        out.push((path(table.stem, ext), bytes));
+    }
+    Ok(out)
+}
