@@ -137,8 +137,8 @@ pub fn assess(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::sass::parse_listing;
     use crate::arch::Arch;
+    use crate::evidence::sass::parse_listing;
     use crate::task::TargetFamily;
 
     fn target() -> Target {
