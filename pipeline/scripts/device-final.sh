@@ -36,7 +36,7 @@ ncu_check triton_gemm_tma tasks/candidates/triton_gemm_tma gemm_n7168_k5120 M819
 fi
 
 echo "== reference run"
-timeout "${REFERENCE_S:-330}" "$bin" run tasks/runs/reference-sm90a.yaml --out /tmp/runs/reference-sm90a \
+timeout "${REFERENCE_S:-330}" "$bin" run tasks/runs/reference-sm90a.yaml --out "$(mktemp -d)/reference-sm90a" \
   > "$log/reference-summary.txt" 2> "$log/reference-stderr.txt"
 
 echo "== audits from a copy of the store, in a folder with no tasks/"
