@@ -112,46 +112,64 @@ fn floor_of(gpu: &Gpu, task: &Task, w: &Workload) -> Option<super::Floor> {
     Some(super::Floor::new(peaks, class, clock_mhz, flops, bytes))
 }
 
-/// One pair: candidate, then (if any) baseline, on the inputs now in `set`. Returns the two
-/// times; `keep` gets copies of the candidate's outputs taken between the two.
-#[allow(clippy::too_many_arguments)]
-fn pair(
-    gpu: &Gpu,
-    task: &Task,
-    set: &TensorSet,
-    kernels: &BTreeMap<String, Kernel>,
-    launches: &[ResolvedLaunch],
-    encoded: &[Vec<crate::cuda::driver::ParamBytes>],
-    baseline: Option<&Baseline>,
-    flush: &DeviceBuffer,
-    events: &[crate::cuda::driver::Event; 4],
-    salt: u32,
-    keep: Option<&[(String, DeviceBuffer)]>,
-) -> Result<(f64, Option<f64>), Stop> {
-    let flush_words = flush.bytes() / 4;
-    prepare_outputs(gpu, task, set)?;
-    gpu.fill_u32(flush, 0, salt, flush_words)?;
-    gpu.record(&events[0])?;
-    launch_encoded(gpu, kernels, launches, encoded)?;
-    gpu.record(&events[1])?;
-    if let Some(copies) = keep {
-        for (name, copy) in copies {
-            let (buf, ..) = &set.tensors[name];
-            gpu.copy(copy, buf)?;
+/// What a timed pair runs on: the candidate's launches over one tensor set, the baseline
+/// bound to the same set, the L2 flush buffer and the events.
+struct Bench<'a> {
+    gpu: &'a Gpu,
+    task: &'a Task,
+    set: &'a TensorSet,
+    kernels: &'a BTreeMap<String, Kernel>,
+    launches: &'a [ResolvedLaunch],
+    encoded: &'a [Vec<crate::cuda::driver::ParamBytes>],
+    baseline: Option<&'a Baseline>,
+    flush: &'a DeviceBuffer,
+    events: &'a [crate::cuda::driver::Event; 4],
+}
+
+impl Bench<'_> {
+    /// One pair: candidate, then (if any) baseline, on the inputs now in the set. Returns the
+    /// two times; `keep` gets copies of the candidate's outputs taken between the two.
+    fn pair(
+        &self,
+        salt: u32,
+        keep: Option<&[(String, DeviceBuffer)]>,
+    ) -> Result<(f64, Option<f64>), Stop> {
+        let Bench {
+            gpu,
+            task,
+            set,
+            kernels,
+            launches,
+            encoded,
+            baseline,
+            flush,
+            events,
+        } = *self;
+        let flush_words = flush.bytes() / 4;
+        prepare_outputs(gpu, task, set)?;
+        gpu.fill_u32(flush, 0, salt, flush_words)?;
+        gpu.record(&events[0])?;
+        launch_encoded(gpu, kernels, launches, encoded)?;
+        gpu.record(&events[1])?;
+        if let Some(copies) = keep {
+            for (name, copy) in copies {
+                let (buf, ..) = &set.tensors[name];
+                gpu.copy(copy, buf)?;
+            }
         }
+        if let Some(b) = baseline {
+            gpu.fill_u32(flush, 0, salt ^ 0x5a5a_5a5a, flush_words)?;
+            gpu.record(&events[2])?;
+            b.launch(gpu)?;
+            gpu.record(&events[3])?;
+        }
+        let c = f64::from(gpu.elapsed_ms(&events[0], &events[1])?);
+        let b = match baseline {
+            Some(_) => Some(f64::from(gpu.elapsed_ms(&events[2], &events[3])?)),
+            None => None,
+        };
+        Ok((c, b))
     }
-    if let Some(b) = baseline {
-        gpu.fill_u32(flush, 0, salt ^ 0x5a5a_5a5a, flush_words)?;
-        gpu.record(&events[2])?;
-        b.launch(gpu)?;
-        gpu.record(&events[3])?;
-    }
-    let c = f64::from(gpu.elapsed_ms(&events[0], &events[1])?);
-    let b = match baseline {
-        Some(_) => Some(f64::from(gpu.elapsed_ms(&events[2], &events[3])?)),
-        None => None,
-    };
-    Ok((c, b))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -201,6 +219,17 @@ pub fn time_workload(
     drop(reference);
     let flush = l2_flush_buffer(gpu)?;
     let events = [gpu.event()?, gpu.event()?, gpu.event()?, gpu.event()?];
+    let bench = Bench {
+        gpu,
+        task,
+        set: &set,
+        kernels,
+        launches,
+        encoded: &encoded,
+        baseline: baseline.as_ref(),
+        flush: &flush,
+        events: &events,
+    };
 
     // Warm-up: before the evaluation's first timed workload, at least `warmup` pairs and
     // `warmup_ms` of wall time with the GPU kept busy; later workloads find it warm and run
@@ -213,19 +242,7 @@ pub fn time_workload(
     };
     let mut warm_pairs = 0u32;
     while warm_pairs < min_pairs || started.elapsed().as_secs_f64() * 1e3 < min_ms {
-        pair(
-            gpu,
-            task,
-            &set,
-            kernels,
-            launches,
-            &encoded,
-            baseline.as_ref(),
-            &flush,
-            &events,
-            warm_pairs,
-            None,
-        )?;
+        bench.pair(warm_pairs, None)?;
         warm_pairs += 1;
     }
     *warmed = true;
@@ -271,19 +288,7 @@ pub fn time_workload(
             None => None,
         };
         let keep = copies.map(|s| reservoir.kept[s].outputs.as_slice());
-        let (c, b) = pair(
-            gpu,
-            task,
-            &set,
-            kernels,
-            launches,
-            &encoded,
-            baseline.as_ref(),
-            &flush,
-            &events,
-            n,
-            keep,
-        )?;
+        let (c, b) = bench.pair(n, keep)?;
         cand.push(c);
         spent += c;
         if let Some(b) = b {
