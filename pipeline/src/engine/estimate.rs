@@ -105,12 +105,14 @@ pub struct StopRule {
     pub target: f64,
     /// GPU milliseconds (candidate + baseline) the workload may spend.
     pub budget_ms: f64,
+    /// The budget ends timing only after this many pairs (a slow kernel still gets a few).
+    pub min_pairs_on_budget: usize,
 }
 
 impl StopRule {
     /// Whether to stop after `pairs` pairs that took `spent_ms`, with the current estimate:
     /// at the pair limit; once the minimum is reached and the interval is tight; or once the
-    /// budget is spent (the caller may insist on a few pairs first).
+    /// budget is spent and at least `min_pairs_on_budget` pairs were timed.
     pub fn decide(
         &self,
         pairs: usize,
@@ -125,7 +127,8 @@ impl StopRule {
         {
             return Some(StopReason::Converged);
         }
-        (spent_ms >= self.budget_ms).then_some(StopReason::Budget)
+        (spent_ms >= self.budget_ms && pairs >= self.min_pairs_on_budget)
+            .then_some(StopReason::Budget)
     }
 }
 
@@ -179,6 +182,7 @@ mod tests {
             max_pairs: 100,
             target: 0.01,
             budget_ms: 1000.0,
+            min_pairs_on_budget: 3,
         };
         let tight = PairedSpeedup {
             estimate: 1.0,

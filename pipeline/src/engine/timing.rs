@@ -39,9 +39,6 @@ use crate::task::{Op, Task, Workload};
 /// power brake), as opposed to idle or an application clock setting.
 const THROTTLE_REASONS: u64 = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
-/// Fewest pairs before the time budget may end timing.
-const MIN_PAIRS_ON_BUDGET: usize = 3;
-
 /// A kept timed launch: its index, the seed of its inputs, and copies of its outputs.
 struct Kept {
     launch: u32,
@@ -252,6 +249,7 @@ pub fn time_workload(
         max_pairs: p.iterations.max(2) as usize,
         target: p.target_half_width,
         budget_ms: p.max_timing_seconds * 1e3,
+        min_pairs_on_budget: 3,
     };
     let mut reservoir = Reservoir::new(p.checked_launches as usize)?;
     let mut clocks = Vec::new();
@@ -310,9 +308,7 @@ pub fn time_workload(
         } else {
             None
         };
-        if let Some(reason) = decided
-            && (pairs >= MIN_PAIRS_ON_BUDGET || reason != super::StopReason::Budget)
-        {
+        if let Some(reason) = decided {
             stop_reason = Some(reason);
             break;
         }
