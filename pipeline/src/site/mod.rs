@@ -17,6 +17,7 @@
 pub mod blob_kind;
 pub mod context;
 pub mod data;
+pub mod diff;
 pub mod format;
 pub mod input;
 pub mod linkcheck;
