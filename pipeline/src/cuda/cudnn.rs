@@ -9,7 +9,16 @@
 //!   `Stats = M + log Z` (the LSE, fp32 `[B,H,S,1]`), `P = E / Z` (bf16), `O = P @ V`;
 //! - backward: `Delta = sum_d dO * O` (fp32, a cuDNN-visible buffer), `P = exp(scale * Q K^T
 //!   (masked) - Stats)`, `dV = P^T dO`, `dS = P * (dO V^T - Delta) * scale`, `dK = dS^T Q`,
-//!   `dQ = dS K` accumulated in fp32 and converted to bf16.
+//!   `dQ = dS K` accumulated in fp32 and converted to bf16;
+//! - paged decode ([`Sdpa::paged_decode`], cuDNN >= 9.5): K^T and V gathered from page
+//!   containers by paged-cache-load operations (page table + seq_len_kv), one query per
+//!   sequence, grouped-query heads (Hq a multiple of Hkv), `S = Q K^T` with M/N overridden by
+//!   seq_len_q/seq_len_kv, `* scale`, the padding mask (`row < seq_len_q && col < seq_len_kv`,
+//!   else -inf), softmax with stats, `O = P V` with M/K overridden;
+//! - fp8 forward ([`Sdpa::forward_fp8`]): the frontend's sdpa_fp8 pattern, e4m3 Q/K/V/O with
+//!   per-tensor descales (see [`SdpaKind::tensors`] for what is bound and what is internal).
+//!
+//! [`super::cudnn_check::check_graphs`] runs the two newer graphs once against a CPU reference.
 //!
 //! Q, K, V, O, dO, dQ, dK, dV are bf16 `[B,H,S,D]` row-major; the LSE is fp32 `[B,H,S]`. K (and
 //! V in the backward pass) enter the graph as transposed views, as the backend expects.
@@ -45,6 +54,15 @@ pub enum DnnError {
     },
     #[error("cuDNN found no engine for the SDPA {graph} graph: {tried}")]
     NoEngine { graph: &'static str, tried: String },
+    #[error("SDPA {graph} graph: invalid shape: {why}")]
+    Shape { graph: &'static str, why: String },
+    #[error("SDPA {graph} graph needs cuDNN {needs}; the loaded library ({path}) is {have}")]
+    Version {
+        graph: &'static str,
+        needs: &'static str,
+        have: String,
+        path: String,
+    },
     #[error(transparent)]
     Driver(#[from] DriverError),
 }
@@ -465,6 +483,18 @@ impl Builder {
     }
 
     fn matmul(&mut self, a: Tensor, b: Tensor, c: Tensor) -> Result<(), DnnError> {
+        self.matmul_overridden(a, b, c, [None; 3])
+    }
+
+    /// A matmul whose per-batch M, N and K extents may be overridden by int32 `[B,1,1,1]`
+    /// tensors (the actual sequence lengths of a padded or paged problem).
+    fn matmul_overridden(
+        &mut self,
+        a: Tensor,
+        b: Tensor,
+        c: Tensor,
+        mnk: [Option<Tensor>; 3],
+    ) -> Result<(), DnnError> {
         let m = Desc::new(self.api, D::CUDNN_BACKEND_MATMUL_DESCRIPTOR)?;
         m.set(
             A::CUDNN_ATTR_MATMUL_COMP_TYPE,
@@ -477,6 +507,16 @@ impl Builder {
         op.set_desc(A::CUDNN_ATTR_OPERATION_MATMUL_BDESC, &[self.t(b)])?;
         op.set_desc(A::CUDNN_ATTR_OPERATION_MATMUL_CDESC, &[self.t(c)])?;
         op.set_desc(A::CUDNN_ATTR_OPERATION_MATMUL_DESC, &[&m])?;
+        let names = [
+            A::CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC,
+            A::CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC,
+            A::CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC,
+        ];
+        for (name, t) in names.into_iter().zip(mnk) {
+            if let Some(t) = t {
+                op.set_desc(name, &[self.t(t)])?;
+            }
+        }
         op.finalize("matmul")?;
         self.ops.push(op);
         Ok(())
@@ -489,6 +529,89 @@ impl Builder {
         op.finalize("reshape")?;
         self.ops.push(op);
         Ok(())
+    }
+
+    /// Gathers a paged K or V cache into the dense virtual tensor `y` (`[B,H,D,S]` K^T-strided
+    /// for K, `[B,H,S,D]` for V): `container` `[num_pages,H,block_size,D]`, `page_table` int32
+    /// `[B,1,pages_per_seq,1]`, `seq_len` int32 `[B,1,1,1]` (cuDNN >= 9.5).
+    fn paged_cache_load(
+        &mut self,
+        container: Tensor,
+        seq_len: Tensor,
+        page_table: Tensor,
+        y: Tensor,
+    ) -> Result<(), DnnError> {
+        let op = Desc::new(
+            self.api,
+            D::CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR,
+        )?;
+        op.set_desc(
+            A::CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC,
+            &[self.t(container)],
+        )?;
+        op.set_desc(
+            A::CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC,
+            &[self.t(page_table)],
+        )?;
+        op.set_desc(
+            A::CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC,
+            &[self.t(seq_len)],
+        )?;
+        op.set_desc(A::CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, &[self.t(y)])?;
+        op.finalize("paged cache load")?;
+        self.ops.push(op);
+        Ok(())
+    }
+
+    /// The padding mask on scores `s` `[B,H,Sq,Skv]` (the frontend's `padding_mask` score
+    /// modifier): keep (i, j) when `i < seq_len_q[b]` and `j < seq_len_kv[b]`, else -inf.
+    fn padding_mask(
+        &mut self,
+        s: Tensor,
+        dims: [i64; 4],
+        seq_len_q: Tensor,
+        seq_len_kv: Tensor,
+    ) -> Result<Tensor, DnnError> {
+        let i32t = Dt::CUDNN_DATA_INT32;
+        let boolean = Dt::CUDNN_DATA_BOOLEAN;
+        let row = self.virt(dims, i32t)?;
+        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], row, Some(2))?;
+        let col = self.virt(dims, i32t)?;
+        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], col, Some(3))?;
+        let row_in = self.virt(dims, boolean)?;
+        self.pointwise(
+            Pw::CUDNN_POINTWISE_CMP_LT,
+            boolean,
+            &[row, seq_len_q],
+            row_in,
+            None,
+        )?;
+        let col_in = self.virt(dims, boolean)?;
+        self.pointwise(
+            Pw::CUDNN_POINTWISE_CMP_LT,
+            boolean,
+            &[col, seq_len_kv],
+            col_in,
+            None,
+        )?;
+        let keep = self.virt(dims, boolean)?;
+        self.pointwise(
+            Pw::CUDNN_POINTWISE_LOGICAL_AND,
+            boolean,
+            &[row_in, col_in],
+            keep,
+            None,
+        )?;
+        let neg_inf = self.scalar(Scalar::NegInf)?;
+        let out = self.virt(dims, Dt::CUDNN_DATA_FLOAT)?;
+        self.pointwise(
+            Pw::CUDNN_POINTWISE_BINARY_SELECT,
+            Dt::CUDNN_DATA_FLOAT,
+            &[s, neg_inf, keep],
+            out,
+            None,
+        )?;
+        Ok(out)
     }
 
     /// The causal (top-left) mask on scores `s` `[B,H,Sq,Skv]`: keep key j for query i when
@@ -530,6 +653,35 @@ impl Builder {
         Ok(out)
     }
 
+    /// Softmax over the key axis with statistics, as the frontend's softmax node lowers it:
+    /// `M = max x`, `E = exp(x - M)`, `Z = sum E`, `stats = M + log Z` (written to `stats`),
+    /// returns `P = E / Z` as a virtual tensor of type `p_type`.
+    fn softmax_with_stats(
+        &mut self,
+        x: Tensor,
+        dims: [i64; 4],
+        stats: Tensor,
+        p_type: Dt,
+    ) -> Result<Tensor, DnnError> {
+        let f32t = Dt::CUDNN_DATA_FLOAT;
+        let stats_dims = [dims[0], dims[1], dims[2], 1];
+        let max = self.virt(stats_dims, f32t)?;
+        self.reduction(sys::cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_MAX, x, max)?;
+        let sub = self.pw(Pw::CUDNN_POINTWISE_SUB, &[x, max], dims)?;
+        let exp = self.pw(Pw::CUDNN_POINTWISE_EXP, &[sub], dims)?;
+        let sum = self.virt(stats_dims, f32t)?;
+        self.reduction(
+            sys::cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_ADD,
+            exp,
+            sum,
+        )?;
+        let log = self.pw(Pw::CUDNN_POINTWISE_LOG, &[sum], stats_dims)?;
+        self.pointwise(Pw::CUDNN_POINTWISE_ADD, f32t, &[max, log], stats, None)?;
+        let p = self.virt(dims, p_type)?;
+        self.pointwise(Pw::CUDNN_POINTWISE_DIV, f32t, &[exp, sum], p, None)?;
+        Ok(p)
+    }
+
     /// Finalizes the operation graph on `handle`.
     fn graph(&self, handle: &Handle) -> Result<Desc, DnnError> {
         let g = Desc::new(self.api, D::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
@@ -567,9 +719,191 @@ pub enum SdpaPass {
 impl SdpaPass {
     /// The names of the tensors [`Sdpa::bind`] takes, in order.
     pub fn tensors(self) -> &'static [&'static str] {
+        SdpaKind::from(self).tensors()
+    }
+}
+
+/// Shape of one paged, grouped-query decode step (one query token per sequence).
+///
+/// K and V live in page containers `[num_pages, h_kv, block_size, d]` (row-major); sequence
+/// `b` reads its pages through row `b` of a page table `[b, 1, max_pages_per_seq, 1]`, and its
+/// first `seq_len_kv[b]` keys count (the rest are masked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PagedDecodeShape {
+    pub b: i64,
+    pub h_q: i64,
+    pub h_kv: i64,
+    pub d: i64,
+    pub num_pages: i64,
+    pub max_pages_per_seq: i64,
+    /// Tokens per page (1 for the suite's decode task).
+    pub block_size: i64,
+}
+
+impl PagedDecodeShape {
+    /// The padded key length the graph is planned for: `max_pages_per_seq * block_size`.
+    pub fn max_seq_len_kv(&self) -> i64 {
+        self.max_pages_per_seq * self.block_size
+    }
+
+    /// Checks what cuDNN's paged SDPA needs of the shape.
+    pub fn validate(&self) -> Result<(), String> {
+        let named = [
+            ("b", self.b),
+            ("h_q", self.h_q),
+            ("h_kv", self.h_kv),
+            ("d", self.d),
+            ("num_pages", self.num_pages),
+            ("max_pages_per_seq", self.max_pages_per_seq),
+            ("block_size", self.block_size),
+        ];
+        if let Some((n, v)) = named.iter().find(|(_, v)| *v <= 0) {
+            return Err(format!("{n} = {v} must be positive"));
+        }
+        if self.h_q % self.h_kv != 0 {
+            return Err(format!(
+                "h_q = {} is not a multiple of h_kv = {} (grouped-query attention)",
+                self.h_q, self.h_kv
+            ));
+        }
+        head_dim_ok(self.d)
+    }
+
+    fn q_dims(&self) -> [i64; 4] {
+        [self.b, self.h_q, 1, self.d]
+    }
+
+    fn container_dims(&self) -> [i64; 4] {
+        [self.num_pages, self.h_kv, self.block_size, self.d]
+    }
+
+    fn page_table_dims(&self) -> ([i64; 4], [i64; 4]) {
+        let p = self.max_pages_per_seq;
+        ([self.b, 1, p, 1], [p, p, 1, 1])
+    }
+
+    /// The gathered K^T `[B,Hkv,D,S]` (dims, strides) and V `[B,Hkv,S,D]`, as the frontend
+    /// lays them out.
+    fn gathered_kv(&self) -> (Layout, Layout) {
+        let (b, h, d, s) = (self.b, self.h_kv, self.d, self.max_seq_len_kv());
+        (
+            ([b, h, d, s], [h * d * s, d * s, 1, d]),
+            ([b, h, s, d], [h * s * d, s * d, d, 1]),
+        )
+    }
+}
+
+/// A tensor's dims and strides.
+type Layout = ([i64; 4], [i64; 4]);
+
+fn head_dim_ok(d: i64) -> Result<(), String> {
+    if d % 16 != 0 || d > 256 {
+        return Err(format!(
+            "head dimension d = {d} must be a multiple of 16 and at most 256"
+        ));
+    }
+    Ok(())
+}
+
+impl SdpaShape {
+    fn validate(&self) -> Result<(), String> {
+        let named = [("b", self.b), ("h", self.h), ("s", self.s), ("d", self.d)];
+        if let Some((n, v)) = named.iter().find(|(_, v)| *v <= 0) {
+            return Err(format!("{n} = {v} must be positive"));
+        }
+        head_dim_ok(self.d)
+    }
+}
+
+/// Which SDPA graph a plan holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdpaKind {
+    /// bf16 forward with LSE ([`Sdpa::new`] with [`SdpaPass::Forward`]).
+    Forward,
+    /// bf16 backward ([`Sdpa::new`] with [`SdpaPass::Backward`]).
+    Backward,
+    /// bf16 paged grouped-query decode with LSE ([`Sdpa::paged_decode`]).
+    PagedDecode,
+    /// fp8 (e4m3) forward with LSE ([`Sdpa::forward_fp8`]).
+    ForwardFp8,
+}
+
+impl From<SdpaPass> for SdpaKind {
+    fn from(p: SdpaPass) -> SdpaKind {
+        match p {
+            SdpaPass::Forward => SdpaKind::Forward,
+            SdpaPass::Backward => SdpaKind::Backward,
+        }
+    }
+}
+
+impl SdpaKind {
+    /// The names of the tensors [`Sdpa::bind`] takes, in order. Where a name is the task's
+    /// tensor name the engine can look it up directly; the rest are derived buffers the
+    /// engine provides:
+    ///
+    /// - `Forward`: Q, K, V bf16 `[B,H,S,D]`; O bf16 `[B,H,S,D]`, LSE f32 `[B,H,S]`.
+    /// - `Backward`: Q, K, V, O, dO bf16, LSE f32; dQ, dK, dV bf16.
+    /// - `PagedDecode`: q bf16 `[B,Hq,D]`; k_cache, v_cache bf16 `[num_pages,block_size(=1),
+    ///   Hkv,D]` (read as `[num_pages,Hkv,block_size,D]`, the same bytes when block_size is
+    ///   1); page_table_k, page_table_v int32 `[B,max_pages_per_seq]` (may be one buffer,
+    ///   unused slots any valid page, e.g. 0); seq_len_kv int32 `[B]`; output bf16
+    ///   `[B,Hq,D]`, lse f32 `[B,Hq]`. seq_len_q (all 1) is an internal buffer.
+    /// - `ForwardFp8`: Q, K, V e4m3 `[B,H,S,D]`; descale_q, descale_k, descale_v f32 `[1]`;
+    ///   O e4m3 `[B,H,S,D]`, LSE f32 `[B,H,S]`. descale_s, scale_s, scale_o (1.0) and the
+    ///   amax_s, amax_o outputs are internal buffers.
+    pub fn tensors(self) -> &'static [&'static str] {
         match self {
-            SdpaPass::Forward => &["Q", "K", "V", "O", "LSE"],
-            SdpaPass::Backward => &["Q", "K", "V", "O", "dO", "LSE", "dQ", "dK", "dV"],
+            SdpaKind::Forward => &["Q", "K", "V", "O", "LSE"],
+            SdpaKind::Backward => &["Q", "K", "V", "O", "dO", "LSE", "dQ", "dK", "dV"],
+            SdpaKind::PagedDecode => &[
+                "q",
+                "k_cache",
+                "v_cache",
+                "page_table_k",
+                "page_table_v",
+                "seq_len_kv",
+                "output",
+                "lse",
+            ],
+            SdpaKind::ForwardFp8 => &[
+                "Q",
+                "K",
+                "V",
+                "descale_q",
+                "descale_k",
+                "descale_v",
+                "O",
+                "LSE",
+            ],
+        }
+    }
+
+    /// Which of [`SdpaKind::tensors`] the graph writes.
+    pub fn outputs(self) -> &'static [&'static str] {
+        match self {
+            SdpaKind::Forward | SdpaKind::ForwardFp8 => &["O", "LSE"],
+            SdpaKind::Backward => &["dQ", "dK", "dV"],
+            SdpaKind::PagedDecode => &["output", "lse"],
+        }
+    }
+
+    /// Words for a baseline label, e.g. "fp8 forward with LSE".
+    pub fn label(self) -> &'static str {
+        match self {
+            SdpaKind::Forward => "forward with LSE",
+            SdpaKind::Backward => "backward",
+            SdpaKind::PagedDecode => "paged GQA decode with LSE",
+            SdpaKind::ForwardFp8 => "fp8 forward with LSE",
+        }
+    }
+
+    fn graph_name(self) -> &'static str {
+        match self {
+            SdpaKind::Forward => "forward",
+            SdpaKind::Backward => "backward",
+            SdpaKind::PagedDecode => "paged decode",
+            SdpaKind::ForwardFp8 => "fp8 forward",
         }
     }
 }
@@ -577,18 +911,19 @@ impl SdpaPass {
 /// A planned cuDNN SDPA for one shape; bind it to tensors, then launch as often as needed.
 pub struct Sdpa {
     api: &'static Api,
-    pass: SdpaPass,
+    kind: SdpaKind,
     // Field order: descriptors drop before the handle they were made on.
     plan: Desc,
     _graph: Desc,
     _builder: Builder,
     handle: Handle,
-    /// Uids of the tensors in [`SdpaPass::tensors`] order.
+    /// Uids of the tensors in [`SdpaKind::tensors`] order.
     io_uids: Vec<i64>,
     /// Uids of the by-value scalars and where their values live.
     scalar_uids: Vec<(i64, Box<f32>)>,
-    /// Uids of the graph's fp32 intermediates that live in memory (backward: Delta and the
-    /// fp32 dQ accumulator), with their buffers.
+    /// Uids of the graph's tensors that live in memory the engine does not see (backward:
+    /// Delta and the fp32 dQ accumulator; paged decode: seq_len_q; fp8: the unit scales and
+    /// the amax outputs), with their buffers.
     internal: Vec<(i64, DeviceBuffer)>,
     workspace: DeviceBuffer,
     /// cuDNN's version, e.g. "9.14.0", and its number, e.g. 91400.
@@ -603,7 +938,7 @@ pub struct Sdpa {
 impl std::fmt::Debug for Sdpa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sdpa")
-            .field("pass", &self.pass)
+            .field("kind", &self.kind)
             .field("version", &self.version)
             .field("library", &self.library)
             .field("engine", &self.engine)
@@ -622,9 +957,63 @@ impl std::fmt::Debug for BoundSdpa {
     }
 }
 
+/// A tensor of the graph kept in a buffer of the plan's own: its uid, its size, and the
+/// 32-bit word it is filled with once (None: scratch or an output nobody reads).
+struct InternalTensor {
+    uid: i64,
+    bytes: usize,
+    fill: Option<u32>,
+}
+
+/// What a graph builder returns: the io uids in [`SdpaKind::tensors`] order and the internal
+/// tensors.
+type GraphIo = (Vec<i64>, Vec<InternalTensor>);
+
 impl Sdpa {
-    /// Builds the graph for `pass` at `shape` and picks an engine.
+    /// Builds the bf16 graph for `pass` at `shape` and picks an engine.
     pub fn new(gpu: &Gpu, pass: SdpaPass, shape: SdpaShape) -> Result<Sdpa, DnnError> {
+        let kind = SdpaKind::from(pass);
+        Sdpa::build(gpu, kind, shape.d, |b| match pass {
+            SdpaPass::Forward => forward_graph(b, shape),
+            SdpaPass::Backward => backward_graph(b, shape),
+        })
+    }
+
+    /// Builds the paged grouped-query decode graph (bf16, one query per sequence, padding
+    /// mask from `seq_len_kv`, scale 1/sqrt(d), LSE) and picks an engine. Needs cuDNN >= 9.5.
+    /// Tensors: [`SdpaKind::PagedDecode`]'s [`SdpaKind::tensors`].
+    pub fn paged_decode(gpu: &Gpu, shape: PagedDecodeShape) -> Result<Sdpa, DnnError> {
+        let kind = SdpaKind::PagedDecode;
+        shape.validate().map_err(|why| DnnError::Shape {
+            graph: kind.graph_name(),
+            why,
+        })?;
+        require_version(kind, 90500, "9.5.0 or newer", |_| true)?;
+        Sdpa::build(gpu, kind, shape.d, |b| paged_decode_graph(b, shape))
+    }
+
+    /// Builds the fp8 (e4m3) forward graph with LSE, the frontend's sdpa_fp8 pattern with
+    /// descale_s = scale_s = scale_o = 1 kept internal, and picks an engine. Needs cuDNN >= 9.1
+    /// (not 9.10.0) and a Hopper or newer GPU. Tensors: [`SdpaKind::ForwardFp8`]'s
+    /// [`SdpaKind::tensors`].
+    pub fn forward_fp8(gpu: &Gpu, shape: SdpaShape) -> Result<Sdpa, DnnError> {
+        let kind = SdpaKind::ForwardFp8;
+        shape.validate().map_err(|why| DnnError::Shape {
+            graph: kind.graph_name(),
+            why,
+        })?;
+        require_version(kind, 90100, "9.1.0 or newer, but not 9.10.0", |v| {
+            v != 91000
+        })?;
+        Sdpa::build(gpu, kind, shape.d, |b| forward_fp8_graph(b, shape))
+    }
+
+    fn build(
+        gpu: &Gpu,
+        kind: SdpaKind,
+        d: i64,
+        graph_fn: impl FnOnce(&mut Builder) -> Result<GraphIo, DnnError>,
+    ) -> Result<Sdpa, DnnError> {
         let api = api()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the engine's context is current on this thread.
@@ -636,19 +1025,24 @@ impl Sdpa {
         })?;
         let (version_number, version) = api.version_text();
         let mut b = Builder::new(api);
-        let (io_uids, internal_dims) = match pass {
-            SdpaPass::Forward => forward_graph(&mut b, shape)?,
-            SdpaPass::Backward => backward_graph(&mut b, shape)?,
-        };
+        let (io_uids, internal_tensors) = graph_fn(&mut b)?;
+        debug_assert_eq!(io_uids.len(), kind.tensors().len());
         let graph = b.graph(&handle)?;
-        let (plan, engine) = choose_plan(api, &handle, &graph, pass)?;
+        let (plan, engine) = choose_plan(api, &handle, &graph, kind)?;
         let ws = plan.get_i64(A::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?;
         let workspace = gpu.alloc(usize::try_from(ws).unwrap_or(0))?;
         let mut internal = Vec::new();
-        for (uid, bytes) in internal_dims {
-            internal.push((uid, gpu.alloc(bytes)?));
+        for t in &internal_tensors {
+            let buf = gpu.alloc(t.bytes)?;
+            if let Some(word) = t.fill {
+                gpu.fill_u32(&buf, 0, word, t.bytes / 4)?;
+            }
+            internal.push((t.uid, buf));
         }
-        let scale = 1.0 / (shape.d as f32).sqrt();
+        if internal_tensors.iter().any(|t| t.fill.is_some()) {
+            gpu.sync()?;
+        }
+        let scale = 1.0 / (d as f32).sqrt();
         let scalar_uids = b
             .scalars
             .iter()
@@ -663,7 +1057,7 @@ impl Sdpa {
             .collect();
         Ok(Sdpa {
             api,
-            pass,
+            kind,
             plan,
             _graph: graph,
             _builder: b,
@@ -679,15 +1073,31 @@ impl Sdpa {
         })
     }
 
+    /// Forward for every forward graph (bf16, paged decode, fp8), Backward for the backward.
     pub fn pass(&self) -> SdpaPass {
-        self.pass
+        match self.kind {
+            SdpaKind::Backward => SdpaPass::Backward,
+            _ => SdpaPass::Forward,
+        }
     }
 
-    /// Binds device pointers, in [`SdpaPass::tensors`] order.
+    /// Which graph this plan holds.
+    pub fn kind(&self) -> SdpaKind {
+        self.kind
+    }
+
+    /// The names of the tensors [`Sdpa::bind`] takes, in order.
+    pub fn tensors(&self) -> &'static [&'static str] {
+        self.kind.tensors()
+    }
+
+    /// Binds device pointers, in [`SdpaKind::tensors`] order.
     pub fn bind(&self, pointers: &[u64]) -> Result<BoundSdpa, DnnError> {
         assert_eq!(pointers.len(), self.io_uids.len(), "one pointer per tensor");
         let mut uids: Vec<i64> = self.io_uids.clone();
         let mut ptrs: Vec<*mut c_void> = pointers.iter().map(|&p| p as *mut c_void).collect();
+        // One buffer may serve two tensors (paged decode's K and V page tables): cuDNN takes
+        // a pointer per uid, so repeats are fine.
         for (uid, v) in &self.scalar_uids {
             uids.push(*uid);
             ptrs.push((&raw const **v).cast_mut().cast());
@@ -728,9 +1138,7 @@ impl Sdpa {
     }
 }
 
-/// Forward: returns the io uids (Q, K, V, O, LSE) and the internal buffers (none).
-type GraphIo = (Vec<i64>, Vec<(i64, usize)>);
-
+/// Forward: the io uids (Q, K, V, O, LSE), no internal tensors.
 fn forward_graph(g: &mut Builder, sh: SdpaShape) -> Result<GraphIo, DnnError> {
     let (b, h, s, d) = (sh.b, sh.h, sh.s, sh.d);
     let bf16 = Dt::CUDNN_DATA_BFLOAT16;
@@ -854,8 +1262,190 @@ fn backward_graph(g: &mut Builder, sh: SdpaShape) -> Result<GraphIo, DnnError> {
         vec![
             q.uid, kt.uid, vt.uid, o.uid, d_o.uid, lse.uid, dq.uid, dk.uid, dv.uid,
         ],
-        vec![(delta.uid, n(stats_dims)), (dq_accum.uid, n(qkv))],
+        vec![
+            InternalTensor {
+                uid: delta.uid,
+                bytes: n(stats_dims),
+                fill: None,
+            },
+            InternalTensor {
+                uid: dq_accum.uid,
+                bytes: n(qkv),
+                fill: None,
+            },
+        ],
     ))
+}
+
+/// Paged grouped-query decode, as the frontend's composite SDPA node lowers it with paged K/V
+/// caches and a padding mask: io uids in [`SdpaKind::PagedDecode`] order; seq_len_q (all 1)
+/// internal.
+fn paged_decode_graph(g: &mut Builder, sh: PagedDecodeShape) -> Result<GraphIo, DnnError> {
+    let bf16 = Dt::CUDNN_DATA_BFLOAT16;
+    let f32t = Dt::CUDNN_DATA_FLOAT;
+    let i32t = Dt::CUDNN_DATA_INT32;
+    let (b, h_q) = (sh.b, sh.h_q);
+    let s_kv = sh.max_seq_len_kv();
+    let q_dims = sh.q_dims();
+    let q = g.io(q_dims, row_major(q_dims), bf16)?;
+    let c_dims = sh.container_dims();
+    let k_container = g.io(c_dims, row_major(c_dims), bf16)?;
+    let v_container = g.io(c_dims, row_major(c_dims), bf16)?;
+    let (pt_dims, pt_strides) = sh.page_table_dims();
+    let page_table_k = g.io(pt_dims, pt_strides, i32t)?;
+    let page_table_v = g.io(pt_dims, pt_strides, i32t)?;
+    let per_seq = [b, 1, 1, 1];
+    let seq_len_kv = g.io(per_seq, [1; 4], i32t)?;
+    let o = g.io(q_dims, row_major(q_dims), bf16)?;
+    let stats_dims = [b, h_q, 1, 1];
+    let lse = g.io(stats_dims, row_major(stats_dims), f32t)?;
+    let seq_len_q = g.io(per_seq, [1; 4], i32t)?;
+
+    // K^T gathered from its pages.
+    let ((kt_dims, kt_strides), (v_dims, v_strides)) = sh.gathered_kv();
+    let kt = g.tensor_desc(kt_dims, kt_strides, bf16, true, false)?;
+    g.paged_cache_load(k_container, seq_len_kv, page_table_k, kt)?;
+
+    // S = Q K^T (the K heads broadcast over their query-head groups), scaled, padded.
+    let ss = [b, h_q, 1, s_kv];
+    let scores = g.virt(ss, f32t)?;
+    g.matmul_overridden(q, kt, scores, [Some(seq_len_q), Some(seq_len_kv), None])?;
+    let scale = g.scalar(Scalar::Scale)?;
+    let x = g.pw(Pw::CUDNN_POINTWISE_MUL, &[scores, scale], ss)?;
+    let x = g.padding_mask(x, ss, seq_len_q, seq_len_kv)?;
+    let p = g.softmax_with_stats(x, ss, lse, bf16)?;
+
+    // O = P V, V gathered from its pages.
+    let v = g.tensor_desc(v_dims, v_strides, bf16, true, false)?;
+    g.paged_cache_load(v_container, seq_len_kv, page_table_v, v)?;
+    g.matmul_overridden(p, v, o, [Some(seq_len_q), None, Some(seq_len_kv)])?;
+
+    Ok((
+        vec![
+            q.uid,
+            k_container.uid,
+            v_container.uid,
+            page_table_k.uid,
+            page_table_v.uid,
+            seq_len_kv.uid,
+            o.uid,
+            lse.uid,
+        ],
+        vec![InternalTensor {
+            uid: seq_len_q.uid,
+            bytes: b as usize * 4,
+            fill: Some(1),
+        }],
+    ))
+}
+
+/// The fp32 word 1.0.
+const ONE_F32_BITS: u32 = 0x3f80_0000;
+
+/// fp8 forward, the frontend's sdpa_fp8 forward pattern: `S = Q K^T` (fp32), `* attn_scale`,
+/// `* descale_q`, `* descale_k`, optional causal mask, softmax with stats (LSE), `amax_s =
+/// amax(P)`, `P8 = e4m3(P * scale_s)`, `O32 = P8 V` (fp32), `* descale_s`, `* descale_v`,
+/// `O = e4m3(. * scale_o)`, `amax_o = amax(. before scale_o)`. io uids in
+/// [`SdpaKind::ForwardFp8`] order; descale_s, scale_s, scale_o (1.0) and amax_s, amax_o
+/// internal.
+fn forward_fp8_graph(g: &mut Builder, sh: SdpaShape) -> Result<GraphIo, DnnError> {
+    let (b, h, s, d) = (sh.b, sh.h, sh.s, sh.d);
+    let e4m3 = Dt::CUDNN_DATA_FP8_E4M3;
+    let f32t = Dt::CUDNN_DATA_FLOAT;
+    let qkv = [b, h, s, d];
+    let q = g.io(qkv, row_major(qkv), e4m3)?;
+    let kt = g.io([b, h, d, s], [h * s * d, s * d, 1, d], e4m3)?;
+    let v = g.io(qkv, row_major(qkv), e4m3)?;
+    let unit = |g: &mut Builder| g.io([1; 4], [1; 4], f32t);
+    let descale_q = unit(g)?;
+    let descale_k = unit(g)?;
+    let descale_v = unit(g)?;
+    let o = g.io(qkv, row_major(qkv), e4m3)?;
+    let stats_dims = [b, h, s, 1];
+    let lse = g.io(stats_dims, row_major(stats_dims), f32t)?;
+    let descale_s = unit(g)?;
+    let scale_s = unit(g)?;
+    let scale_o = unit(g)?;
+    let amax_s = unit(g)?;
+    let amax_o = unit(g)?;
+    let ss = [b, h, s, s];
+
+    // bmm1 and its scales, in the frontend's order: attn_scale, descale_q, descale_k.
+    let scores = g.virt(ss, f32t)?;
+    g.matmul(q, kt, scores)?;
+    let scale = g.scalar(Scalar::Scale)?;
+    let x = g.pw(Pw::CUDNN_POINTWISE_MUL, &[scores, scale], ss)?;
+    let x = g.pw(Pw::CUDNN_POINTWISE_MUL, &[x, descale_q], ss)?;
+    let mut x = g.pw(Pw::CUDNN_POINTWISE_MUL, &[x, descale_k], ss)?;
+    if sh.causal {
+        x = g.causal_mask(x, ss)?;
+    }
+    let p = g.softmax_with_stats(x, ss, lse, f32t)?;
+    g.reduction(
+        sys::cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_AMAX,
+        p,
+        amax_s,
+    )?;
+    // P * scale_s in the io type: bmm2's A operand.
+    let p8 = g.virt(ss, e4m3)?;
+    g.pointwise(Pw::CUDNN_POINTWISE_MUL, f32t, &[p, scale_s], p8, None)?;
+
+    // bmm2 as the frontend's matmul_fp8: matmul, descale_a, descale_b, scale_c, amax_c.
+    let o32 = g.virt(qkv, f32t)?;
+    g.matmul(p8, v, o32)?;
+    let y = g.pw(Pw::CUDNN_POINTWISE_MUL, &[o32, descale_s], qkv)?;
+    let y = g.pw(Pw::CUDNN_POINTWISE_MUL, &[y, descale_v], qkv)?;
+    g.pointwise(Pw::CUDNN_POINTWISE_MUL, f32t, &[y, scale_o], o, None)?;
+    g.reduction(
+        sys::cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_AMAX,
+        y,
+        amax_o,
+    )?;
+
+    let scalar = |t: Tensor, fill: Option<u32>| InternalTensor {
+        uid: t.uid,
+        bytes: 4,
+        fill,
+    };
+    Ok((
+        vec![
+            q.uid,
+            kt.uid,
+            v.uid,
+            descale_q.uid,
+            descale_k.uid,
+            descale_v.uid,
+            o.uid,
+            lse.uid,
+        ],
+        vec![
+            scalar(descale_s, Some(ONE_F32_BITS)),
+            scalar(scale_s, Some(ONE_F32_BITS)),
+            scalar(scale_o, Some(ONE_F32_BITS)),
+            scalar(amax_s, None),
+            scalar(amax_o, None),
+        ],
+    ))
+}
+
+/// Refuses a graph the loaded cuDNN cannot build, before building it.
+fn require_version(
+    kind: SdpaKind,
+    min: usize,
+    needs: &'static str,
+    also: impl Fn(usize) -> bool,
+) -> Result<(), DnnError> {
+    let api = api()?;
+    let (v, text) = api.version_text();
+    if v < min || !also(v) {
+        return Err(DnnError::Version {
+            graph: kind.graph_name(),
+            needs,
+            have: text,
+            path: api.path.clone(),
+        });
+    }
+    Ok(())
 }
 
 /// Heuristics mode A, then the fallback list; the first configuration whose plan finalizes.
@@ -863,7 +1453,7 @@ fn choose_plan(
     api: &'static Api,
     handle: &Handle,
     graph: &Desc,
-    pass: SdpaPass,
+    kind: SdpaKind,
 ) -> Result<(Desc, String), DnnError> {
     let mut tried = Vec::new();
     for (mode, mode_name) in [
@@ -917,10 +1507,7 @@ fn choose_plan(
         }
     }
     Err(DnnError::NoEngine {
-        graph: match pass {
-            SdpaPass::Forward => "forward",
-            SdpaPass::Backward => "backward",
-        },
+        graph: kind.graph_name(),
         tried: tried.join("; "),
     })
 }
@@ -1036,5 +1623,121 @@ mod tests {
     fn pass_tensor_order() {
         assert_eq!(SdpaPass::Forward.tensors(), ["Q", "K", "V", "O", "LSE"]);
         assert_eq!(SdpaPass::Backward.tensors().len(), 9);
+        assert_eq!(
+            SdpaKind::PagedDecode.tensors(),
+            [
+                "q",
+                "k_cache",
+                "v_cache",
+                "page_table_k",
+                "page_table_v",
+                "seq_len_kv",
+                "output",
+                "lse"
+            ]
+        );
+        assert_eq!(
+            SdpaKind::ForwardFp8.tensors(),
+            [
+                "Q",
+                "K",
+                "V",
+                "descale_q",
+                "descale_k",
+                "descale_v",
+                "O",
+                "LSE"
+            ]
+        );
+        for kind in [
+            SdpaKind::Forward,
+            SdpaKind::Backward,
+            SdpaKind::PagedDecode,
+            SdpaKind::ForwardFp8,
+        ] {
+            let all = kind.tensors();
+            assert!(kind.outputs().iter().all(|o| all.contains(o)), "{kind:?}");
+            // Outputs come last, as the engine allocates them after binding the inputs.
+            let tail = &all[all.len() - kind.outputs().len()..];
+            assert_eq!(tail, kind.outputs(), "{kind:?}");
+        }
+        assert_eq!(SdpaKind::from(SdpaPass::Backward), SdpaKind::Backward);
+    }
+
+    fn decode_shape() -> PagedDecodeShape {
+        PagedDecodeShape {
+            b: 4,
+            h_q: 32,
+            h_kv: 8,
+            d: 128,
+            num_pages: 1000,
+            max_pages_per_seq: 300,
+            block_size: 1,
+        }
+    }
+
+    #[test]
+    fn paged_decode_layouts() {
+        let sh = decode_shape();
+        assert_eq!(sh.max_seq_len_kv(), 300);
+        assert_eq!(sh.q_dims(), [4, 32, 1, 128]);
+        // The container is the task's k_cache [pages, 1, Hkv, D] read as [pages, Hkv, 1, D].
+        assert_eq!(sh.container_dims(), [1000, 8, 1, 128]);
+        assert_eq!(row_major(sh.container_dims()), [1024, 128, 128, 1]);
+        assert_eq!(sh.page_table_dims(), ([4, 1, 300, 1], [300, 300, 1, 1]));
+        let ((kt_dims, kt_strides), (v_dims, v_strides)) = sh.gathered_kv();
+        assert_eq!(kt_dims, [4, 8, 128, 300]);
+        assert_eq!(kt_strides, [8 * 128 * 300, 128 * 300, 1, 128]);
+        assert_eq!(v_dims, [4, 8, 300, 128]);
+        assert_eq!(v_strides, row_major(v_dims));
+        let paged = PagedDecodeShape {
+            block_size: 16,
+            max_pages_per_seq: 20,
+            ..sh
+        };
+        assert_eq!(paged.max_seq_len_kv(), 320);
+    }
+
+    #[test]
+    fn paged_decode_validation() {
+        assert_eq!(decode_shape().validate(), Ok(()));
+        let gqa = PagedDecodeShape {
+            h_kv: 6,
+            ..decode_shape()
+        };
+        assert!(
+            gqa.validate()
+                .expect_err("h_q % h_kv")
+                .contains("multiple of h_kv")
+        );
+        let zero = PagedDecodeShape {
+            num_pages: 0,
+            ..decode_shape()
+        };
+        assert!(zero.validate().expect_err("no pages").contains("num_pages"));
+        let d = PagedDecodeShape {
+            d: 72,
+            ..decode_shape()
+        };
+        assert!(d.validate().expect_err("d = 72").contains("head dimension"));
+    }
+
+    #[test]
+    fn fp8_shape_validation() {
+        let sh = SdpaShape {
+            b: 4,
+            h: 48,
+            s: 2048,
+            d: 128,
+            causal: true,
+        };
+        assert_eq!(sh.validate(), Ok(()));
+        assert!(SdpaShape { d: 512, ..sh }.validate().is_err());
+        assert!(SdpaShape { s: 0, ..sh }.validate().is_err());
+    }
+
+    #[test]
+    fn unit_scale_word() {
+        assert_eq!(f32::from_bits(ONE_F32_BITS), 1.0);
     }
 }

@@ -48,6 +48,16 @@ impl BlobKind {
         }
     }
 
+    /// The extension of a download of it.
+    pub fn extension(self) -> &'static str {
+        match self {
+            BlobKind::Prompt | BlobKind::Response => "txt",
+            BlobKind::KernelSource => "cu",
+            BlobKind::Ptx => "ptx",
+            BlobKind::Plan => "yaml",
+        }
+    }
+
     /// An id for anchors.
     pub fn anchor(self) -> &'static str {
         match self {

@@ -13,6 +13,7 @@ use crate::task::{Task, WorkloadKind};
 use super::SiteError;
 use super::input::{LoadedRecord, SiteInput};
 use super::paths;
+use super::trajectory::Trajectories;
 use crate::record::Record;
 
 /// What a leaderboard row is: a model, or a kernel that is not a model's (a reference).
@@ -97,6 +98,23 @@ pub struct Context<'a> {
     /// Text blobs shown on a page of their own (see [`Context::is_shared`]), with the records
     /// that name them (indices, sorted) and what they hold there.
     pub shared_blobs: BTreeMap<Digest, SharedBlob>,
+    /// The generation trajectories among the records.
+    pub trajectories: Trajectories,
+    /// Every stored object the site copies into `objects/` byte for byte (records, the blobs
+    /// they name, their task and suite objects, runs and run lists), sorted.
+    pub objects: BTreeSet<Digest>,
+}
+
+/// A digest as pages show it: where it leads (its page, else its bytes; empty for a hash that
+/// names no stored object, such as `task_hash`) and its bytes for download.
+#[derive(Debug, Clone, Default)]
+pub struct DigestLink {
+    pub digest: String,
+    pub href: String,
+    /// The object's exact bytes (`objects/<digest>`); empty when the site has no copy.
+    pub raw: String,
+    /// The file name a download suggests (`<digest>.json`, `.ptx`, ...).
+    pub file: String,
 }
 
 /// A text blob named by several records: rendered once, linked from each.
@@ -367,6 +385,8 @@ impl<'a> Context<'a> {
             task_digests,
             flops,
             shared_blobs,
+            trajectories: Trajectories::new(records, &roots),
+            objects: objects(input),
             footer: String::new(),
             suite_versions: suite_versions(input),
         };
@@ -425,6 +445,39 @@ impl<'a> Context<'a> {
             })
     }
 
+    /// How digest `d` is linked from page `from`: a record to its page, a shared text blob to
+    /// its page, any other stored object to its bytes; `ext` names the download (`json`, `ptx`).
+    pub fn digest_link(&self, from: &str, d: &Digest, ext: &str) -> DigestLink {
+        let stored = self.objects.contains(d);
+        let raw = if stored {
+            paths::link(from, &paths::object(d))
+        } else {
+            String::new()
+        };
+        let is_record = self
+            .input
+            .records
+            .binary_search_by_key(d, |r| r.digest)
+            .is_ok();
+        let href = if is_record {
+            paths::link(from, &paths::record(d))
+        } else if self.is_shared(d) {
+            paths::link(from, &paths::blob(d))
+        } else {
+            raw.clone()
+        };
+        DigestLink {
+            digest: d.to_string(),
+            href,
+            file: if stored {
+                format!("{d}.{ext}")
+            } else {
+                String::new()
+            },
+            raw,
+        }
+    }
+
     /// Whether blob `d` is shown on its own page rather than inline.
     pub fn is_shared(&self, d: &Digest) -> bool {
         self.shared_blobs.contains_key(d)
@@ -448,6 +501,27 @@ impl<'a> Context<'a> {
             .map(|g| g.iter().cloned().collect::<Vec<_>>().join(", "))
             .unwrap_or_default()
     }
+}
+
+/// Every object the site copies into `objects/`.
+fn objects(input: &SiteInput) -> BTreeSet<Digest> {
+    let mut out = BTreeSet::new();
+    for r in &input.records {
+        out.insert(r.digest);
+        let doc = &r.record;
+        out.extend(super::blob_kind::text_blobs(doc).map(|(_, d)| d));
+        out.extend(
+            [doc.cubin_digest, doc.task_digest, doc.suite_digest]
+                .into_iter()
+                .flatten(),
+        );
+    }
+    for run in &input.runs {
+        out.insert(run.digest);
+        out.insert(run.run.list_digest);
+    }
+    out.extend(input.manifest.suites.iter().copied());
+    out
 }
 
 /// Suite versions by suite hash, from everything the site knows.

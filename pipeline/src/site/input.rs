@@ -33,6 +33,9 @@ pub struct SiteInput {
     pub blobs: BTreeMap<Digest, Blob>,
     /// The suite objects records name (`suite_digest`), by suite hash.
     pub suites: BTreeMap<Digest, SuiteObject>,
+    /// The store it was read from: the site copies the objects it names, byte for byte, from
+    /// there (they are read, and re-hashed, as they are written, not held in memory).
+    pub store: Store,
 }
 
 #[derive(Debug, Clone)]
@@ -219,6 +222,7 @@ impl SiteInput {
             reported,
             blobs,
             suites,
+            store: store.clone(),
         })
     }
 }

@@ -4,7 +4,8 @@
 //! with a scheme or host and no absolute path appears in an attribute, a stylesheet, a script
 //! or the text of a page. Stored artifacts shown verbatim (`<pre class="code">` blocks: PTX,
 //! prompts, responses, logs) are exempt from the text scan: they are the hashed bytes an
-//! auditor must see unchanged, and a compiler may have written a path into them.
+//! auditor must see unchanged, and a compiler may have written a path into them; so are the
+//! stored objects under `objects/`, which are those bytes themselves.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -107,6 +108,9 @@ pub fn check(pages: &Pages) -> Vec<LinkProblem> {
         });
     };
     for (path, bytes) in &pages.files {
+        if path.starts_with(super::paths::OBJECTS) {
+            continue;
+        }
         let Ok(text) = std::str::from_utf8(bytes) else {
             continue;
         };

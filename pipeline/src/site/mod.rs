@@ -11,12 +11,14 @@
 //! `input` (loading records through `crate::record`), `blob_kind` (what a record's text blobs
 //! hold), `context` (metrics and indexes derived once), `data` (the downloads),
 //! `pages` (view models and templates),
-//! `plots` (SVG), `format` and `paths` (numbers and links), `linkcheck` (the output's links),
-//! `output` (writing).
+//! `plots` (SVG), `format` and `paths` (numbers and links), `trajectory` (the turns of a
+//! generation), `diff` (line diffs between turns), `linkcheck` (the output's links), `output`
+//! (writing). Every object the pages name is copied into `objects/` byte for byte.
 
 pub mod blob_kind;
 pub mod context;
 pub mod data;
+pub mod diff;
 pub mod format;
 pub mod input;
 pub mod linkcheck;
@@ -24,6 +26,7 @@ pub mod output;
 pub mod pages;
 pub mod paths;
 pub mod plots;
+pub mod trajectory;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -266,7 +269,31 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
             html(&blob::BlobPage { page: &page, v: &v }, &path)?,
         )
     })?;
-    Ok(count + rendered.len() + blobs.len())
+    let trajectories = input::parallel_map(&ctx.trajectories.all, |t| {
+        let path = paths::trajectory(&t.root);
+        let v = trajectory::view(&ctx, t);
+        let page = Page::new(
+            &ctx,
+            &path,
+            format!("Trajectory {} · {}", t.root.short(12), v.title),
+        );
+        sink(
+            path.clone(),
+            html(&trajectory::TrajectoryPage { page: &page, v: &v }, &path)?,
+        )
+    })?;
+    let objects: Vec<Digest> = ctx.objects.iter().copied().collect();
+    let copied = input::parallel_map(&objects, |d| {
+        let bytes = match input.blobs.get(d) {
+            Some(input::Blob::Text(t)) => t.as_bytes().to_vec(),
+            _ => input.store.get(d).map_err(|source| SiteError::Store {
+                what: format!("object {d} (copied to {})", paths::object(d)),
+                source,
+            })?,
+        };
+        sink(paths::object(d), bytes)
+    })?;
+    Ok(count + rendered.len() + blobs.len() + trajectories.len() + copied.len())
 }
 
 /// The results table as CSV, for download.

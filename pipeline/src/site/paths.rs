@@ -44,6 +44,19 @@ pub fn blob(digest: &Digest) -> String {
     format!("blob/{digest}.html")
 }
 
+/// A trajectory's page, named by its first record.
+pub fn trajectory(root: &Digest) -> String {
+    format!("trajectory/{root}.html")
+}
+
+/// The folder of stored objects as their exact bytes (`b3sum` of a file is its name).
+pub const OBJECTS: &str = "objects/";
+
+/// A stored object, byte for byte.
+pub fn object(digest: &Digest) -> String {
+    format!("{OBJECTS}{digest}")
+}
+
 pub fn run(digest: &Digest) -> String {
     format!("run/{digest}.html")
 }

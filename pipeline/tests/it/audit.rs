@@ -81,8 +81,8 @@ fn a_published_record_audits_from_a_folder_without_tasks() {
 
 #[test]
 fn a_v1_record_whose_task_is_not_stored_names_the_task_hash() {
-    // The engine run is still made of `ptxbench.record/1` records.
-    let r = &results("engine-sm90a")[0];
+    // The two-GPU run is still made of `ptxbench.record/1` records.
+    let r = &results("multigpu-sm90a")[0];
     let (dir, _store) = store_of(r.digest, false);
     let (code, text) = audit(dir.path(), &r.digest);
     assert_eq!(code, 2, "{text}");

@@ -15,6 +15,32 @@ use crate::root;
 /// reference GEMM with L2 evict_last hints.
 const WGMMA_RUNS: [&str; 2] = ["zoo-token-wgmma-tma", "zoo-evict-last-wgmma"];
 
+/// Published records whose verdict differs from what their run list expects, each with the
+/// reason it was accepted. Reviewed by hand: the test fails if any other record deviates, and if
+/// a listed record no longer does (remove it then).
+///
+/// Triton's TMA GEMM on `gemm_n5376_k21504` (K = 21,504, the suite's largest): one of 47.5M
+/// outputs of one checked timed launch broke suite 1.1.0's rule `|d| <= 0.01 + 0.01 |ref|`.
+/// Tensor-core accumulation at this K has errors near 0.02 before rounding (the largest errors of
+/// every wgmma kernel on this task are 2.01-2.02 where the fp32 SIMT kernel's are <= 2.0, the
+/// bf16 half-ulp of its largest outputs), so an output near zero can break a 0.01 absolute
+/// tolerance without any fault in the kernel: on the H200, 1 of 3 evaluations of Triton's pointer
+/// GEMM on M = 8828 broke it the same way. Suite 1.2.0 scales the atol of the large-K GEMM tasks
+/// with K (see tasks/generate.py).
+const KNOWN_DEVIATIONS: [(&str, &str, &str, Verdict); 1] = [(
+    "engine-sm90a",
+    "triton-gemm-tma",
+    "gemm_n5376_k21504",
+    Verdict::Numerical,
+)];
+
+fn known_deviation(run: &str, r: &Published) -> Option<Verdict> {
+    KNOWN_DEVIATIONS
+        .iter()
+        .find(|(k_run, e, t, _)| *k_run == run && *e == r.evaluation && *t == r.record.task)
+        .map(|d| d.3)
+}
+
 fn member<'a>(zoo: &'a [Published], name: &str) -> Vec<&'a Published> {
     let v: Vec<&Published> = zoo.iter().filter(|r| r.evaluation == name).collect();
     assert!(!v.is_empty(), "no published record of {name}");
@@ -39,6 +65,7 @@ fn every_expected_verdict_was_met_on_the_h200() {
             let mine: Vec<_> = rs.iter().filter(|r| r.evaluation == e.name).collect();
             assert!(!mine.is_empty(), "{run}: no published record of {}", e.name);
             for r in mine {
+                let want = known_deviation(run, r).unwrap_or(want);
                 assert_eq!(r.record.verdict, want, "{run}: {}", r.label());
                 assert_eq!(r.record.outcome.verdict, want, "{run}: {}", r.label());
             }
@@ -154,6 +181,12 @@ fn the_positive_control_is_correct_with_arch_everywhere() {
         .collect();
     assert_eq!(tma.len(), 17);
     for r in &tma {
+        if known_deviation("engine-sm90a", r).is_some() {
+            // Failed one checked timed launch by one output (see KNOWN_DEVIATIONS): it never
+            // reached the evidence step, and its correctness trials all passed.
+            assert_eq!(r.record.outcome.stage, "timing", "{}", r.label());
+            continue;
+        }
         let evidence = r.record.outcome.evidence.as_ref().expect("evidence");
         assert_eq!(
             evidence.status,

@@ -5,6 +5,7 @@
 //! is the same on every machine. Snapshots live in fixtures/expected/;
 //! `PTXBENCH_BLESS=1 cargo test --test site` rewrites them.
 
+mod auditor;
 mod cli;
 mod determinism;
 mod links;
@@ -13,6 +14,7 @@ mod snapshots;
 mod suites;
 #[path = "../support/synthetic.rs"]
 pub mod synthetic;
+mod trajectories;
 
 use std::path::{Path, PathBuf};
 

@@ -566,3 +566,98 @@ pub fn write_manifest(
     std::fs::write(path, m).with_context(|| format!("writing {}", path.display()))?;
     Ok(path.to_path_buf())
 }
+
+/// One turn of a [`conversation`]: what the model answered, the PTX taken from it, and the
+/// feedback it was sent afterwards (`None`: the conversation ends there).
+#[derive(Debug, Clone)]
+pub struct ChatTurn {
+    pub response: String,
+    pub ptx: Option<String>,
+    pub verdict: Verdict,
+    pub feedback: Option<String>,
+}
+
+/// A generation trajectory as `generate` stores it: one record per turn, linked by
+/// `previous_digest`, each turn's prompt the JSON chat transcript sent (system, task, then every
+/// earlier answer and its feedback), in a run named by a manifest at `manifest_path`. With
+/// `tamper`, the transcript of the second turn repeats a different answer than the first turn's
+/// stored response (what an auditor must be shown). Returns the records in turn order.
+pub fn conversation(
+    store: &Store,
+    suite: &Suite,
+    turns: &[ChatTurn],
+    tamper: bool,
+    manifest_path: &Path,
+) -> anyhow::Result<Vec<Digest>> {
+    let stored = store_suite(store, suite).context("storing the synthetic suite")?;
+    let task = suite
+        .tasks
+        .iter()
+        .find(|t| t.targets.iter().any(|x| x.arch == Arch::Sm90a))
+        .context("the suite has no sm_90a task")?;
+    let entry = "synthetic-chat-model";
+    let plan = store
+        .put(b"launches:\n  - entry: kernel\n    grid: [1, 1, 1]\n    block: [128, 1, 1]\n")
+        .map_err(|e| store_err("plan", e))?;
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You write kernels."}),
+        serde_json::json!({"role": "user", "content": format!("Write a kernel for {} <task>.", task.id)}),
+    ];
+    let mut digests = Vec::new();
+    let mut previous = None;
+    for (n, t) in turns.iter().enumerate() {
+        let prompt = serde_json::to_vec(&messages).context("a transcript")?;
+        let mut outcome = Outcome::failed(t.verdict, "correctness", String::new());
+        outcome.device = Some(device());
+        let mut rec = record(&stored, task, entry, Role::Entry, plan, 77, None, outcome);
+        rec.model = Some(entry.into());
+        rec.prompt_digest = Some(store.put(&prompt).map_err(|e| store_err("prompt", e))?);
+        rec.response_digest = Some(
+            store
+                .put(t.response.as_bytes())
+                .map_err(|e| store_err("response", e))?,
+        );
+        rec.ptx_digest = t
+            .ptx
+            .as_ref()
+            .map(|p| store.put(p.as_bytes()))
+            .transpose()
+            .map_err(|e| store_err("ptx", e))?;
+        rec.turn = Some(n as u32);
+        rec.previous_digest = previous;
+        let d = record::put_record(store, &rec).context("writing a synthetic record")?;
+        digests.push(d);
+        previous = Some(d);
+        let answer = if tamper && n == 0 {
+            format!("{} (edited)", t.response)
+        } else {
+            t.response.clone()
+        };
+        messages.push(serde_json::json!({"role": "assistant", "content": answer}));
+        if let Some(f) = &t.feedback {
+            messages.push(serde_json::json!({"role": "user", "content": f}));
+        }
+    }
+    let list = store
+        .put(b"synthetic conversation\n")
+        .map_err(|e| store_err("run list", e))?;
+    let mut record_digests = digests.clone();
+    record_digests.sort();
+    let run = RunObject {
+        schema: RUN_SCHEMA.into(),
+        name: "synthetic-conversation".into(),
+        arch: Arch::Sm90a,
+        list_digest: list,
+        suite_hash: stored.suite_hash,
+        record_digests,
+    };
+    let run_digest = store.put_object(&run).map_err(|e| store_err("run", e))?;
+    write_manifest(
+        manifest_path,
+        suite,
+        &[run_digest],
+        None,
+        &[entry.to_string()],
+    )?;
+    Ok(digests)
+}

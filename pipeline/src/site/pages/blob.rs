@@ -1,12 +1,15 @@
 //! A text blob shared by several records (a prompt every replica got, one kernel run on many
-//! tasks), shown once, escaped and line-numbered, with the records that name it.
+//! tasks), shown once, with the records that name it: a chat transcript as its messages, any
+//! other text escaped and line-numbered, both cut at [`SHOWN_BYTES`](super::text::SHOWN_BYTES)
+//! with a link to the whole object.
 
 use askama::Template;
 
 use super::record::RecordsTable;
+use super::text::{self, MessageView, TextView};
 use super::{Link, Page};
 use crate::digest::Digest;
-use crate::site::context::Context;
+use crate::site::context::{Context, DigestLink};
 use crate::site::format;
 use crate::site::input::Blob;
 use crate::site::paths;
@@ -14,9 +17,14 @@ use crate::site::paths;
 #[derive(Debug)]
 pub struct BlobView<'a> {
     pub digest: String,
+    pub link: DigestLink,
     pub what: String,
     pub size: String,
-    pub lines: Vec<&'a str>,
+    /// "N lines" or "N messages".
+    pub summary: String,
+    /// The text, when it is not a chat transcript.
+    pub text: Option<TextView<'a>>,
+    pub messages: Vec<MessageView<'a>>,
     pub show: String,
     pub record_tables: Vec<RecordsTable>,
     pub first: Link,
@@ -32,10 +40,29 @@ pub struct BlobPage<'a> {
 pub fn view<'a>(ctx: &'a Context<'_>, digest: &Digest) -> BlobView<'a> {
     let from = paths::blob(digest);
     let shared = ctx.shared_blobs.get(digest);
-    let (lines, size) = match ctx.input.blobs.get(digest) {
-        Some(Blob::Text(t)) => (t.lines().collect(), format::bytes(t.len() as u64)),
-        Some(Blob::Binary { bytes }) => (Vec::new(), format::bytes(*bytes)),
-        None => (Vec::new(), String::new()),
+    let (text, messages, size) = match ctx.input.blobs.get(digest) {
+        Some(Blob::Text(t)) => match text::chat(t) {
+            Some(m) => (None, m, format::bytes(t.len() as u64)),
+            None => (
+                Some(TextView::new(t.as_str())),
+                Vec::new(),
+                format::bytes(t.len() as u64),
+            ),
+        },
+        Some(Blob::Binary { bytes }) => (None, Vec::new(), format::bytes(*bytes)),
+        None => (None, Vec::new(), String::new()),
+    };
+    let summary = match (&text, messages.len()) {
+        (Some(t), _) => t.lines_text(),
+        (None, 0) => "not text".into(),
+        (None, n) => format!("{n} messages (a chat transcript)"),
+    };
+    let ext = if messages.is_empty() {
+        shared
+            .and_then(|b| b.kinds.iter().next())
+            .map_or("txt", |k| k.extension())
+    } else {
+        "json"
     };
     let what = shared
         .map(|b| {
@@ -59,9 +86,12 @@ pub fn view<'a>(ctx: &'a Context<'_>, digest: &Digest) -> BlobView<'a> {
         .unwrap_or_default();
     BlobView {
         digest: digest.to_string(),
+        link: ctx.digest_link(&from, digest, ext),
         what,
         size,
-        lines,
+        summary,
+        text,
+        messages,
         show: format!("ptxbench show --raw {digest}"),
         record_tables: RecordsTable::of(ctx, records, &from, "record-list"),
         first,

@@ -13,6 +13,8 @@ pub mod methodology;
 pub mod record;
 pub mod run;
 pub mod task;
+pub mod text;
+pub mod trajectory;
 
 use super::context::Context;
 use super::format;

@@ -5,12 +5,13 @@
 
 use askama::Template;
 
+use super::text::{self, MessageView, TextView};
 use super::{Cell, Fact, Link, Page, verdict_class};
 use crate::digest::Digest;
 use crate::evidence::DynamicMethod;
 use crate::record::Stats;
 use crate::site::blob_kind::{BlobKind, text_blobs};
-use crate::site::context::{Context, precision, workload_rates};
+use crate::site::context::{Context, DigestLink, precision, workload_rates};
 use crate::site::format;
 use crate::site::input::Blob;
 use crate::site::paths;
@@ -179,7 +180,7 @@ pub struct KernelRow {
 #[derive(Debug)]
 pub struct HashRow {
     pub field: String,
-    pub digest: String,
+    pub link: DigestLink,
     pub note: String,
 }
 
@@ -192,18 +193,51 @@ pub struct EvidenceRow {
     pub dynamic: String,
 }
 
-/// A text blob, line by line.
+/// A text blob of the record (source, PTX, plan), escaped and line-numbered, cut at
+/// [`SHOWN_BYTES`](super::text::SHOWN_BYTES).
 #[derive(Debug)]
 pub struct CodeView<'a> {
     pub id: &'static str,
     pub label: &'static str,
-    pub digest: String,
+    pub link: DigestLink,
     pub size: String,
-    pub lines: Vec<&'a str>,
-    pub binary: bool,
+    /// `None` for a blob that is not text (or not loaded).
+    pub text: Option<TextView<'a>>,
     pub open: bool,
     /// Set when the blob is shown on a page of its own: the link and how many records share it.
     pub shared: Option<Link>,
+}
+
+/// The conversation of the turn: the prompt sent (as its messages when it is a chat
+/// transcript) and the response.
+#[derive(Debug, Default)]
+pub struct ConversationView<'a> {
+    pub prompt: Option<BlobText<'a>>,
+    pub response: Option<BlobText<'a>>,
+}
+
+/// A prompt or a response: its digest and size, and how it is shown.
+#[derive(Debug)]
+pub struct BlobText<'a> {
+    pub link: DigestLink,
+    pub size: String,
+    /// What it is in numbers ("3 messages", "12 lines").
+    pub summary: String,
+    /// Shown on a page of its own (shared by several records).
+    pub shared: Option<Link>,
+    /// The messages, when it is a chat transcript or a response.
+    pub messages: Vec<MessageView<'a>>,
+    /// The text, when it is neither (a prompt that is not a chat transcript).
+    pub text: Option<TextView<'a>>,
+}
+
+/// Where a record stands in its trajectory, with the links to its neighbours.
+#[derive(Debug)]
+pub struct TrajectoryNav {
+    pub page: Link,
+    pub position: String,
+    pub previous: Option<Link>,
+    pub next: Option<Link>,
 }
 
 #[derive(Debug)]
@@ -218,7 +252,6 @@ pub struct RecordView<'a> {
     pub expected: String,
     pub agrees: String,
     pub stage: String,
-    pub message: String,
     pub facts: Vec<Fact>,
     pub runs: Vec<Link>,
     pub warnings: Vec<String>,
@@ -233,8 +266,13 @@ pub struct RecordView<'a> {
     pub hashes: Vec<HashRow>,
     pub audit: String,
     pub show: String,
-    pub jit_log: Vec<&'a str>,
+    /// The record as stored (JSON), for download.
+    pub json: DigestLink,
+    pub message_text: TextView<'a>,
+    pub jit_log: TextView<'a>,
     pub code: Vec<CodeView<'a>>,
+    pub conversation: ConversationView<'a>,
+    pub trajectory: Option<TrajectoryNav>,
 }
 
 #[derive(Debug, Template)]
@@ -640,21 +678,29 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         }
     };
 
+    let link = |d: &Digest, ext: &str| ctx.digest_link(&from, d, ext);
     let mut hashes = vec![HashRow {
         field: "record".into(),
-        digest: r.digest.to_string(),
+        link: link(&r.digest, "json"),
         note: "this record (ptxbench.record object)".into(),
     }];
     hashes.push(HashRow {
         field: "task_hash".into(),
-        digest: doc.task_hash.to_string(),
-        note: "the task definition's canonical JSON".into(),
+        link: DigestLink {
+            digest: doc.task_hash.to_string(),
+            ..DigestLink::default()
+        },
+        note: "the task definition's canonical JSON (a hash, not a stored object)".into(),
     });
     hashes.push(HashRow {
         field: "task_digest".into(),
-        digest: doc
-            .task_digest
-            .map_or_else(|| format::NONE.to_string(), |d| d.to_string()),
+        link: match doc.task_digest {
+            Some(d) => link(&d, "json"),
+            None => DigestLink {
+                digest: format::NONE.to_string(),
+                ..DigestLink::default()
+            },
+        },
         note: match doc.task_digest {
             Some(_) => "the task definition it was measured against (ptxbench.task object)".into(),
             None => format!(
@@ -665,55 +711,62 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     });
     hashes.push(HashRow {
         field: "suite_hash".into(),
-        digest: doc.suite_hash.to_string(),
-        note: "the task suite".into(),
+        link: DigestLink {
+            digest: doc.suite_hash.to_string(),
+            ..DigestLink::default()
+        },
+        note: "the task suite (a hash, not a stored object)".into(),
     });
     if let Some(d) = doc.suite_digest {
         hashes.push(HashRow {
             field: "suite_digest".into(),
-            digest: d.to_string(),
+            link: link(&d, "json"),
             note: "the task suite (ptxbench.suite object)".into(),
         });
     }
     for (kind, d) in text_blobs(doc) {
         hashes.push(HashRow {
             field: kind.field().into(),
-            digest: d.to_string(),
+            link: link(&d, kind.extension()),
             note: blob_note(ctx, &d),
         });
     }
     if let Some(d) = doc.cubin_digest {
         hashes.push(HashRow {
             field: "cubin_digest".into(),
-            digest: d.to_string(),
+            link: link(&d, "cubin"),
             note: blob_note(ctx, &d),
         });
     }
 
+    let shared_link = |d: &Digest| {
+        ctx.shared_blobs.get(d).map(|b| Link {
+            text: format!(
+                "shown on its own page: it is shared by {} records",
+                b.records.len()
+            ),
+            href: paths::link(&from, &paths::blob(d)),
+        })
+    };
+    let text_of = |d: &Digest| match ctx.input.blobs.get(d) {
+        Some(Blob::Text(t)) => Some(t.as_str()),
+        _ => None,
+    };
+    let size_of = |d: &Digest| match ctx.input.blobs.get(d) {
+        Some(Blob::Text(t)) => format::bytes(t.len() as u64),
+        Some(Blob::Binary { bytes }) => format::bytes(*bytes),
+        None => String::new(),
+    };
     let mut code: Vec<CodeView<'a>> = text_blobs(doc)
+        .filter(|(kind, _)| !matches!(kind, BlobKind::Prompt | BlobKind::Response))
         .map(|(kind, d)| {
-            let shared = ctx.shared_blobs.get(&d).map(|b| Link {
-                text: format!(
-                    "shown on its own page: it is shared by {} records",
-                    b.records.len()
-                ),
-                href: paths::link(&from, &paths::blob(&d)),
-            });
-            let (lines, size, binary) = match ctx.input.blobs.get(&d) {
-                Some(Blob::Text(t)) if shared.is_some() => {
-                    (Vec::new(), format::bytes(t.len() as u64), false)
-                }
-                Some(Blob::Text(t)) => (t.lines().collect(), format::bytes(t.len() as u64), false),
-                Some(Blob::Binary { bytes }) => (Vec::new(), format::bytes(*bytes), true),
-                None => (Vec::new(), String::new(), true),
-            };
+            let shared = shared_link(&d);
             CodeView {
                 id: kind.anchor(),
                 label: kind.label(),
-                digest: d.to_string(),
-                size,
-                lines,
-                binary,
+                link: link(&d, kind.extension()),
+                size: size_of(&d),
+                text: text_of(&d).map(TextView::new),
                 open: matches!(kind, BlobKind::Ptx | BlobKind::Plan),
                 shared,
             }
@@ -722,9 +775,100 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     code.sort_by_key(|c| match c.id {
         "plan" => 0,
         "ptx" => 1,
-        "source" => 2,
-        "prompt" => 3,
-        _ => 4,
+        _ => 2,
+    });
+
+    let conversation = ConversationView {
+        prompt: doc.prompt_digest.map(|d| {
+            let shared = shared_link(&d);
+            let t = text_of(&d);
+            let messages = match (&shared, t) {
+                (None, Some(t)) => text::chat(t),
+                _ => None,
+            };
+            let is_chat = messages.is_some() || t.is_some_and(|t| text::chat(t).is_some());
+            let shown_text = match (&shared, &messages, t) {
+                (None, None, Some(t)) => Some(TextView::new(t)),
+                _ => None,
+            };
+            BlobText {
+                link: link(&d, if is_chat { "json" } else { "txt" }),
+                size: size_of(&d),
+                summary: match (&messages, t) {
+                    (Some(m), _) => format!("{} messages", m.len()),
+                    (None, Some(t)) => TextView::new(t).lines_text(),
+                    (None, None) => "not text".into(),
+                },
+                shared,
+                messages: messages.unwrap_or_default(),
+                text: shown_text,
+            }
+        }),
+        response: doc.response_digest.map(|d| {
+            let t = text_of(&d);
+            let message = t.map(|t| {
+                text::message(
+                    "assistant",
+                    match doc.turn {
+                        Some(n) => format!("answer of turn {n}: this record's response"),
+                        None => "this record's response".to_string(),
+                    },
+                    t,
+                )
+            });
+            BlobText {
+                link: link(&d, "txt"),
+                size: size_of(&d),
+                summary: message
+                    .as_ref()
+                    .map_or_else(|| "not text".into(), |m| m.text.lines_text()),
+                shared: None,
+                messages: message.into_iter().collect(),
+                text: None,
+            }
+        }),
+    };
+
+    let trajectory = ctx.trajectories.of(index).map(|t| {
+        let neighbour = |i: usize, what: &str| {
+            let n = &ctx.input.records[i];
+            Link {
+                text: format!(
+                    "{what}: turn {} ({})",
+                    n.record
+                        .turn
+                        .map_or_else(|| "?".to_string(), |t| t.to_string()),
+                    n.record.verdict.as_str()
+                ),
+                href: paths::link(&from, &paths::record(&n.digest)),
+            }
+        };
+        let position = t.records.iter().position(|&i| i == index).unwrap_or(0);
+        TrajectoryNav {
+            page: Link {
+                text: format!(
+                    "its trajectory ({} records, first {})",
+                    t.records.len(),
+                    t.root.short(12)
+                ),
+                href: format!(
+                    "{}#turn-{}",
+                    paths::link(&from, &paths::trajectory(&t.root)),
+                    position
+                ),
+            },
+            position: format!(
+                "Turn {} of a trajectory: record {} of {}",
+                doc.turn.map_or_else(|| "?".to_string(), |t| t.to_string()),
+                position + 1,
+                t.records.len()
+            ),
+            previous: ctx
+                .trajectories
+                .previous(index)
+                .map(|i| neighbour(i, "previous")),
+            next: ctx.trajectories.next(index).map(|i| neighbour(i, "next")),
+        }
     });
 
     let runs = r
@@ -748,7 +892,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         expected: row.expected,
         agrees: row.agrees,
         stage: o.stage.clone(),
-        message: o.message.clone(),
+        message_text: TextView::new(o.message.as_str()),
         facts,
         runs,
         warnings,
@@ -761,7 +905,10 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         hashes,
         audit: format!("ptxbench audit {}", r.digest),
         show: format!("ptxbench show {}", r.digest),
-        jit_log: o.jit_log.lines().collect(),
+        json: link(&r.digest, "json"),
+        jit_log: TextView::new(o.jit_log.as_str()),
         code,
+        conversation,
+        trajectory,
     }
 }

@@ -2,16 +2,17 @@
 
 use askama::Template;
 
+use super::Page;
 use super::record::RecordsTable;
-use super::{Fact, Page};
-use crate::site::context::Context;
+use crate::site::context::{Context, DigestLink};
 use crate::site::paths;
 
 #[derive(Debug)]
 pub struct RunView {
     pub name: String,
-    pub digest: String,
-    pub facts: Vec<Fact>,
+    pub digest: DigestLink,
+    /// Keys and values; a value that is a digest of a stored object links to it.
+    pub facts: Vec<(String, DigestLink)>,
     pub record_tables: Vec<RecordsTable>,
     pub show: String,
 }
@@ -21,6 +22,14 @@ pub struct RunView {
 pub struct RunPage<'a> {
     pub page: &'a Page,
     pub v: &'a RunView,
+}
+
+/// A value shown like a digest that links nowhere.
+fn plain(value: String) -> DigestLink {
+    DigestLink {
+        digest: value,
+        ..DigestLink::default()
+    }
 }
 
 pub fn view(ctx: &Context<'_>, run_index: usize) -> RunView {
@@ -36,28 +45,22 @@ pub fn view(ctx: &Context<'_>, run_index: usize) -> RunView {
         .collect();
     RunView {
         name: run.run.name.clone(),
-        digest: run.digest.to_string(),
+        digest: ctx.digest_link(&from, &run.digest, "json"),
         facts: vec![
-            Fact {
-                key: "schema".into(),
-                value: run.run.schema.clone(),
-            },
-            Fact {
-                key: "architecture".into(),
-                value: run.run.arch.to_string(),
-            },
-            Fact {
-                key: "run list (YAML) digest".into(),
-                value: run.run.list_digest.to_string(),
-            },
-            Fact {
-                key: "suite hash".into(),
-                value: run.run.suite_hash.to_string(),
-            },
-            Fact {
-                key: "records".into(),
-                value: run.run.record_digests.len().to_string(),
-            },
+            ("schema".into(), plain(run.run.schema.clone())),
+            ("architecture".into(), plain(run.run.arch.to_string())),
+            (
+                "run list (YAML) digest".into(),
+                ctx.digest_link(&from, &run.run.list_digest, "yaml"),
+            ),
+            (
+                "suite hash (a hash, not a stored object)".into(),
+                plain(run.run.suite_hash.to_string()),
+            ),
+            (
+                "records".into(),
+                plain(run.run.record_digests.len().to_string()),
+            ),
         ],
         record_tables: RecordsTable::of(ctx, &records, &from, "record-list"),
         show: format!("ptxbench show {}", run.digest),
