@@ -46,7 +46,7 @@ pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     };
     let fail = |s: crate::engine::verdict::Stop| anyhow::anyhow!("{}", s.0.message);
     let set = allocate(&gpu, task, &plan, &env).map_err(fail)?;
-    fill_inputs(&gpu, &support, task, &env, &set, a.seed).map_err(fail)?;
+    fill_inputs(&gpu, &support, task, w, &set, a.seed).map_err(fail)?;
     let reference = compute_reference(&gpu, &support, task, &env, &set).map_err(fail)?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let mut index = serde_json::Map::new();

@@ -70,15 +70,7 @@ pub fn count_targets(
         let stop = |s: Stop| s.0.message;
         let support = Support::load(gpu).map_err(|e| e.to_string())?;
         let set = allocate(gpu, task, plan, &env).map_err(stop)?;
-        fill_inputs(
-            gpu,
-            &support,
-            task,
-            &env,
-            &set,
-            seed_for(req.seed, &w.name, 0),
-        )
-        .map_err(stop)?;
+        fill_inputs(gpu, &support, task, w, &set, seed_for(req.seed, &w.name, 0)).map_err(stop)?;
         prepare_outputs(gpu, task, &set).map_err(|e| e.to_string())?;
         run_plan(gpu, &kernels, &launches, &set).map_err(stop)?;
         let (ptr, bytes) = gpu.global(&m, &counted.symbol).map_err(|e| e.to_string())?;

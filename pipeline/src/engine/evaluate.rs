@@ -172,7 +172,7 @@ fn run(
         for trial in 0..req.protocol.trials.max(1) {
             let seed = seed_for(req.seed, &w.name, trial);
             let set = allocate(gpu, task, plan, &env)?;
-            fill_inputs(gpu, support, task, &env, &set, seed)?;
+            fill_inputs(gpu, support, task, w, &set, seed)?;
             let reference = compute_reference(gpu, support, task, &env, &set)?;
             let snapshot = snapshot_inputs(gpu, task, &set)?;
             prepare_outputs(gpu, task, &set)?;

@@ -12,7 +12,7 @@ use super::verdict::{Stop, setup_error};
 use crate::candidate::plan::{LaunchPlan, WorkspaceInit};
 use crate::cuda::driver::{DeviceBuffer, DriverError, Gpu};
 use crate::expr::Bindings;
-use crate::task::{DType, Op, Task};
+use crate::task::{DType, Op, Task, Workload};
 
 /// Bytes of guard before and after every tensor (keeps 256-byte alignment).
 pub const GUARD: usize = 4096;
@@ -115,6 +115,12 @@ fn fill_drawn(
     seed: u64,
     skip: &[&str],
 ) -> Result<(), Stop> {
+    let quantized = task.op.quantized_inputs();
+    let amax = if quantized.is_empty() {
+        None
+    } else {
+        Some(gpu.alloc(4)?)
+    };
     for (i, t) in task.inputs.iter().enumerate() {
         if skip.contains(&t.name.as_str()) {
             continue;
@@ -123,29 +129,94 @@ fn fill_drawn(
             .input_distribution(&t.name)
             .unwrap_or(&task.distribution);
         let ptr = set.ptr(&t.name).expect("allocated");
-        support.fill(
-            gpu,
-            ptr,
-            t.dtype,
-            set.numel(&t.name),
-            input_seed(seed, i),
-            dist,
-        )?;
+        let n = set.numel(&t.name);
+        if let (Some((_, descale)), Some(amax)) =
+            (quantized.iter().find(|(q, _)| *q == t.name), &amax)
+        {
+            // Drawn in fp32, then quantized with its own per-tensor scale.
+            let draw = gpu.alloc(f32_bytes(n)?)?;
+            support.fill(gpu, draw.ptr(), DType::F32, n, input_seed(seed, i), dist)?;
+            let descale = set
+                .ptr(descale)
+                .expect("validated: the descale is an input");
+            support.quantize_e4m3(gpu, draw.ptr(), n, ptr, descale, amax)?;
+            gpu.sync()?;
+            continue;
+        }
+        support.fill(gpu, ptr, t.dtype, n, input_seed(seed, i), dist)?;
     }
     Ok(())
 }
 
-/// Fills the drawn inputs; derived inputs (attention backward's O and LSE) come from the
-/// fp32 reference forward.
+/// The CSR page table of a paged decode workload: `kv_indptr` from its `kv_lens`, and
+/// `kv_indices` distinct pages drawn from `seed` in random order (a partial Fisher-Yates
+/// shuffle of all pages), so that no kernel can assume sequences sit in consecutive pages.
+pub fn page_table(lens: &[u64], pages: u64, seed: u64) -> Result<(Vec<i32>, Vec<i32>), String> {
+    let tokens: u64 = lens.iter().sum();
+    if tokens > pages {
+        return Err(format!("{tokens} KV tokens do not fit in {pages} pages"));
+    }
+    let to_i32 = |v: u64| i32::try_from(v).map_err(|_| format!("{v} does not fit an int32 index"));
+    let mut indptr = vec![0i32];
+    let mut at = 0u64;
+    for l in lens {
+        at += l;
+        indptr.push(to_i32(at)?);
+    }
+    let n = usize::try_from(pages).map_err(|e| e.to_string())?;
+    to_i32(pages)?;
+    let mut all: Vec<i32> = (0..n as i32).collect();
+    let mut rng = super::estimate::SplitMix::new(seed);
+    let take = tokens as usize;
+    for i in 0..take {
+        let j = i + rng.below(n - i);
+        all.swap(i, j);
+    }
+    all.truncate(take);
+    Ok((indptr, all))
+}
+
+fn upload_i32(gpu: &Gpu, set: &TensorSet, name: &str, v: &[i32]) -> Result<(), Stop> {
+    let (buf, bytes, ..) = &set.tensors[name];
+    let raw: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    if raw.len() != *bytes {
+        return Err(setup_error(format!(
+            "{name}: {} values for a tensor of {} bytes",
+            v.len(),
+            bytes
+        )));
+    }
+    gpu.upload(buf, GUARD, &raw)?;
+    Ok(())
+}
+
+/// Fills the drawn inputs; derived inputs come from the others: attention backward's O and
+/// LSE from the fp32 reference forward, fp8 descales from the quantization of their tensors,
+/// a paged decode's page table from the workload's KV lengths and the seed.
 pub fn fill_inputs(
     gpu: &Gpu,
     support: &Support,
     task: &Task,
-    env: &Bindings,
+    w: &Workload,
     set: &TensorSet,
     seed: u64,
 ) -> Result<(), Stop> {
+    let env = &task.bindings(w);
     fill_drawn(gpu, support, task, set, seed, task.op.derived_inputs())?;
+    if let Op::AttentionDecode { .. } = task.op {
+        let dims = task
+            .problem_in(env)
+            .and_then(|p| p.decode())
+            .map_err(setup_error)?;
+        let lens = w
+            .kv_lens
+            .as_deref()
+            .ok_or_else(|| setup_error(format!("workload {} lists no kv_lens", w.name)))?;
+        let (indptr, indices) = page_table(lens, dims.pages, input_seed(seed, task.inputs.len()))
+            .map_err(setup_error)?;
+        upload_i32(gpu, set, "kv_indptr", &indptr)?;
+        upload_i32(gpu, set, "kv_indices", &indices)?;
+    }
     if let Op::AttentionBwd { causal } = task.op {
         let dims = task
             .problem_in(env)
@@ -236,4 +307,24 @@ pub fn f32_bytes(n: u64) -> Result<usize, Stop> {
     n.checked_mul(4)
         .and_then(|b| usize::try_from(b).ok())
         .ok_or_else(|| setup_error(format!("{n} fp32 values do not fit in memory")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_table;
+
+    #[test]
+    fn a_page_table_names_distinct_pages_per_seed() {
+        let (indptr, indices) = page_table(&[3, 1, 5], 12, 7).expect("fits");
+        assert_eq!(indptr, vec![0, 3, 4, 9]);
+        assert_eq!(indices.len(), 9);
+        let mut sorted = indices.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 9, "distinct pages: {indices:?}");
+        assert!(indices.iter().all(|&p| (0..12).contains(&p)));
+        assert_eq!(page_table(&[3, 1, 5], 12, 7).expect("fits").1, indices);
+        assert_ne!(page_table(&[3, 1, 5], 12, 8).expect("fits").1, indices);
+        assert!(page_table(&[3, 1, 5], 8, 7).is_err());
+    }
 }

@@ -47,7 +47,9 @@ pub fn check_output(
         atol: 0.0,
     });
     let (rtol, atol) = match tol {
-        Tolerance::Allclose { rtol, atol } => (rtol, atol),
+        Tolerance::Allclose { rtol, atol } | Tolerance::AllcloseFraction { rtol, atol, .. } => {
+            (rtol, atol)
+        }
         Tolerance::Relnorm { .. } => (f64::INFINITY, f64::INFINITY),
     };
     let c = support.compare(gpu, scratch, got, reference.ptr(), numel, rtol, atol)?;
@@ -91,6 +93,20 @@ pub fn judge_comparison(name: &str, tol: &Tolerance, c: Comparison) -> OutputChe
                 c.max_abs_error,
                 c.relative_l2
             )),
+            Tolerance::AllcloseFraction {
+                rtol,
+                atol,
+                min_match,
+            } if (c.violations as f64) > (1.0 - min_match) * c.elements as f64 => Some(format!(
+                "{}: {} of {} values outside atol {atol} + rtol {rtol}, more than the {:.2}% allowed (first at index {}, max |error| {:.3e}, relative L2 error {:.3e})",
+                name,
+                c.violations,
+                c.elements,
+                (1.0 - min_match) * 100.0,
+                c.first_violation.unwrap_or(0),
+                c.max_abs_error,
+                c.relative_l2
+            )),
             Tolerance::Relnorm { max } if c.relative_l2.is_nan() || c.relative_l2 > max => {
                 Some(format!(
                     "{}: relative L2 error {:.3e} exceeds {max} (max |error| {:.3e})",
@@ -104,6 +120,11 @@ pub fn judge_comparison(name: &str, tol: &Tolerance, c: Comparison) -> OutputChe
         output: name.to_string(),
         tolerance: match tol {
             Tolerance::Allclose { rtol, atol } => format!("allclose rtol {rtol} atol {atol}"),
+            Tolerance::AllcloseFraction {
+                rtol,
+                atol,
+                min_match,
+            } => format!("allclose rtol {rtol} atol {atol} on {min_match} of the values"),
             Tolerance::Relnorm { max } => format!("relnorm {max}"),
         },
         passed: failure.is_none(),
@@ -228,6 +249,26 @@ mod tests {
         assert!(!judge_comparison("C", &Tolerance::Relnorm { max: 5e-3 }, c.clone()).passed);
         c.relative_l2 = f64::NAN;
         assert!(!judge_comparison("C", &Tolerance::Relnorm { max: 5e-3 }, c).passed);
+    }
+
+    #[test]
+    fn a_fraction_tolerance_allows_its_share_of_violations_and_no_more() {
+        let tol = Tolerance::AllcloseFraction {
+            rtol: 0.125,
+            atol: 0.01,
+            min_match: 0.995,
+        };
+        let mut c = comparison(10_000);
+        c.violations = 50;
+        assert!(judge_comparison("O", &tol, c.clone()).passed);
+        c.violations = 51;
+        let o = judge_comparison("O", &tol, c.clone());
+        assert!(!o.passed);
+        assert!(o.failure.expect("failure").contains("51 of 10000"));
+        // Non-finite values fail however few.
+        c.violations = 0;
+        c.non_finite = 1;
+        assert!(!judge_comparison("O", &tol, c).passed);
     }
 
     #[test]

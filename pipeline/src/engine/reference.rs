@@ -69,6 +69,64 @@ pub fn compute_reference(
             outputs.insert("O".to_string(), o);
             outputs.insert("LSE".to_string(), lse);
         }
+        Op::AttentionFwdFp8 { causal } => {
+            let dims = problem.attention().map_err(setup_error)?;
+            let (bh, s, d) = dims.as_i32().map_err(setup_error)?;
+            let n = dims.elements().map_err(setup_error)?;
+            // The dequantized inputs: X * descale_x, in fp32.
+            let mut dq = Vec::new();
+            for (name, descale) in task.op.quantized_inputs() {
+                let x = to_f32(gpu, support, set, name)?;
+                support.scale_by(gpu, x.ptr(), n, set.ptr(descale).expect("validated"))?;
+                dq.push(x);
+            }
+            let o = gpu.alloc(f32_bytes(n)?)?;
+            let lse = gpu.alloc(f32_bytes(dims.rows().map_err(setup_error)?)?)?;
+            support.attention_fwd(
+                gpu,
+                dq[0].ptr(),
+                dq[1].ptr(),
+                dq[2].ptr(),
+                o.ptr(),
+                lse.ptr(),
+                bh,
+                s,
+                d,
+                causal,
+            )?;
+            gpu.sync()?;
+            outputs.insert("O".to_string(), o);
+            outputs.insert("LSE".to_string(), lse);
+        }
+        Op::AttentionDecode { .. } => {
+            let dims = problem.decode().map_err(setup_error)?;
+            let (b, h, hkv, d) = dims.as_i32().map_err(setup_error)?;
+            let q = to_f32(gpu, support, set, "q")?;
+            let k = to_f32(gpu, support, set, "k_cache")?;
+            let v = to_f32(gpu, support, set, "v_cache")?;
+            let rows = dims.batch * dims.heads;
+            let out = gpu.alloc(f32_bytes(rows * dims.head_dim)?)?;
+            let lse = gpu.alloc(f32_bytes(rows)?)?;
+            let ptr = |n: &str| set.ptr(n).expect("validated");
+            support.paged_decode(
+                gpu,
+                [
+                    q.ptr(),
+                    k.ptr(),
+                    v.ptr(),
+                    ptr("kv_indptr"),
+                    ptr("kv_indices"),
+                ],
+                [out.ptr(), lse.ptr()],
+                b,
+                h,
+                hkv,
+                d,
+            )?;
+            gpu.sync()?;
+            outputs.insert("output".to_string(), out);
+            outputs.insert("lse".to_string(), lse);
+        }
         Op::AttentionBwd { causal } => {
             let dims = problem.attention().map_err(setup_error)?;
             let (bh, s, d) = dims.as_i32().map_err(setup_error)?;

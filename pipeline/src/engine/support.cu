@@ -73,6 +73,48 @@ extern "C" __global__ void f32_to_bf16(const float* in, __nv_bfloat16* out, u64 
     out[i] = __float2bfloat16(in[i]);
 }
 
+// ---------------------------------------------------------------- fp8 quantization per tensor
+// The FA3-style recipe: x rounded to bf16, amax = max |x|, X = e4m3(x * 448 / amax) (saturating),
+// descale = amax / 448. amax_bits must start at 0: non-negative floats order as their bits.
+extern "C" __global__ void amax_bf16_rounded(const float* x, u64 n, unsigned* amax_bits) {
+  float m = 0.0f;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    m = fmaxf(m, fabsf(__bfloat162float(__float2bfloat16(x[i]))));
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(m));
+}
+
+extern "C" __global__ void quantize_e4m3(const float* x, u64 n, const unsigned* amax_bits,
+                                         __nv_fp8_e4m3* out, float* descale) {
+  float amax = fmaxf(__uint_as_float(*amax_bits), 1e-6f);
+  float scale = 448.0f / amax;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    out[i] = __nv_fp8_e4m3(__bfloat162float(__float2bfloat16(x[i])) * scale);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *descale = amax / 448.0f;
+}
+
+// x[i] *= *s (a device scalar: the descales live on the device).
+extern "C" __global__ void scale_by(float* x, u64 n, const float* s) {
+  float v = *s;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    x[i] *= v;
+}
+
+// ---------------------------------------------------------------- paged KV cache
+// CSR page table (kv_indptr [B+1], kv_indices) to the dense table cuDNN reads: table [B, maxp]
+// (unused slots 0) and seq_len [B]. Page size 1: a sequence's length is its page count.
+extern "C" __global__ void csr_to_table(const int* indptr, const int* indices, int B, int maxp,
+                                        int* table, int* seq_len) {
+  u64 total = (u64)B * maxp;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < total;
+       i += (u64)gridDim.x * blockDim.x) {
+    int b = (int)(i / maxp), s = (int)(i % maxp);
+    int start = indptr[b], len = indptr[b + 1] - start;
+    table[i] = s < len ? indices[start + s] : 0;
+    if (s == 0) seq_len[b] = len;
+  }
+}
+
 // ---------------------------------------------------------------- GEMM reference
 // C[m, n] = scale * sum_k A[m, k] * B[n, k], all fp32 (inputs already converted).
 extern "C" __global__ void ref_gemm_abt(const float* A, const float* B, float* C, int M, int N,
@@ -142,6 +184,48 @@ extern "C" __global__ void ref_attn_fwd(const float* Q, const float* K, const fl
     if (d < D) o[d] = acc[p] / l;
   }
   if (lane == 0) LSE[(u64)bh * S + i] = m + logf(l);
+}
+
+// Paged GQA decode: q [B, H, D]; caches [pages, HKV, D] (page size 1); one warp per (b, h).
+// Query head h reads KV head h / (H / HKV). out [B, H, D]; lse [B, H] (natural log).
+extern "C" __global__ void ref_paged_decode(const float* Q, const float* Kc, const float* Vc,
+                                            const int* indptr, const int* indices, float* O,
+                                            float* LSE, int B, int H, int HKV, int D,
+                                            float scale) {
+  int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  if (warp >= B * H) return;
+  int b = warp / H, h = warp % H, g = h / (H / HKV);
+  const float* q = Q + ((u64)b * H + h) * D;
+  float qr[PER], acc[PER];
+  for (int p = 0; p < PER; ++p) {
+    int d = lane + 32 * p;
+    qr[p] = d < D ? q[d] : 0.0f;
+    acc[p] = 0.0f;
+  }
+  float m = __int_as_float(0xff800000), l = 0.0f;
+  for (int j = indptr[b]; j < indptr[b + 1]; ++j) {
+    u64 row = ((u64)indices[j] * HKV + g) * D;
+    float s = 0.0f;
+    for (int p = 0; p < PER; ++p) {
+      int d = lane + 32 * p;
+      if (d < D) s = fmaf(qr[p], Kc[row + d], s);
+    }
+    s = warp_sum(s) * scale;
+    float mn = fmaxf(m, s);
+    float corr = expf(m - mn), e = expf(s - mn);
+    l = l * corr + e;
+    for (int p = 0; p < PER; ++p) {
+      int d = lane + 32 * p;
+      if (d < D) acc[p] = acc[p] * corr + e * Vc[row + d];
+    }
+    m = mn;
+  }
+  float* o = O + ((u64)b * H + h) * D;
+  for (int p = 0; p < PER; ++p) {
+    int d = lane + 32 * p;
+    if (d < D) o[d] = acc[p] / l;
+  }
+  if (lane == 0) LSE[(u64)b * H + h] = m + logf(l);
 }
 
 // Delta[i] = sum_d dO[i, d] * O[i, d].

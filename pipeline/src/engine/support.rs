@@ -62,6 +62,11 @@ const KERNELS: &[&str] = &[
     "ref_attn_delta",
     "ref_attn_bwd_dq",
     "ref_attn_bwd_dkdv",
+    "ref_paged_decode",
+    "amax_bf16_rounded",
+    "quantize_e4m3",
+    "scale_by",
+    "csr_to_table",
     "compare",
     "count_diff",
     "count_not",
@@ -188,6 +193,112 @@ impl Support {
             name,
             stride_geometry(n),
             &[Arg::Ptr(src), Arg::Ptr(dst), Arg::U64(n)],
+        )
+    }
+
+    /// Quantizes `n` fp32 values at `src` to e4m3 at `dst` with the per-tensor scale 448/amax
+    /// (values rounded to bf16 first), and writes the descale amax/448 (f32) to `descale`.
+    /// `amax` is 4 bytes of device scratch.
+    pub fn quantize_e4m3(
+        &self,
+        gpu: &Gpu,
+        src: u64,
+        n: u64,
+        dst: u64,
+        descale: u64,
+        amax: &DeviceBuffer,
+    ) -> Result<(), DriverError> {
+        gpu.fill_u8(amax, 0, 0, 4)?;
+        self.run(
+            gpu,
+            "amax_bf16_rounded",
+            stride_geometry(n),
+            &[Arg::Ptr(src), Arg::U64(n), Arg::Ptr(amax.ptr())],
+        )?;
+        self.run(
+            gpu,
+            "quantize_e4m3",
+            stride_geometry(n),
+            &[
+                Arg::Ptr(src),
+                Arg::U64(n),
+                Arg::Ptr(amax.ptr()),
+                Arg::Ptr(dst),
+                Arg::Ptr(descale),
+            ],
+        )
+    }
+
+    /// `x[i] *= *s` for `n` fp32 values, `s` an f32 on the device.
+    pub fn scale_by(&self, gpu: &Gpu, x: u64, n: u64, s: u64) -> Result<(), DriverError> {
+        self.run(
+            gpu,
+            "scale_by",
+            stride_geometry(n),
+            &[Arg::Ptr(x), Arg::U64(n), Arg::Ptr(s)],
+        )
+    }
+
+    /// The dense page table `[b, maxp]` and sequence lengths `[b]` of a CSR table.
+    #[allow(clippy::too_many_arguments)]
+    pub fn csr_to_table(
+        &self,
+        gpu: &Gpu,
+        indptr: u64,
+        indices: u64,
+        b: i32,
+        maxp: i32,
+        table: u64,
+        seq_len: u64,
+    ) -> Result<(), DriverError> {
+        let n = u64::try_from(b).unwrap_or(0) * u64::try_from(maxp).unwrap_or(0);
+        self.run(
+            gpu,
+            "csr_to_table",
+            stride_geometry(n),
+            &[
+                Arg::Ptr(indptr),
+                Arg::Ptr(indices),
+                Arg::I32(b),
+                Arg::I32(maxp),
+                Arg::Ptr(table),
+                Arg::Ptr(seq_len),
+            ],
+        )
+    }
+
+    /// Paged GQA decode in fp32 (page size 1): `out`, `lse` from `q [b,h,d]` and the caches
+    /// `[pages, hkv, d]` through the CSR table.
+    #[allow(clippy::too_many_arguments)]
+    pub fn paged_decode(
+        &self,
+        gpu: &Gpu,
+        [q, k, v, indptr, indices]: [u64; 5],
+        [out, lse]: [u64; 2],
+        b: i32,
+        h: i32,
+        hkv: i32,
+        d: i32,
+    ) -> Result<(), DriverError> {
+        let scale = 1.0 / (d as f32).sqrt();
+        self.run(
+            gpu,
+            "ref_paged_decode",
+            warp_geometry(u64::try_from(b).unwrap_or(0) * u64::try_from(h).unwrap_or(0)),
+            &[
+                Arg::Ptr(q),
+                Arg::Ptr(k),
+                Arg::Ptr(v),
+                Arg::Ptr(indptr),
+                Arg::Ptr(indices),
+                Arg::Ptr(out),
+                Arg::Ptr(lse),
+                Arg::I32(b),
+                Arg::I32(h),
+                Arg::I32(hkv),
+                Arg::I32(d),
+                Arg::F32(scale),
+            ],
         )
     }
 

@@ -186,14 +186,7 @@ pub fn time_workload(
     let p = &req.protocol;
     let stream = format!("timing:{}", w.name);
     let set = allocate(gpu, task, plan, env)?;
-    fill_inputs(
-        gpu,
-        support,
-        task,
-        env,
-        &set,
-        seed_for(req.seed, &stream, 0),
-    )?;
+    fill_inputs(gpu, support, task, w, &set, seed_for(req.seed, &stream, 0))?;
     let reference = compute_reference(gpu, support, task, env, &set)?;
     let mut keep_maps = Vec::new();
     let encoded = encode_params(gpu, launches, &set, &mut keep_maps).map_err(|e| {
@@ -204,7 +197,7 @@ pub fn time_workload(
         ))
     })?;
     let mut planned = Planned::default();
-    let (baseline, info) = match baseline_for(gpu, task, env, &set, &mut planned)? {
+    let (baseline, info) = match baseline_for(gpu, support, task, env, &set, &mut planned)? {
         Some((b, i)) => (Some(b), Some(i)),
         None => (None, None),
     };

@@ -197,6 +197,14 @@ fn describe_tolerance(t: &Tolerance) -> String {
         Tolerance::Relnorm { max } => {
             format!("relative L2 error ||out - ref|| / ||ref|| <= {max}")
         }
+        Tolerance::AllcloseFraction {
+            rtol,
+            atol,
+            min_match,
+        } => format!(
+            "|out - ref| <= {atol} + {rtol} * |ref| for at least {}% of the elements, and no element NaN or infinite",
+            min_match * 100.0
+        ),
     }
 }
 

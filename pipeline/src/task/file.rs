@@ -99,6 +99,8 @@ pub struct OpFile {
     pub per_tensor_scales: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub causal: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paged: Option<bool>,
 }
 
 /// `kind` (`randn`, `spiky`, `uniform`) selects which of the other fields apply.
@@ -129,6 +131,9 @@ pub struct ToleranceFile {
     pub atol: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
+    /// allclose only: the share of elements that must be within the bound (default: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_match: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -147,6 +152,13 @@ pub struct WorkloadFile {
     pub axes: OrderedMap<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// Paged decode: the KV length of each sequence.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "flow_opt_seq"
+    )]
+    pub kv_lens: Option<Vec<i64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -167,6 +179,13 @@ pub struct TargetFamilyFile {
 
 // Writing YAML: small maps and lists in flow style (`{dtype: bf16, shape: [M, K]}`), as the
 // hand-written task files are; reading accepts either style.
+
+fn flow_opt_seq<S: Serializer>(v: &Option<Vec<i64>>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => flow_seq(v, s),
+        None => s.serialize_none(),
+    }
+}
 
 fn flow_seq<T: Serialize, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
     serde_saphyr::FlowSeq(v).serialize(s)
@@ -347,12 +366,25 @@ impl From<&Tolerance> for ToleranceFile {
                 rtol: Some(rtol),
                 atol: Some(atol),
                 max: None,
+                min_match: None,
+            },
+            Tolerance::AllcloseFraction {
+                rtol,
+                atol,
+                min_match,
+            } => ToleranceFile {
+                metric: "allclose".into(),
+                rtol: Some(rtol),
+                atol: Some(atol),
+                max: None,
+                min_match: Some(min_match),
             },
             Tolerance::Relnorm { max } => ToleranceFile {
                 metric: "relnorm".into(),
                 rtol: None,
                 atol: None,
                 max: Some(max),
+                min_match: None,
             },
         }
     }
@@ -365,6 +397,7 @@ impl From<&Op> for OpFile {
             transpose_b: None,
             per_tensor_scales: None,
             causal: None,
+            paged: None,
         };
         match *op {
             Op::Gemm { transpose_b } => OpFile {
@@ -375,8 +408,14 @@ impl From<&Op> for OpFile {
                 per_tensor_scales: Some(per_tensor_scales),
                 ..blank
             },
-            Op::AttentionFwd { causal } | Op::AttentionBwd { causal } => OpFile {
+            Op::AttentionFwd { causal }
+            | Op::AttentionBwd { causal }
+            | Op::AttentionFwdFp8 { causal } => OpFile {
                 causal: Some(causal),
+                ..blank
+            },
+            Op::AttentionDecode { paged } => OpFile {
+                paged: Some(paged),
                 ..blank
             },
         }
@@ -439,6 +478,10 @@ impl From<&Task> for TaskFile {
                     kind: w.kind.as_str().to_string(),
                     axes: w.axes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
                     uuid: w.uuid.clone(),
+                    kv_lens: w
+                        .kv_lens
+                        .as_ref()
+                        .map(|l| l.iter().map(|&v| v as i64).collect()),
                 })
                 .collect(),
             targets: t

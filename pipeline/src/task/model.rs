@@ -121,6 +121,8 @@ pub enum TaskFamily {
     GemmFp8,
     AttentionFwd,
     AttentionBwd,
+    AttentionFwdFp8,
+    AttentionDecode,
 }
 
 named_enum!(TaskFamily, "family", {
@@ -128,6 +130,8 @@ named_enum!(TaskFamily, "family", {
     GemmFp8 => "gemm_fp8",
     AttentionFwd => "attention_fwd",
     AttentionBwd => "attention_bwd",
+    AttentionFwdFp8 => "attention_fwd_fp8",
+    AttentionDecode => "attention_decode",
 });
 
 impl TaskFamily {
@@ -137,6 +141,8 @@ impl TaskFamily {
             TaskFamily::Gemm | TaskFamily::GemmFp8 => "gemm",
             TaskFamily::AttentionFwd => "attention_fwd",
             TaskFamily::AttentionBwd => "attention_bwd",
+            TaskFamily::AttentionFwdFp8 => "attention_fwd_fp8",
+            TaskFamily::AttentionDecode => "attention_decode",
         }
     }
 }
@@ -280,6 +286,14 @@ pub enum Tolerance {
     Allclose { rtol: f64, atol: f64 },
     /// The whole tensor: `||got - ref||_2 / ||ref||_2 <= max`.
     Relnorm { max: f64 },
+    /// At least `min_match` of the elements: `|got - ref| <= atol + rtol * |ref|`, and no
+    /// element non-finite (upstream's `required_matched_ratio`, for fp8 outputs whose rounding
+    /// alone moves single elements by an ulp). Invariant: `0.9 <= min_match < 1`.
+    AllcloseFraction {
+        rtol: f64,
+        atol: f64,
+        min_match: f64,
+    },
 }
 
 impl fmt::Display for Tolerance {
@@ -294,6 +308,15 @@ impl fmt::Display for Tolerance {
             Tolerance::Relnorm { max } => {
                 write!(f, "relnorm: ||got - ref||_2 / ||ref||_2 <= {max}")
             }
+            Tolerance::AllcloseFraction {
+                rtol,
+                atol,
+                min_match,
+            } => write!(
+                f,
+                "allclose on at least {}% of the elements: |got - ref| <= {atol} + {rtol} * |ref|, none non-finite",
+                min_match * 100.0
+            ),
         }
     }
 }
@@ -319,6 +342,11 @@ pub struct Workload {
     pub axes: BTreeMap<String, i64>,
     /// The paper's workload uuid, where this workload is one of the paper's.
     pub uuid: Option<String>,
+    /// Paged decode: the KV length of each sequence of the batch (ragged), from which the
+    /// harness builds the CSR page table. Invariant (validation): one positive length per
+    /// sequence, summing to the task's KV-token axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_lens: Option<Vec<u64>>,
 }
 
 impl Workload {
@@ -390,6 +418,14 @@ pub struct Target {
 /// - `AttentionBwd`: inputs `Q, K, V, O, dO [b,h,s,d]`, `LSE [b,h,s]`; outputs `dQ, dK, dV`.
 ///   `O` and `LSE` are not drawn: the harness computes them from `Q, K, V` with the reference
 ///   forward (see [`Op::derived_inputs`]).
+/// - `AttentionFwdFp8`: inputs `Q, K, V [b,h,s,d]` in e4m3 and `descale_q, descale_k,
+///   descale_v [1]` (f32); outputs `O [b,h,s,d]` (e4m3, no output scale) and `LSE [b,h,s]`.
+///   Each of Q, K, V is drawn in fp32 and quantized with scale 448/amax; its descale is
+///   amax/448 (derived, not drawn).
+/// - `AttentionDecode` (paged): inputs `q [b,hq,d]`, `k_cache, v_cache [p,ps,hkv,d]`,
+///   `kv_indptr [b+1]`, `kv_indices [t]` (i32); outputs `output [b,hq,d]`, `lse [b,hq]`
+///   (natural log). Query head `h` reads KV head `h / (hq/hkv)`; scale `1/sqrt(d)`. The page
+///   table is derived from the workload's `kv_lens` and the seed (distinct random pages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Op {
@@ -397,6 +433,8 @@ pub enum Op {
     GemmFp8 { per_tensor_scales: bool },
     AttentionFwd { causal: bool },
     AttentionBwd { causal: bool },
+    AttentionFwdFp8 { causal: bool },
+    AttentionDecode { paged: bool },
 }
 
 impl Op {
@@ -407,6 +445,19 @@ impl Op {
             Op::GemmFp8 { .. } => TaskFamily::GemmFp8,
             Op::AttentionFwd { .. } => TaskFamily::AttentionFwd,
             Op::AttentionBwd { .. } => TaskFamily::AttentionBwd,
+            Op::AttentionFwdFp8 { .. } => TaskFamily::AttentionFwdFp8,
+            Op::AttentionDecode { .. } => TaskFamily::AttentionDecode,
+        }
+    }
+
+    /// Inputs quantized from an fp32 draw with a per-tensor scale, each with the input that
+    /// receives its descale (amax/448).
+    pub fn quantized_inputs(&self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Op::AttentionFwdFp8 { .. } => {
+                &[("Q", "descale_q"), ("K", "descale_k"), ("V", "descale_v")]
+            }
+            _ => &[],
         }
     }
 
@@ -414,6 +465,8 @@ impl Op {
     pub fn derived_inputs(&self) -> &'static [&'static str] {
         match self {
             Op::AttentionBwd { .. } => &["O", "LSE"],
+            Op::AttentionFwdFp8 { .. } => &["descale_q", "descale_k", "descale_v"],
+            Op::AttentionDecode { .. } => &["kv_indptr", "kv_indices"],
             _ => &[],
         }
     }
@@ -425,6 +478,10 @@ impl Op {
     pub fn kept_while_timing(&self) -> &'static [&'static str] {
         match self {
             Op::AttentionBwd { .. } => &["Q", "K", "V", "O", "LSE"],
+            // The page table is kept (the pages it names are redrawn); the descales are
+            // rewritten by the quantization of their tensors.
+            Op::AttentionDecode { .. } => &["kv_indptr", "kv_indices"],
+            Op::AttentionFwdFp8 { .. } => &["descale_q", "descale_k", "descale_v"],
             _ => &[],
         }
     }
@@ -432,7 +489,9 @@ impl Op {
     pub fn causal(&self) -> bool {
         matches!(
             self,
-            Op::AttentionFwd { causal: true } | Op::AttentionBwd { causal: true }
+            Op::AttentionFwd { causal: true }
+                | Op::AttentionBwd { causal: true }
+                | Op::AttentionFwdFp8 { causal: true }
         )
     }
 }

@@ -21,6 +21,11 @@ pub enum Role {
     Heads,
     Seq,
     HeadDim,
+    KvHeads,
+    Pages,
+    PageSize,
+    Indptr,
+    KvTokens,
 }
 
 impl Role {
@@ -34,6 +39,11 @@ impl Role {
             "h" => Role::Heads,
             "s" => Role::Seq,
             "d" => Role::HeadDim,
+            "kv_heads" => Role::KvHeads,
+            "pages" => Role::Pages,
+            "page_size" => Role::PageSize,
+            "indptr" => Role::Indptr,
+            "tokens" => Role::KvTokens,
             _ => return None,
         })
     }
@@ -47,6 +57,11 @@ impl Role {
             Role::Heads => "heads",
             Role::Seq => "seq",
             Role::HeadDim => "head_dim",
+            Role::KvHeads => "kv_heads",
+            Role::Pages => "pages",
+            Role::PageSize => "page_size",
+            Role::Indptr => "indptr",
+            Role::KvTokens => "kv_tokens",
         }
     }
 }
@@ -153,25 +168,63 @@ impl GemmDims {
     }
 }
 
+/// Paged decode sizes: one query per sequence, `heads` query heads sharing `kv_heads` KV heads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DecodeDims {
+    pub batch: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub head_dim: u64,
+    pub pages: u64,
+    pub page_size: u64,
+    /// Entries of `kv_indptr` (batch + 1).
+    pub indptr: u64,
+    /// KV tokens over the batch (entries of `kv_indices` at page size 1).
+    pub tokens: u64,
+}
+
+impl DecodeDims {
+    /// The sizes as the `int`s the reference kernels take: (batch, heads, kv_heads, head_dim).
+    pub fn as_i32(&self) -> Result<(i32, i32, i32, i32), ShapeError> {
+        mul(&[self.pages, self.page_size, self.kv_heads, self.head_dim])?;
+        Ok((
+            to_i32(self.batch)?,
+            to_i32(self.heads)?,
+            to_i32(self.kv_heads)?,
+            to_i32(self.head_dim)?,
+        ))
+    }
+}
+
 /// The op's sizes for one workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ProblemSize {
     Gemm(GemmDims),
     Attention(AttentionDims),
+    Decode(DecodeDims),
 }
 
 impl ProblemSize {
     pub fn gemm(&self) -> Result<GemmDims, ShapeError> {
         match self {
             ProblemSize::Gemm(g) => Ok(*g),
-            ProblemSize::Attention(_) => Err(ShapeError::NoRole { role: Role::M }),
+            _ => Err(ShapeError::NoRole { role: Role::M }),
         }
     }
 
     pub fn attention(&self) -> Result<AttentionDims, ShapeError> {
         match self {
             ProblemSize::Attention(a) => Ok(*a),
-            ProblemSize::Gemm(_) => Err(ShapeError::NoRole { role: Role::Seq }),
+            _ => Err(ShapeError::NoRole { role: Role::Seq }),
+        }
+    }
+
+    pub fn decode(&self) -> Result<DecodeDims, ShapeError> {
+        match self {
+            ProblemSize::Decode(d) => Ok(*d),
+            _ => Err(ShapeError::NoRole {
+                role: Role::KvTokens,
+            }),
         }
     }
 }
@@ -208,14 +261,24 @@ impl Task {
                 n: v(Role::N)?,
                 k: v(Role::K)?,
             }),
-            super::Op::AttentionFwd { .. } | super::Op::AttentionBwd { .. } => {
-                ProblemSize::Attention(AttentionDims {
-                    batch: v(Role::Batch)?,
-                    heads: v(Role::Heads)?,
-                    seq: v(Role::Seq)?,
-                    head_dim: v(Role::HeadDim)?,
-                })
-            }
+            super::Op::AttentionDecode { .. } => ProblemSize::Decode(DecodeDims {
+                batch: v(Role::Batch)?,
+                heads: v(Role::Heads)?,
+                kv_heads: v(Role::KvHeads)?,
+                head_dim: v(Role::HeadDim)?,
+                pages: v(Role::Pages)?,
+                page_size: v(Role::PageSize)?,
+                indptr: v(Role::Indptr)?,
+                tokens: v(Role::KvTokens)?,
+            }),
+            super::Op::AttentionFwd { .. }
+            | super::Op::AttentionBwd { .. }
+            | super::Op::AttentionFwdFp8 { .. } => ProblemSize::Attention(AttentionDims {
+                batch: v(Role::Batch)?,
+                heads: v(Role::Heads)?,
+                seq: v(Role::Seq)?,
+                head_dim: v(Role::HeadDim)?,
+            }),
         })
     }
 }

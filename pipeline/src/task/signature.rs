@@ -26,7 +26,11 @@ const HALF: &[DType] = &[DType::Bf16, DType::F16];
 const FP8: &[DType] = &[DType::E4m3, DType::E5m2];
 const F32: &[DType] = &[DType::F32];
 const WIDE_OUT: &[DType] = &[DType::Bf16, DType::F16, DType::F32];
+const I32: &[DType] = &[DType::I32];
+const E4M3: &[DType] = &[DType::E4m3];
 const BHSD: &[&str] = &["b", "h", "s", "d"];
+/// Paged KV cache: pages, page size, KV heads, head dim.
+const PAGED: &[&str] = &["pages", "page_size", "kv_heads", "d"];
 const BHS: &[&str] = &["b", "h", "s"];
 
 const fn slot(
@@ -92,6 +96,25 @@ pub(crate) fn slots(op: &Op) -> Vec<Slot> {
             slot("dQ", true, BHSD, HALF, Some("Q")),
             slot("dK", true, BHSD, HALF, Some("Q")),
             slot("dV", true, BHSD, HALF, Some("Q")),
+        ],
+        Op::AttentionFwdFp8 { .. } => vec![
+            slot("Q", false, BHSD, E4M3, None),
+            slot("K", false, BHSD, E4M3, None),
+            slot("V", false, BHSD, E4M3, None),
+            slot("descale_q", false, &["1"], F32, None),
+            slot("descale_k", false, &["1"], F32, None),
+            slot("descale_v", false, &["1"], F32, None),
+            slot("O", true, BHSD, E4M3, None),
+            slot("LSE", true, BHS, F32, None),
+        ],
+        Op::AttentionDecode { .. } => vec![
+            slot("q", false, &["b", "h", "d"], HALF, None),
+            slot("k_cache", false, PAGED, HALF, Some("q")),
+            slot("v_cache", false, PAGED, HALF, Some("q")),
+            slot("kv_indptr", false, &["indptr"], I32, None),
+            slot("kv_indices", false, &["tokens"], I32, None),
+            slot("output", true, &["b", "h", "d"], HALF, Some("q")),
+            slot("lse", true, &["b", "h"], F32, None),
         ],
     }
 }

@@ -41,7 +41,14 @@ fn copy_suite() -> tempfile::TempDir {
             .map(|c| c.as_os_str().to_string_lossy().to_string());
         let keep = matches!(
             top.as_deref(),
-            Some("suite.yaml" | "gemm" | "attention_fwd" | "attention_bwd")
+            Some(
+                "suite.yaml"
+                    | "gemm"
+                    | "attention_fwd"
+                    | "attention_bwd"
+                    | "attention_fwd_fp8"
+                    | "attention_decode"
+            )
         );
         if !keep {
             continue;
@@ -77,12 +84,14 @@ fn the_real_suite_loads_without_problems() {
             .join("\n")
     );
     let suite = load_suite();
-    assert_eq!(suite.version, "1.1.0");
+    assert_eq!(suite.version, "1.2.0");
     let count = |f| suite.of_family(f).count();
     assert_eq!(count(TaskFamily::Gemm), 17);
     assert_eq!(count(TaskFamily::GemmFp8), 1);
     assert_eq!(count(TaskFamily::AttentionFwd), 8);
     assert_eq!(count(TaskFamily::AttentionBwd), 6);
+    assert_eq!(count(TaskFamily::AttentionFwdFp8), 2);
+    assert_eq!(count(TaskFamily::AttentionDecode), 1);
     let ids: Vec<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
     let mut sorted = ids.clone();
     sorted.sort_unstable();
@@ -100,8 +109,9 @@ fn the_suite_has_the_papers_workloads() {
         .flat_map(|t| &t.workloads)
         .filter(|w| w.uuid.is_some())
         .count();
-    // 82 GEMM, 14 attention forward and 24 attention backward rows in the paper's CSVs.
-    assert_eq!(uuids, 82 + 14 + 24);
+    // 82 GEMM, 14 attention forward and 24 attention backward rows in the paper's CSVs, and
+    // the two fp8 attention rows of its code release at L = 4096.
+    assert_eq!(uuids, 82 + 14 + 24 + 2);
     for t in &suite.tasks {
         for w in t.workloads_of(WorkloadKind::Performance) {
             if t.family == TaskFamily::AttentionFwd || t.family == TaskFamily::AttentionBwd {
@@ -142,6 +152,14 @@ fn bytes_are_the_compulsory_traffic() {
                 .chain(&t.outputs)
                 .map(|x| t.size_bytes(x, &b).expect("sizes"))
                 .sum();
+            // A paged decode reads only the pages its sequences own, not the spare ones.
+            let unused = match t.problem(w).expect("sizes") {
+                crate::task::ProblemSize::Decode(d) => {
+                    2 * (d.pages - d.tokens) * d.page_size * d.kv_heads * d.head_dim * 2
+                }
+                _ => 0,
+            };
+            let tensors = tensors - unused;
             assert_eq!(
                 t.bytes_of(w).expect("bytes"),
                 tensors as f64,
@@ -184,6 +202,12 @@ fn every_task_targets_hopper_and_blackwell() {
                 .map(|x| x.required.iter().map(|f| f.family.as_str()).collect())
                 .unwrap_or_default()
         };
+        if t.family == TaskFamily::AttentionDecode {
+            // Memory-bound: the copy engine is the instruction that matters (see the task).
+            assert_eq!(families(Arch::Sm90a), ["tma"], "{}", t.id);
+            assert_eq!(families(Arch::Sm100a), ["tma"], "{}", t.id);
+            continue;
+        }
         assert_eq!(families(Arch::Sm90a), ["wgmma", "tma"], "{}", t.id);
         assert_eq!(families(Arch::Sm100a), ["tcgen05", "tma"], "{}", t.id);
         let wgmma = &t.target(Arch::Sm90a).expect("hopper").required[0];
@@ -291,7 +315,7 @@ fn the_suite_digest_is_stable_and_follows_every_change() {
     );
 
     // So is the version.
-    edit(&tmp.path().join("suite.yaml"), "1.1.0", "1.1.1");
+    edit(&tmp.path().join("suite.yaml"), "1.2.0", "1.2.1");
     assert_ne!(
         Suite::load(tmp.path()).expect("loads").digest(),
         changed.digest()
@@ -567,7 +591,7 @@ fn a_suite_needs_its_header_and_unique_uuids() {
     let root = tmp.path();
     edit(
         &root.join("suite.yaml"),
-        "version: \"1.1.0\"",
+        "version: \"1.2.0\"",
         "version: \"1.0\"",
     );
     edit(

@@ -549,13 +549,35 @@ impl Checker<'_> {
                 let atol = self.need(field, "atol", t.atol, k);
                 self.forbid(field, "max", t.max, k);
                 bounds = vec![("rtol", rtol), ("atol", atol)];
-                rtol.zip(atol)
-                    .map(|(rtol, atol)| Tolerance::Allclose { rtol, atol })
+                match t.min_match {
+                    None => rtol
+                        .zip(atol)
+                        .map(|(rtol, atol)| Tolerance::Allclose { rtol, atol }),
+                    // Below 0.9 a kernel could skip a tenth of the work and pass.
+                    Some(m) if !(0.9..1.0).contains(&m) => {
+                        self.bad(
+                            format!("{field}.min_match"),
+                            format!(
+                                "must be at least 0.9 and below 1 (leave it out to require every element), found {m}"
+                            ),
+                        );
+                        None
+                    }
+                    Some(min_match) => {
+                        rtol.zip(atol)
+                            .map(|(rtol, atol)| Tolerance::AllcloseFraction {
+                                rtol,
+                                atol,
+                                min_match,
+                            })
+                    }
+                }
             }
             "relnorm" => {
                 let max = self.need(field, "max", t.max, k);
                 self.forbid(field, "rtol", t.rtol, k);
                 self.forbid(field, "atol", t.atol, k);
+                self.forbid(field, "min_match", t.min_match, k);
                 bounds = vec![("max", max)];
                 max.map(|max| Tolerance::Relnorm { max })
             }
@@ -606,12 +628,16 @@ impl Checker<'_> {
         let own = match kind {
             TaskFamily::Gemm => "transpose_b",
             TaskFamily::GemmFp8 => "per_tensor_scales",
-            TaskFamily::AttentionFwd | TaskFamily::AttentionBwd => "causal",
+            TaskFamily::AttentionFwd | TaskFamily::AttentionBwd | TaskFamily::AttentionFwdFp8 => {
+                "causal"
+            }
+            TaskFamily::AttentionDecode => "paged",
         };
         let flags = [
             ("transpose_b", raw.transpose_b),
             ("per_tensor_scales", raw.per_tensor_scales),
             ("causal", raw.causal),
+            ("paged", raw.paged),
         ];
         for (name, value) in flags {
             if value.is_some() && name != own {
@@ -648,6 +674,15 @@ impl Checker<'_> {
             },
             TaskFamily::AttentionFwd => Op::AttentionFwd { causal: flag },
             TaskFamily::AttentionBwd => Op::AttentionBwd { causal: flag },
+            TaskFamily::AttentionFwdFp8 => Op::AttentionFwdFp8 { causal: flag },
+            TaskFamily::AttentionDecode if !flag => {
+                self.bad(
+                    "op.paged",
+                    "only paged decode is an op (`paged: true`); a dense KV cache is attention_fwd with one query",
+                );
+                return None;
+            }
+            TaskFamily::AttentionDecode => Op::AttentionDecode { paged: flag },
         })
     }
 
@@ -765,11 +800,23 @@ impl Checker<'_> {
                 continue;
             }
             seen.push((i, kind, written));
+            let kv_lens = match &w.kv_lens {
+                None => None,
+                Some(l) if l.iter().any(|v| *v <= 0) => {
+                    self.bad(
+                        format!("{field}.kv_lens"),
+                        "every sequence needs at least one KV token",
+                    );
+                    continue;
+                }
+                Some(l) => Some(l.iter().map(|&v| v as u64).collect()),
+            };
             out.push(Workload {
                 name: w.name.clone(),
                 kind,
                 axes: bound,
                 uuid: w.uuid.clone(),
+                kv_lens,
             });
         }
         for kind in WorkloadKind::ALL {
@@ -904,6 +951,71 @@ impl Checker<'_> {
             if let Err(e) = task.problem(w) {
                 self.bad(format!("workloads[{i}]"), e.to_string());
             }
+            self.kv_lens(task, w, &format!("workloads[{i}]"));
+        }
+    }
+
+    /// A paged decode workload's `kv_lens` agree with its axes: one length per sequence,
+    /// summing to the KV tokens, `kv_indptr` one longer than the batch, and enough pages.
+    fn kv_lens(&mut self, task: &Task, w: &Workload, field: &str) {
+        let decode = matches!(task.op, Op::AttentionDecode { .. });
+        let Some(lens) = &w.kv_lens else {
+            if decode {
+                self.bad(
+                    format!("{field}.kv_lens"),
+                    "a paged decode workload lists the KV length of each sequence",
+                );
+            }
+            return;
+        };
+        if !decode {
+            self.bad(
+                format!("{field}.kv_lens"),
+                format!(
+                    "only paged decode workloads have KV lengths, not op `{}`",
+                    task.op.family()
+                ),
+            );
+            return;
+        }
+        let Ok(super::ProblemSize::Decode(d)) = task.problem(w) else {
+            return;
+        };
+        let sum: u64 = lens.iter().sum();
+        let mut wrong = Vec::new();
+        if lens.len() as u64 != d.batch {
+            wrong.push(format!(
+                "has {} lengths for a batch of {}",
+                lens.len(),
+                d.batch
+            ));
+        }
+        if sum != d.tokens {
+            wrong.push(format!(
+                "sums to {sum}, but the KV-token axis is {}",
+                d.tokens
+            ));
+        }
+        if d.indptr != d.batch + 1 {
+            wrong.push(format!(
+                "kv_indptr has {} entries for a batch of {} (needs batch + 1)",
+                d.indptr, d.batch
+            ));
+        }
+        if d.page_size != 1 {
+            wrong.push(format!(
+                "page size {} (the harness draws page tables of page size 1)",
+                d.page_size
+            ));
+        }
+        if d.pages < d.tokens {
+            wrong.push(format!(
+                "{} pages cannot hold {} distinct KV tokens",
+                d.pages, d.tokens
+            ));
+        }
+        for reason in wrong {
+            self.bad(format!("{field}.kv_lens"), reason);
         }
     }
 }

@@ -54,6 +54,7 @@ fn every_expected_verdict_was_met_on_the_h200() {
         "engine-sm90a",
         "reference-sm90a",
         "multigpu-sm90a",
+        "suite-v2-sm90a",
     ] {
         let rs = results(run);
         let (list, _) =
