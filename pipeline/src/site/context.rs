@@ -97,6 +97,13 @@ pub struct Context<'a> {
     /// Text blobs shown on a page of their own (see [`Context::is_shared`]), with the records
     /// that name them (indices, sorted) and what they hold there.
     pub shared_blobs: BTreeMap<Digest, SharedBlob>,
+    /// Per-entry metrics over the core tasks only ([`crate::metrics::core_set`]), sorted as
+    /// `metrics.overall`.
+    pub core_overall: Vec<crate::metrics::OverallMetrics>,
+    /// The core tasks that have data here, in [`crate::metrics::core_set::CORE_TASKS`] order.
+    pub core_tasks: Vec<String>,
+    /// Library time, best reference and best model per task and workload.
+    pub ceilings: super::ceiling::Ceilings,
 }
 
 /// A text blob named by several records: rendered once, linked from each.
@@ -330,6 +337,13 @@ impl<'a> Context<'a> {
         }
 
         let metrics = metrics::compute(samples)?;
+        let core_overall = metrics::core_set::core_overall(&metrics.tasks)?;
+        let core_tasks = metrics::core_set::CORE_TASKS
+            .iter()
+            .filter(|t| metrics.tasks.iter().any(|m| m.task == **t))
+            .map(|t| t.to_string())
+            .collect();
+        let ceilings = super::ceiling::ceilings(records, suite, &flops, &entries);
         let mut shared_blobs: BTreeMap<Digest, SharedBlob> = BTreeMap::new();
         for (i, r) in records.iter().enumerate() {
             for (kind, d) in super::blob_kind::text_blobs(&r.record) {
@@ -367,6 +381,9 @@ impl<'a> Context<'a> {
             task_digests,
             flops,
             shared_blobs,
+            core_overall,
+            core_tasks,
+            ceilings,
             footer: String::new(),
             suite_versions: suite_versions(input),
         };

@@ -33,6 +33,8 @@ pub struct SiteInput {
     pub blobs: BTreeMap<Digest, Blob>,
     /// The suite objects records name (`suite_digest`), by suite hash.
     pub suites: BTreeMap<Digest, SuiteObject>,
+    /// The store everything was read from (the run bundles are made from it).
+    pub store: Store,
 }
 
 #[derive(Debug, Clone)]
@@ -219,6 +221,7 @@ impl SiteInput {
             reported,
             blobs,
             suites,
+            store: store.clone(),
         })
     }
 }

@@ -5,7 +5,10 @@
 //! is the same on every machine. Snapshots live in fixtures/expected/;
 //! `PTXBENCH_BLESS=1 cargo test --test site` rewrites them.
 
+mod bundles;
+mod ceilings;
 mod cli;
+mod core_set;
 mod determinism;
 mod links;
 mod metrics;
@@ -72,6 +75,7 @@ pub fn fixture_options() -> Options {
         records: 48,
         entries: 2,
         harness_tests: 4,
+        references: 1,
         tasks: 2,
         seed: 7,
     }
