@@ -83,6 +83,7 @@ fn main() -> anyhow::Result<()> {
                 records: a.records,
                 entries: a.entries,
                 harness_tests: 8,
+                references: 2,
                 tasks: a.task_count,
                 seed: 2026,
             };

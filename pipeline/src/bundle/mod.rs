@@ -64,6 +64,11 @@ pub enum BundleError {
         "{path}: the manifest file name must be letters, digits, `.`, `_` or `-` and end in .yaml"
     )]
     ManifestName { path: PathBuf },
+    #[error("run {run}: cannot write its manifest: {message}")]
+    RunManifest {
+        run: crate::digest::Digest,
+        message: String,
+    },
     #[error("the closure of {manifest} is incomplete ({} problems); run `ptxbench verify`:\n{}",
         .problems.len(), .problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))]
     Incomplete {
@@ -105,25 +110,15 @@ pub fn write_bundle(
     crate::scratch::sweep(dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, None)
         .map_err(|e| io(dir, e))?;
     let tmp = new_file_temp(dir, TEMP_PREFIX).map_err(|e| io(dir, e))?;
-    let zerr = |entry: &str, source| BundleError::Zip {
-        path: out.to_path_buf(),
-        entry: entry.to_string(),
-        source,
-    };
-    let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(tmp));
     let manifest_entry = format!("{MANIFESTS_PREFIX}{file_name}");
-    // Object entry names sort in digest order and all sort before `manifests/`.
-    for digest in &closure.objects {
-        let bytes = store.get(digest)?;
-        let name = format!("{ARTIFACTS_PREFIX}{}", Store::relative_path_of(digest));
-        zip.start_file(name.as_str(), entry_options(bytes.len() as u64))
-            .map_err(|e| zerr(&name, e))?;
-        zip.write_all(&bytes).map_err(|e| io(out, e))?;
-    }
-    zip.start_file(manifest_entry.as_str(), entry_options(text.len() as u64))
-        .map_err(|e| zerr(&manifest_entry, e))?;
-    zip.write_all(text.as_bytes()).map_err(|e| io(out, e))?;
-    let buffered = zip.finish().map_err(|e| zerr("(central directory)", e))?;
+    let buffered = write_zip(
+        store,
+        &closure.objects,
+        &manifest_entry,
+        text.as_bytes(),
+        std::io::BufWriter::new(tmp),
+        out,
+    )?;
     let tmp = buffered.into_inner().map_err(|e| io(out, e.into_error()))?;
     tmp.as_file().sync_all().map_err(|e| io(out, e))?;
     tmp.persist(out).map_err(|e| io(out, e.error))?;
@@ -131,6 +126,133 @@ pub fn write_bundle(
         objects: closure.objects.len(),
         bytes: closure.bytes,
         manifest_entry,
+    })
+}
+
+/// Writes the zip of `objects` (read from `store`) and the manifest entry to `w`, entries in
+/// name order with fixed metadata (see the module documentation); `out` names the bundle in
+/// errors. Returns the writer.
+fn write_zip<W: Write + std::io::Seek>(
+    store: &Store,
+    objects: &std::collections::BTreeSet<crate::digest::Digest>,
+    manifest_entry: &str,
+    manifest_text: &[u8],
+    w: W,
+    out: &Path,
+) -> Result<W, BundleError> {
+    let io = |source| BundleError::Io {
+        path: out.to_path_buf(),
+        source,
+    };
+    let zerr = |entry: &str, source| BundleError::Zip {
+        path: out.to_path_buf(),
+        entry: entry.to_string(),
+        source,
+    };
+    let mut zip = zip::ZipWriter::new(w);
+    // Object entry names sort in digest order and all sort before `manifests/`.
+    for digest in objects {
+        let bytes = store.get(digest)?;
+        let name = format!("{ARTIFACTS_PREFIX}{}", Store::relative_path_of(digest));
+        zip.start_file(name.as_str(), entry_options(bytes.len() as u64))
+            .map_err(|e| zerr(&name, e))?;
+        zip.write_all(&bytes).map_err(io)?;
+    }
+    zip.start_file(manifest_entry, entry_options(manifest_text.len() as u64))
+        .map_err(|e| zerr(manifest_entry, e))?;
+    zip.write_all(manifest_text).map_err(io)?;
+    zip.finish().map_err(|e| zerr("(central directory)", e))
+}
+
+/// The bundle of one run of a manifest, made in memory: the zip's bytes and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunBundle {
+    pub bytes: Vec<u8>,
+    pub summary: BundleSummary,
+}
+
+/// The manifest of a run bundle: `base` with only the run `run` (and `base`'s suites and
+/// models), no single records and no reported data; a comment line says where it comes from.
+/// Its file name is `run-<first 12 hex digits>.yaml`.
+pub fn run_manifest(
+    base: &Manifest,
+    base_name: &str,
+    run: &crate::digest::Digest,
+    run_name: &str,
+) -> Result<(String, String), BundleError> {
+    let file_name = format!("run-{}.yaml", run.short(12));
+    let m = Manifest {
+        manifest: base.manifest,
+        suite: base.suite.clone(),
+        runs: vec![*run],
+        records: Vec::new(),
+        suites: base.suites.clone(),
+        reported: Vec::new(),
+        models: base.models.clone(),
+        site: crate::manifest::SiteOptions {
+            title: format!("{} · run {run_name}", base.site.title),
+            base_path: base.site.base_path.clone(),
+        },
+    };
+    let yaml = serde_saphyr::to_string(&m).map_err(|e| BundleError::RunManifest {
+        run: *run,
+        message: e.to_string(),
+    })?;
+    // One comment line; names with line breaks never reach it (the run's name is in the title,
+    // which the serializer quotes).
+    let text = format!(
+        "# Run {} of {}, bundled by the site build with its closure.\n{yaml}",
+        run.short(12),
+        base_name.replace(['\n', '\r'], " ")
+    );
+    // What an import will read back must be what was meant.
+    let path = Path::new(&file_name);
+    let parsed = Manifest::parse(&text, path)?;
+    if parsed != m {
+        return Err(BundleError::RunManifest {
+            run: *run,
+            message: "the written manifest does not read back as itself".into(),
+        });
+    }
+    Ok((file_name, text))
+}
+
+/// The bundle of run `run` (named `run_name`) of manifest `base` (file name `base_name`): the
+/// run object, the suites and the whole closure of both, with the manifest of
+/// [`run_manifest`], as deterministic as [`write_bundle`]'s. `out` names it in errors.
+pub fn run_bundle(
+    store: &Store,
+    base: &Manifest,
+    base_name: &str,
+    run: &crate::digest::Digest,
+    run_name: &str,
+    out: &Path,
+) -> Result<RunBundle, BundleError> {
+    let (file_name, text) = run_manifest(base, base_name, run, run_name)?;
+    let m = Manifest::parse(&text, Path::new(&file_name))?;
+    let closure = closure::closure(store, &m.roots(Path::new(&file_name)));
+    if !closure.is_complete() {
+        return Err(BundleError::Incomplete {
+            manifest: PathBuf::from(&file_name),
+            problems: closure.problems,
+        });
+    }
+    let manifest_entry = format!("{MANIFESTS_PREFIX}{file_name}");
+    let cursor = write_zip(
+        store,
+        &closure.objects,
+        &manifest_entry,
+        text.as_bytes(),
+        std::io::Cursor::new(Vec::new()),
+        out,
+    )?;
+    Ok(RunBundle {
+        bytes: cursor.into_inner(),
+        summary: BundleSummary {
+            objects: closure.objects.len(),
+            bytes: closure.bytes,
+            manifest_entry,
+        },
     })
 }
 

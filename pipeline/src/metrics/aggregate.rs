@@ -489,7 +489,8 @@ fn at_best(name: &str) -> Expr {
         .alias(name)
 }
 
-fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsError> {
+/// The per-entry metrics over the tasks of `tasks` (as [`compute`] makes them from all).
+pub fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsError> {
     const KEYS: [&str; 4] = ["provenance", "entry", "arch", "turn_limit"];
     let frame = task_frame(tasks)?;
     let mut aggs = vec![

@@ -8,9 +8,10 @@
 //! measured peak; and the same per (provenance, entry, arch) over all tasks.
 //!
 //! `sample` (the unit counted), `estimator` (pass@k, geometric mean), `aggregate` (the Polars
-//! queries), `fast_p` (the fast_p curve), `reported` (samples from the paper's data), `export` (Parquet/CSV).
+//! queries), `fast_p` (the fast_p curve), `core_set` (the common task set of the default view), `reported` (samples from the paper's data), `export` (Parquet/CSV).
 
 pub mod aggregate;
+pub mod core_set;
 pub mod estimator;
 pub mod export;
 pub mod fast_p;

@@ -103,6 +103,13 @@ pub struct Context<'a> {
     /// Every stored object the site copies into `objects/` byte for byte (records, the blobs
     /// they name, their task and suite objects, runs and run lists), sorted.
     pub objects: BTreeSet<Digest>,
+    /// Per-entry metrics over the core tasks only ([`crate::metrics::core_set`]), sorted as
+    /// `metrics.overall`.
+    pub core_overall: Vec<crate::metrics::OverallMetrics>,
+    /// The core tasks that have data here, in [`crate::metrics::core_set::CORE_TASKS`] order.
+    pub core_tasks: Vec<String>,
+    /// Library time, best reference and best model per task and workload.
+    pub ceilings: super::ceiling::Ceilings,
 }
 
 /// A digest as pages show it: where it leads (its page, else its bytes; empty for a hash that
@@ -348,6 +355,13 @@ impl<'a> Context<'a> {
         }
 
         let metrics = metrics::compute(samples)?;
+        let core_overall = metrics::core_set::core_overall(&metrics.tasks)?;
+        let core_tasks = metrics::core_set::CORE_TASKS
+            .iter()
+            .filter(|t| metrics.tasks.iter().any(|m| m.task == **t))
+            .map(|t| t.to_string())
+            .collect();
+        let ceilings = super::ceiling::ceilings(records, suite, &flops, &entries);
         let mut shared_blobs: BTreeMap<Digest, SharedBlob> = BTreeMap::new();
         for (i, r) in records.iter().enumerate() {
             for (kind, d) in super::blob_kind::text_blobs(&r.record) {
@@ -387,6 +401,9 @@ impl<'a> Context<'a> {
             shared_blobs,
             trajectories: Trajectories::new(records, &roots),
             objects: objects(input),
+            core_overall,
+            core_tasks,
+            ceilings,
             footer: String::new(),
             suite_versions: suite_versions(input),
         };

@@ -34,7 +34,8 @@ pub struct SiteInput {
     /// The suite objects records name (`suite_digest`), by suite hash.
     pub suites: BTreeMap<Digest, SuiteObject>,
     /// The store it was read from: the site copies the objects it names, byte for byte, from
-    /// there (they are read, and re-hashed, as they are written, not held in memory).
+    /// there (they are read, and re-hashed, as they are written, not held in memory); the run bundles are
+    /// made from it too.
     pub store: Store,
 }
 

@@ -9,13 +9,14 @@
 //! clock, host, absolute path or unseeded randomness reaches a page.
 //!
 //! `input` (loading records through `crate::record`), `blob_kind` (what a record's text blobs
-//! hold), `context` (metrics and indexes derived once), `data` (the downloads),
+//! hold), `ceiling` (library time, best reference and best model per task), `context` (metrics and indexes derived once), `data` (the downloads),
 //! `pages` (view models and templates),
 //! `plots` (SVG), `format` and `paths` (numbers and links), `trajectory` (the turns of a
 //! generation), `diff` (line diffs between turns), `linkcheck` (the output's links), `output`
 //! (writing). Every object the pages name is copied into `objects/` byte for byte.
 
 pub mod blob_kind;
+pub mod ceiling;
 pub mod context;
 pub mod data;
 pub mod diff;
@@ -73,6 +74,13 @@ pub enum SiteError {
     },
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    #[error("bundle of run {run} ({name}): {source}")]
+    Bundle {
+        run: Digest,
+        name: String,
+        #[source]
+        source: Box<crate::bundle::BundleError>,
+    },
     #[error("rendering {page}: {message}")]
     Render { page: String, message: String },
     #[error("drawing plot {plot}: {message}")]
@@ -159,7 +167,60 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
             emit(path, bytes)?;
         }
     }
-    let v = downloads::view(&ctx, &tables, &downloads);
+    let bundled: Vec<&input::LoadedRun> = input
+        .runs
+        .iter()
+        .filter(|r| r.run.record_digests.len() <= MAX_BUNDLED_RECORDS)
+        .collect();
+    let bundles = input::parallel_map(&bundled, |r| {
+        let path = paths::run_bundle(&r.digest);
+        let b = crate::bundle::run_bundle(
+            &input.store,
+            &input.manifest,
+            &input.manifest_name,
+            &r.digest,
+            &r.run.name,
+            std::path::Path::new(&path),
+        )
+        .map_err(|source| SiteError::Bundle {
+            run: r.digest,
+            name: r.run.name.clone(),
+            source: Box::new(source),
+        })?;
+        Ok((r.digest, path, b))
+    })?;
+    let mut bundle_facts = Vec::with_capacity(bundles.len());
+    for (run, path, b) in bundles {
+        bundle_facts.push(downloads::BundleFile {
+            run,
+            digest: Digest::of(&b.bytes),
+            bytes: b.bytes.len() as u64,
+            objects: b.summary.objects,
+            manifest_entry: b.summary.manifest_entry,
+            path: path.clone(),
+        });
+        emit(path, b.bytes)?;
+    }
+    // A run too large to bundle here gets the manifest that bundles it.
+    for r in input
+        .runs
+        .iter()
+        .filter(|r| r.run.record_digests.len() > MAX_BUNDLED_RECORDS)
+    {
+        let (name, text) = crate::bundle::run_manifest(
+            &input.manifest,
+            &input.manifest_name,
+            &r.digest,
+            &r.run.name,
+        )
+        .map_err(|source| SiteError::Bundle {
+            run: r.digest,
+            name: r.run.name.clone(),
+            source: Box::new(source),
+        })?;
+        emit(format!("data/bundles/{name}"), text.into_bytes())?;
+    }
+    let v = downloads::view(&ctx, &tables, &downloads, &bundle_facts);
     let page = Page::new(&ctx, paths::DATA, "Data");
     emit(
         paths::DATA.into(),
@@ -295,6 +356,12 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
     })?;
     Ok(count + rendered.len() + blobs.len() + trajectories.len() + copied.len())
 }
+
+/// The largest run (in records) the site bundles; a larger run's bundle is left to
+/// `ptxbench bundle` (the data page says so and gives the command): a bundle is about a third
+/// of its closure, and 10,000 records make a zip of some 30 MB that takes a few seconds to
+/// compress.
+pub const MAX_BUNDLED_RECORDS: usize = 10_000;
 
 /// The results table as CSV, for download.
 pub const DATA_CSV: &str = "data/results.csv";

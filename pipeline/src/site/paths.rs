@@ -61,6 +61,11 @@ pub fn run(digest: &Digest) -> String {
     format!("run/{digest}.html")
 }
 
+/// The bundle of one run of the manifest (its run object and closure, see `bundle::run_bundle`).
+pub fn run_bundle(digest: &Digest) -> String {
+    format!("data/bundles/run-{digest}.zip")
+}
+
 pub fn plot(name: &str) -> String {
     format!("plots/{name}.svg")
 }

@@ -6,7 +6,10 @@
 //! `PTXBENCH_BLESS=1 cargo test --test site` rewrites them.
 
 mod auditor;
+mod bundles;
+mod ceilings;
 mod cli;
+mod core_set;
 mod determinism;
 mod links;
 mod metrics;
@@ -74,6 +77,7 @@ pub fn fixture_options() -> Options {
         records: 48,
         entries: 2,
         harness_tests: 4,
+        references: 1,
         tasks: 2,
         seed: 7,
     }

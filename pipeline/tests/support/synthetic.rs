@@ -30,6 +30,9 @@ pub struct Options {
     pub entries: usize,
     /// Records with role `harness-test`.
     pub harness_tests: usize,
+    /// Reference entries (no model: hand-written kernels), each with one correct, timed
+    /// record per task.
+    pub references: usize,
     /// At most this many tasks of the suite are used (all when 0).
     pub tasks: usize,
     pub seed: u64,
@@ -41,6 +44,7 @@ impl Default for Options {
             records: 200,
             entries: 4,
             harness_tests: 3,
+            references: 1,
             tasks: 4,
             seed: 7,
         }
@@ -477,6 +481,60 @@ pub fn generate(
             earlier_definition(store, suite, task, &mut rec)?;
         }
         record_digests.push(record::put_record(store, &rec).context("writing a synthetic record")?);
+    }
+    for ri in 0..opts.references {
+        let entry = format!("synthetic-reference-{ri}");
+        for (ti, task) in tasks.iter().enumerate() {
+            let mut outcome = Outcome::failed(Verdict::Correct, "done", String::new());
+            let mut speedups = Vec::new();
+            for w in task.workloads_of(WorkloadKind::Performance).take(3) {
+                let flops = task.flops_of(w).unwrap_or(1e12);
+                let base_ms = flops / 6.0e11 / (0.6 + 0.4 * rng.unit());
+                let speedup = 0.7 + 0.5 * rng.unit();
+                let cand_ms = base_ms / speedup;
+                speedups.push(speedup);
+                outcome.workloads.push(WorkloadResult {
+                    workload: w.name.clone(),
+                    performance: true,
+                    trials: Vec::new(),
+                    timing: Some(Timing {
+                        candidate: stats(cand_ms, &mut rng),
+                        baseline: Some(stats(base_ms, &mut rng)),
+                        baseline_check: Vec::new(),
+                        speedup: Some(speedup),
+                        speedup_ci95: Some([speedup * 0.99, speedup * 1.01]),
+                        stop_reason: Some(StopReason::Converged),
+                        candidate_tflops: flops / cand_ms / 1e9,
+                        baseline_tflops: Some(flops / base_ms / 1e9),
+                        checked_launches: vec![2, 5, 9],
+                        recheck_passed: true,
+                        floor: None,
+                        floor_fraction: None,
+                        clocks: None,
+                        state_before: None,
+                        state_after: None,
+                    }),
+                });
+            }
+            outcome.device = Some(device());
+            outcome.min_speedup = speedups.iter().copied().min_by(f64::total_cmp);
+            let ptx = store
+                .put(fake_ptx(&format!("{entry} {}", task.id), 24, &mut rng).as_bytes())
+                .map_err(|e| store_err("ptx", e))?;
+            let mut rec = record(
+                &stored,
+                task,
+                &entry,
+                Role::Entry,
+                plans[ti],
+                9,
+                None,
+                outcome,
+            );
+            rec.ptx_digest = Some(ptx);
+            record_digests
+                .push(record::put_record(store, &rec).context("writing a synthetic record")?);
+        }
     }
     record_digests.sort();
     record_digests.dedup();

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use askama::Template;
 
-use super::leaderboard::LeaderboardView;
+use super::ceilings::CeilingSummary;
+use super::leaderboard::{FULL_SUITE_ANCHOR, LeaderboardView, Scope};
 use super::{Cell, Link, Page, PlotView, badge};
 use crate::metrics::{Provenance, TURN_LIMITS};
 use crate::site::context::Context;
@@ -19,8 +20,14 @@ pub struct ArchView {
     /// The one-line leader statement (empty: no model on this arch).
     pub leader: String,
     pub primary: &'static str,
-    /// The models' table, then the references'.
+    /// The models' table (over the core tasks), then the references'.
     pub leaderboards: Vec<LeaderboardView>,
+    /// Which tasks the models' default table is over, and why.
+    pub core: String,
+    /// The models over the full suite (the second view); `None` when it is the default table.
+    pub full_suite: Option<LeaderboardView>,
+    pub full_anchor: &'static str,
+    pub ceilings: CeilingSummary,
     pub matrix: Matrix,
     pub plots: Vec<PlotView>,
     pub undated: Vec<String>,
@@ -154,6 +161,11 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         leader: super::leaderboard::leader_statement(ctx, arch),
         primary: super::leaderboard::PRIMARY_STATEMENT,
         leaderboards: super::leaderboard::tables(ctx, arch, &from),
+        core: super::leaderboard::core_statement(ctx, arch),
+        full_suite: (super::leaderboard::default_scope(ctx, arch) == Scope::Core)
+            .then(|| super::leaderboard::full_suite_table(ctx, arch, &from)),
+        full_anchor: FULL_SUITE_ANCHOR,
+        ceilings: CeilingSummary::new(ctx, arch, &from),
         matrix: Matrix {
             id: format!("matrix-{arch}"),
             limit,

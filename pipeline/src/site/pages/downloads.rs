@@ -16,6 +16,8 @@ pub struct DataView {
     pub manifest: String,
     pub manifest_digest: String,
     pub bundle: String,
+    /// [`crate::site::MAX_BUNDLED_RECORDS`], formatted.
+    pub max_bundled: String,
 }
 
 #[derive(Debug)]
@@ -42,6 +44,31 @@ pub struct RunRow {
     pub arch: String,
     pub records: String,
     pub digest: String,
+    /// The run's bundle: a link naming its size, the objects it holds and its blake3; an
+    /// empty link when the run is too large to bundle here (see `bundle_command`).
+    pub bundle: Link,
+    /// How to make the bundle of a run the site does not bundle (empty otherwise).
+    pub bundle_command: String,
+    pub bundle_objects: String,
+    pub bundle_digest: String,
+    /// The file name of the bundle (for the `b3sum` line).
+    pub bundle_file: String,
+    pub bundle_manifest: String,
+}
+
+/// A run bundle the site holds.
+#[derive(Debug, Clone)]
+pub struct BundleFile {
+    /// The run it bundles.
+    pub run: crate::digest::Digest,
+    /// Site path.
+    pub path: String,
+    pub bytes: u64,
+    /// blake3 of the zip's bytes.
+    pub digest: crate::digest::Digest,
+    pub objects: usize,
+    /// The manifest's entry in the zip (`manifests/run-….yaml`).
+    pub manifest_entry: String,
 }
 
 #[derive(Debug, Template)]
@@ -51,8 +78,15 @@ pub struct DataPage<'a> {
     pub v: &'a DataView,
 }
 
-/// `sizes[i]` holds (site path, bytes) of table `i`'s files, in [`FORMATS`] order.
-pub fn view(ctx: &Context<'_>, tables: &[Table], sizes: &[Vec<(String, usize)>]) -> DataView {
+/// `sizes[i]` holds (site path, bytes) of table `i`'s files, in [`FORMATS`] order;
+/// `bundles` are the run bundles the site holds (runs over
+/// [`crate::site::MAX_BUNDLED_RECORDS`] have none).
+pub fn view(
+    ctx: &Context<'_>,
+    tables: &[Table],
+    sizes: &[Vec<(String, usize)>],
+    bundles: &[BundleFile],
+) -> DataView {
     let from = paths::DATA;
     let manifest = ctx.input.manifest_name.clone();
     let stem = manifest
@@ -90,16 +124,47 @@ pub fn view(ctx: &Context<'_>, tables: &[Table], sizes: &[Vec<(String, usize)>])
             .input
             .runs
             .iter()
-            .map(|r| RunRow {
-                name: Link {
-                    text: r.run.name.clone(),
-                    href: paths::link(from, &paths::run(&r.digest)),
-                },
-                arch: r.run.arch.to_string(),
-                records: format::count(r.run.record_digests.len() as u64),
-                digest: r.digest.to_string(),
+            .map(|r| {
+                let mut row = RunRow {
+                    name: Link {
+                        text: r.run.name.clone(),
+                        href: paths::link(from, &paths::run(&r.digest)),
+                    },
+                    arch: r.run.arch.to_string(),
+                    records: format::count(r.run.record_digests.len() as u64),
+                    digest: r.digest.to_string(),
+                    bundle: Link::default(),
+                    bundle_command: String::new(),
+                    bundle_objects: String::new(),
+                    bundle_digest: String::new(),
+                    bundle_file: String::new(),
+                    bundle_manifest: String::new(),
+                };
+                match bundles.iter().find(|b| b.run == r.digest) {
+                    Some(b) => {
+                        row.bundle = Link {
+                            text: format!("zip, {}", format::bytes(b.bytes)),
+                            href: paths::link(from, &b.path),
+                        };
+                        row.bundle_objects = format::count(b.objects as u64);
+                        row.bundle_digest = b.digest.to_string();
+                        row.bundle_file = b.path.rsplit('/').next().unwrap_or(&b.path).to_string();
+                        row.bundle_manifest = b.manifest_entry.clone();
+                    }
+                    None => {
+                        let name = format!("run-{}.yaml", r.digest.short(12));
+                        row.bundle = Link {
+                            text: name.clone(),
+                            href: paths::link(from, &format!("data/bundles/{name}")),
+                        };
+                        row.bundle_command =
+                            format!("ptxbench bundle {name} -o run-{}.zip", r.digest);
+                    }
+                }
+                row
             })
             .collect(),
+        max_bundled: format::count(crate::site::MAX_BUNDLED_RECORDS as u64),
         manifest_digest: ctx.input.manifest_digest.to_string(),
         bundle: format!("ptxbench bundle manifests/{manifest} -o {stem}.zip"),
         manifest,

@@ -28,6 +28,10 @@ pub struct ArchSummary {
     /// The models' table, then the references' (looped over so the shared table template
     /// sees each as `lb`).
     pub leaderboards: Vec<LeaderboardView>,
+    /// Which tasks the models' table is over.
+    pub core: String,
+    /// The full-suite table on the arch page (empty: the default table is the full suite).
+    pub full_suite: String,
 }
 
 #[derive(Debug, Template)]
@@ -55,6 +59,21 @@ pub fn view(ctx: &Context<'_>) -> IndexView {
             },
             leader: leader_statement(ctx, a),
             leaderboards: tables(ctx, a, from),
+            core: super::leaderboard::core_statement(ctx, a),
+            full_suite: if super::leaderboard::default_scope(ctx, a)
+                == super::leaderboard::Scope::Core
+            {
+                paths::link(
+                    from,
+                    &format!(
+                        "{}#{}",
+                        paths::arch(a),
+                        super::leaderboard::FULL_SUITE_ANCHOR
+                    ),
+                )
+            } else {
+                String::new()
+            },
         })
         .collect();
     IndexView {

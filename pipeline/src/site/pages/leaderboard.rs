@@ -127,11 +127,34 @@ fn rank(a: &OverallMetrics, b: &OverallMetrics) -> std::cmp::Ordering {
         .then(a.provenance.cmp(&b.provenance))
 }
 
-/// The rows of `arch` whose entry is of `kind`, in leaderboard order.
-pub fn ranked<'m>(ctx: &'m Context<'_>, arch: &str, kind: EntryKind) -> Vec<&'m OverallMetrics> {
-    let mut ranked: Vec<&OverallMetrics> = ctx
-        .metrics
-        .overall
+/// Which tasks a leaderboard's rows aggregate over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The paper's five core definitions ([`crate::metrics::core_set`]): rows compare.
+    Core,
+    /// Every task the entry attempted.
+    Full,
+}
+
+impl Scope {
+    fn rows<'m>(self, ctx: &'m Context<'_>) -> &'m [OverallMetrics] {
+        match self {
+            Scope::Core => &ctx.core_overall,
+            Scope::Full => &ctx.metrics.overall,
+        }
+    }
+}
+
+/// The rows of `arch` whose entry is of `kind`, over the tasks of `scope`, in leaderboard
+/// order.
+pub fn ranked<'m>(
+    ctx: &'m Context<'_>,
+    arch: &str,
+    kind: EntryKind,
+    scope: Scope,
+) -> Vec<&'m OverallMetrics> {
+    let mut ranked: Vec<&OverallMetrics> = scope
+        .rows(ctx)
         .iter()
         .filter(|o| o.arch == arch && ctx.entry(&o.entry).is_some_and(|e| e.kind == kind))
         .collect();
@@ -165,15 +188,18 @@ fn gpu_note(ctx: &Context<'_>, rows: &[&OverallMetrics]) -> String {
 }
 
 impl LeaderboardView {
-    /// The leaderboard of the entries of `kind` on `arch`, as seen from page `from`.
+    /// The leaderboard of the entries of `kind` on `arch` over the tasks of `scope`, as seen
+    /// from page `from`.
     pub fn new(
         ctx: &Context<'_>,
         arch: &str,
         kind: EntryKind,
+        scope: Scope,
         from: &str,
         id: &str,
     ) -> LeaderboardView {
-        let ranked = ranked(ctx, arch, kind);
+        let ranked = ranked(ctx, arch, kind, scope);
+        let core = ctx.core_tasks.len();
         let mut at_limit: std::collections::BTreeMap<u32, usize> = Default::default();
         let rows = ranked
             .iter()
@@ -182,15 +208,21 @@ impl LeaderboardView {
                 *n += 1;
                 let mut r = row(ctx, o, from);
                 r.rank = n.to_string();
+                if scope == Scope::Core && (o.tasks as usize) < core {
+                    r.tasks = r.tasks.with_note(format!("{} of {core} core", o.tasks));
+                }
                 r
             })
             .collect();
-        let caption = match kind {
-            EntryKind::Model => {
-                format!("Models on {arch}, ranked by {PRIMARY_METRIC} (per turn limit)")
-            }
-            EntryKind::Reference => format!(
-                "Reference kernels on {arch} (hand-written, compiler-made, the engine's simple kernels): not ranked among the models"
+        let caption = match (kind, scope) {
+            (EntryKind::Model, Scope::Core) => format!(
+                "Models on {arch} over the {core} core tasks, ranked by {PRIMARY_METRIC} (per turn limit)"
+            ),
+            (EntryKind::Model, Scope::Full) => format!(
+                "Models on {arch} over every task each attempted (full suite), ranked by {PRIMARY_METRIC} (per turn limit); rows over different task sets do not compare"
+            ),
+            (EntryKind::Reference, _) => format!(
+                "Reference kernels on {arch} (hand-written, compiler-made, the engine's simple kernels) over every task each ran: not ranked among the models"
             ),
         };
         LeaderboardView {
@@ -228,13 +260,24 @@ impl LeaderboardView {
     }
 }
 
-/// The tables of an arch page and of the overview: the models', then the references'
-/// (left out when there are none).
+/// The scope of the models' default table on `arch`: the core tasks, unless no model has a
+/// result on one there.
+pub fn default_scope(ctx: &Context<'_>, arch: &str) -> Scope {
+    if ranked(ctx, arch, EntryKind::Model, Scope::Core).is_empty() {
+        Scope::Full
+    } else {
+        Scope::Core
+    }
+}
+
+/// The tables of an arch page and of the overview: the models' over the core tasks (see
+/// [`default_scope`]), then the references' (left out when there are none).
 pub fn tables(ctx: &Context<'_>, arch: &str, from: &str) -> Vec<LeaderboardView> {
     let mut out = vec![LeaderboardView::new(
         ctx,
         arch,
         EntryKind::Model,
+        default_scope(ctx, arch),
         from,
         &format!("lb-{arch}"),
     )];
@@ -242,6 +285,7 @@ pub fn tables(ctx: &Context<'_>, arch: &str, from: &str) -> Vec<LeaderboardView>
         ctx,
         arch,
         EntryKind::Reference,
+        Scope::Full,
         from,
         &format!("ref-{arch}"),
     );
@@ -251,11 +295,41 @@ pub fn tables(ctx: &Context<'_>, arch: &str, from: &str) -> Vec<LeaderboardView>
     out
 }
 
+/// The models' table of `arch` over the full suite (the arch page's second view).
+pub fn full_suite_table(ctx: &Context<'_>, arch: &str, from: &str) -> LeaderboardView {
+    LeaderboardView::new(
+        ctx,
+        arch,
+        EntryKind::Model,
+        Scope::Full,
+        from,
+        &format!("lb-full-{arch}"),
+    )
+}
+
+/// The anchor of the full-suite models table on an arch page.
+pub const FULL_SUITE_ANCHOR: &str = "full-suite";
+
+/// How the pages name the core tasks and why they are the default view of `arch`.
+pub fn core_statement(ctx: &Context<'_>, arch: &str) -> String {
+    if default_scope(ctx, arch) == Scope::Full {
+        return format!(
+            "No model has a result on one of the paper's core definitions on {arch}, so the models' table is over every task each attempted."
+        );
+    }
+    format!(
+        "The models' table is over a common task set, the paper's {} core definitions present here ({}): every model of the paper was run on them, on both architectures, at its headline shapes, so the rows compare. A row over fewer of them says so under its task count.",
+        ctx.core_tasks.len(),
+        ctx.core_tasks.join(", ")
+    )
+}
+
 /// The one-line leader statement of `arch`: the first model at turn limit
 /// [`DEFAULT_TURN`], its source and GPU; and the best measured model when the leader is
 /// reported. Empty when there is no model.
 pub fn leader_statement(ctx: &Context<'_>, arch: &str) -> String {
-    let single: Vec<&OverallMetrics> = ranked(ctx, arch, EntryKind::Model)
+    let scope = default_scope(ctx, arch);
+    let single: Vec<&OverallMetrics> = ranked(ctx, arch, EntryKind::Model, scope)
         .into_iter()
         .filter(|o| o.turn_limit.to_string() == DEFAULT_TURN)
         .collect();
@@ -278,10 +352,13 @@ pub fn leader_statement(ctx: &Context<'_>, arch: &str) -> String {
         } else {
             gpu
         };
+        let over = match scope {
+            Scope::Core => format!("{} core tasks", o.tasks),
+            Scope::Full => format!("{} tasks", o.tasks),
+        };
         format!(
-            "{name}, {} {metric} over {} tasks, single-shot ({}, {gpu})",
+            "{name}, {} {metric} over {over}, single-shot ({}, {gpu})",
             format::opt_percent(v),
-            o.tasks,
             o.provenance
         )
     };

@@ -4,6 +4,7 @@
 
 pub mod arch;
 pub mod blob;
+pub mod ceilings;
 pub mod downloads;
 pub mod entry;
 pub mod harness;

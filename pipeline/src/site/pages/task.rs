@@ -3,9 +3,12 @@
 
 use askama::Template;
 
+use super::Cell;
+use super::ceilings::{CeilingTable, reported_best, reported_gpu};
 use super::leaderboard::TaskTableView;
 use super::record::RecordsTable;
 use super::{Fact, Page};
+use crate::metrics::TURN_LIMITS;
 use crate::site::context::Context;
 use crate::site::paths;
 use crate::task::Task;
@@ -23,6 +26,19 @@ pub struct TaskView {
     pub targets: Vec<TargetRow>,
     pub task_tables: Vec<TaskTableView>,
     pub record_tables: Vec<RecordsTable>,
+    /// One per (arch, GPU) with measured timings.
+    pub ceilings: Vec<CeilingTable>,
+    /// The paper's best model per arch.
+    pub reported_ceilings: Vec<ReportedCeiling>,
+}
+
+#[derive(Debug)]
+pub struct ReportedCeiling {
+    pub arch: String,
+    pub gpu: String,
+    pub limit: u32,
+    /// The speedup, linked to the entry's rows; its note names the model.
+    pub cell: Cell,
 }
 
 #[derive(Debug)]
@@ -179,6 +195,25 @@ pub fn view(ctx: &Context<'_>, id: &str) -> TaskView {
             "task-results",
             false,
         )],
+        ceilings: ctx
+            .archs
+            .iter()
+            .flat_map(|a| ctx.ceilings.of(a, id))
+            .map(|c| CeilingTable::new(ctx, c, &from))
+            .collect(),
+        reported_ceilings: ctx
+            .archs
+            .iter()
+            .filter_map(|a| {
+                let cell = reported_best(ctx, a, id, &from)?;
+                Some(ReportedCeiling {
+                    arch: a.clone(),
+                    gpu: reported_gpu(a),
+                    limit: TURN_LIMITS[TURN_LIMITS.len() - 1],
+                    cell,
+                })
+            })
+            .collect(),
         record_tables: RecordsTable::of(
             ctx,
             ctx.task_records
