@@ -67,10 +67,11 @@ chrome() {
     --user-data-dir="$profile" --enable-logging=stderr --v=0 "$@"
 }
 
-record="$(cd "$site" && find record -name '*.html' | sort | head -1)"
-entry="$(cd "$site" && find entry -name '*.html' | sort | head -1)"
-arch="$(cd "$site" && find arch -name '*.html' | sort | head -1)"
-task="$(cd "$site" && find task -name '*.html' | sort | head -1)"
+# (sed, not head: head exits early and pipefail turns the SIGPIPE of sort into a failure.)
+record="$(cd "$site" && find record -name '*.html' | sort | sed -n 1p)"
+entry="$(cd "$site" && find entry -name '*.html' | sort | sed -n 1p)"
+arch="$(cd "$site" && find arch -name '*.html' | sort | sed -n 1p)"
+task="$(cd "$site" && find task -name '*.html' | sort | sed -n 1p)"
 failed=0
 check() { # page, hash
   local page="$1" hash="$2" name
