@@ -1,8 +1,9 @@
 //! The site benchmark: generates a store of synthetic records and a manifest naming them,
 //! times loading and building the site from it, and times the metric aggregation on a number
-//! of generated samples. `cargo bench -p ptxbench --bench site -- --dir DIR [--records N]`;
-//! peak memory: run the built benchmark (or `ptxbench site` on the generated manifest) under
-//! `/usr/bin/time -v`.
+//! of generated samples. `cargo bench -p ptxbench --bench site -- --dir DIR [--records N]`.
+//! It prints the wall time of each step and the process's peak resident memory (Linux's
+//! `VmHWM`); run with `--reuse` on a folder of an earlier run to see the build's own peak,
+//! without the generation's.
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
@@ -56,6 +57,23 @@ struct BenchSiteArgs {
     pub bench: bool,
 }
 
+/// The process's peak resident set so far, from `/proc/self/status` (`VmHWM`), or a note
+/// that it is not known (not Linux).
+fn peak_memory() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().strip_suffix("kB"))
+                .and_then(|kb| kb.trim().parse::<u64>().ok())
+        })
+        .map_or_else(
+            || "unknown (no /proc/self/status)".to_string(),
+            |kb| format!("{:.0} MiB", kb as f64 / 1024.0),
+        )
+}
+
 fn main() -> anyhow::Result<()> {
     let a = BenchSiteArgs::parse();
     let store_dir = a.dir.join("artifacts");
@@ -103,9 +121,10 @@ fn main() -> anyhow::Result<()> {
             let files = write_site(&input, &out)?;
             let total = t.elapsed().as_secs_f64();
             println!(
-                "site: {} records, {files} files: load {load:.2} s, render and write {:.2} s, total {total:.2} s",
+                "site: {} records, {files} files: load {load:.2} s, render and write {:.2} s, total {total:.2} s; peak memory {}",
                 input.records.len(),
-                total - load
+                total - load,
+                peak_memory()
             );
         }
     }

@@ -144,9 +144,27 @@ fn html<T: Template>(t: &T, path: &str) -> Result<Vec<u8>, SiteError> {
 }
 
 /// Renders every file of the site and hands each to `sink`; returns how many there were.
+///
+/// Record and shared-blob pages (nearly all of a large site) are rendered on worker threads
+/// while this thread makes the rest (tables, downloads, bundles, plots, the other pages), so
+/// the serial part of the build overlaps the parallel one.
 pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteError> {
-    use pages::*;
     let ctx = Context::new(input)?;
+    let ctx = &ctx;
+    std::thread::scope(|s| {
+        let many = s.spawn(|| render_records_and_blobs(ctx, sink));
+        let few = render_site_pages(ctx, sink);
+        let many = many
+            .join()
+            .unwrap_or_else(|_| Err(SiteError::Internal("a render thread panicked".into())));
+        Ok(few? + many?)
+    })
+}
+
+/// Every page but the records' and the shared blobs'; returns how many files.
+fn render_site_pages(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteError> {
+    use pages::*;
+    let input = ctx.input;
     let mut count = 0usize;
     let mut emit = |path: String, bytes: Vec<u8>| -> Result<(), SiteError> {
         count += 1;
@@ -158,7 +176,7 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
     // GitHub Pages: serve files as they are (no Jekyll).
     emit(".nojekyll".into(), Vec::new())?;
 
-    let mut tables = data::tables(&ctx)?;
+    let mut tables = data::tables(ctx)?;
     let mut downloads = Vec::new();
     for t in &mut tables {
         let files = data::files(t)?;
@@ -220,8 +238,8 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
         })?;
         emit(format!("data/bundles/{name}"), text.into_bytes())?;
     }
-    let v = downloads::view(&ctx, &tables, &downloads, &bundle_facts);
-    let page = Page::new(&ctx, paths::DATA, "Data");
+    let v = downloads::view(ctx, &tables, &downloads, &bundle_facts);
+    let page = Page::new(ctx, paths::DATA, "Data");
     emit(
         paths::DATA.into(),
         html(&downloads::DataPage { page: &page, v: &v }, paths::DATA)?,
@@ -229,33 +247,33 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
 
     for arch in &ctx.archs {
         let drawn = [
-            plots::best_speedup_per_task(&ctx, arch)?,
-            plots::fast_p_curves_plot(&ctx, arch)?,
-            plots::rates_by_turn_limit(&ctx, arch)?,
-            plots::speedup_by_release_date(&ctx, arch)?,
-            plots::speedup_distribution(&ctx, arch)?,
+            plots::best_speedup_per_task(ctx, arch)?,
+            plots::fast_p_curves_plot(ctx, arch)?,
+            plots::rates_by_turn_limit(ctx, arch)?,
+            plots::speedup_by_release_date(ctx, arch)?,
+            plots::speedup_distribution(ctx, arch)?,
         ];
         let drawn: Vec<plots::Plot> = drawn.into_iter().flatten().collect();
         for p in &drawn {
             emit(paths::plot(&p.name), p.svg.as_str().as_bytes().to_vec())?;
         }
         let path = paths::arch(arch);
-        let v = arch::view(&ctx, arch, &drawn);
-        let page = Page::new(&ctx, &path, format!("{arch} leaderboard"));
+        let v = arch::view(ctx, arch, &drawn);
+        let page = Page::new(ctx, &path, format!("{arch} leaderboard"));
         emit(
             path.clone(),
             html(&arch::ArchPage { page: &page, v: &v }, &path)?,
         )?;
     }
-    let v = index::view(&ctx);
-    let page = Page::new(&ctx, paths::INDEX, "Overview");
+    let v = index::view(ctx);
+    let page = Page::new(ctx, paths::INDEX, "Overview");
     emit(
         paths::INDEX.into(),
         html(&index::IndexPage { page: &page, v: &v }, paths::INDEX)?,
     )?;
 
-    let v = methodology::view(&ctx);
-    let page = Page::new(&ctx, paths::METHODOLOGY, "Methodology");
+    let v = methodology::view(ctx);
+    let page = Page::new(ctx, paths::METHODOLOGY, "Methodology");
     emit(
         paths::METHODOLOGY.into(),
         html(
@@ -264,8 +282,8 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
         )?,
     )?;
 
-    let v = harness::view(&ctx);
-    let page = Page::new(&ctx, paths::HARNESS_TESTS, "Harness tests");
+    let v = harness::view(ctx);
+    let page = Page::new(ctx, paths::HARNESS_TESTS, "Harness tests");
     emit(
         paths::HARNESS_TESTS.into(),
         html(
@@ -275,8 +293,8 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
     )?;
     for e in ctx.entries.values() {
         let path = paths::entry(&e.slug);
-        let v = entry::view(&ctx, e);
-        let page = Page::new(&ctx, &path, e.display_name.clone());
+        let v = entry::view(ctx, e);
+        let page = Page::new(ctx, &path, e.display_name.clone());
         emit(
             path.clone(),
             html(&entry::EntryPage { page: &page, v: &v }, &path)?,
@@ -284,8 +302,8 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
     }
     for t in &ctx.tasks {
         let path = paths::task(t);
-        let v = task::view(&ctx, t);
-        let page = Page::new(&ctx, &path, format!("Task {t}"));
+        let v = task::view(ctx, t);
+        let page = Page::new(ctx, &path, format!("Task {t}"));
         emit(
             path.clone(),
             html(&task::TaskPage { page: &page, v: &v }, &path)?,
@@ -294,20 +312,27 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
 
     for (i, r) in input.runs.iter().enumerate() {
         let path = paths::run(&r.digest);
-        let v = run::view(&ctx, i);
-        let page = Page::new(&ctx, &path, format!("Run {}", r.run.name));
+        let v = run::view(ctx, i);
+        let page = Page::new(ctx, &path, format!("Run {}", r.run.name));
         emit(
             path.clone(),
             html(&run::RunPage { page: &page, v: &v }, &path)?,
         )?;
     }
+    Ok(count)
+}
+
+/// The record pages and the shared blobs' pages, on all cores; returns how many files.
+fn render_records_and_blobs(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteError> {
+    use pages::*;
+    let input = ctx.input;
     let indices: Vec<usize> = (0..input.records.len()).collect();
     let rendered = input::parallel_map(&indices, |&i| {
         let r = &input.records[i];
         let path = paths::record(&r.digest);
-        let v = record::view(&ctx, i);
+        let v = record::view(ctx, i);
         let page = Page::new(
-            &ctx,
+            ctx,
             &path,
             format!(
                 "Record {} · {} · {}",
@@ -323,8 +348,8 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
     let shared: Vec<Digest> = ctx.shared_blobs.keys().copied().collect();
     let blobs = input::parallel_map(&shared, |d| {
         let path = paths::blob(d);
-        let v = blob::view(&ctx, d);
-        let page = Page::new(&ctx, &path, format!("Blob {}", d.short(12)));
+        let v = blob::view(ctx, d);
+        let page = Page::new(ctx, &path, format!("Blob {}", d.short(12)));
         sink(
             path.clone(),
             html(&blob::BlobPage { page: &page, v: &v }, &path)?,
@@ -332,9 +357,9 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
     })?;
     let trajectories = input::parallel_map(&ctx.trajectories.all, |t| {
         let path = paths::trajectory(&t.root);
-        let v = trajectory::view(&ctx, t);
+        let v = trajectory::view(ctx, t);
         let page = Page::new(
-            &ctx,
+            ctx,
             &path,
             format!("Trajectory {} · {}", t.root.short(12), v.title),
         );
@@ -354,7 +379,7 @@ pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteErro
         };
         sink(paths::object(d), bytes)
     })?;
-    Ok(count + rendered.len() + blobs.len() + trajectories.len() + copied.len())
+    Ok(rendered.len() + blobs.len() + trajectories.len() + copied.len())
 }
 
 /// The largest run (in records) the site bundles; a larger run's bundle is left to
