@@ -471,6 +471,18 @@ impl Op {
         }
     }
 
+    /// How a derived input (see [`Op::derived_inputs`]) gets its values, in words.
+    pub fn derived_how(&self) -> &'static str {
+        match self {
+            Op::AttentionBwd { .. } => "computed by the reference forward pass",
+            Op::AttentionFwdFp8 { .. } => "amax/448 of its tensor, computed by the harness",
+            Op::AttentionDecode { .. } => {
+                "from the workload's KV lengths and the seed (distinct pages, random order)"
+            }
+            _ => "computed by the harness",
+        }
+    }
+
     /// Inputs the timing loop keeps while it redraws the others before every timed launch:
     /// the derived inputs and what they are derived from (attention backward's O and LSE come
     /// from Q, K, V by the reference forward, too slow to redo per launch; dO changes, and

@@ -44,7 +44,7 @@ fn write_summary(s: &mut String, t: &Task) -> std::fmt::Result {
     writeln!(s, "inputs (parameter order):")?;
     for x in &t.inputs {
         let extra = if t.op.derived_inputs().contains(&x.name.as_str()) {
-            "  from the reference forward".to_string()
+            format!("  {}", t.op.derived_how())
         } else {
             match &x.distribution {
                 Some(d) => format!("  drawn {d}"),

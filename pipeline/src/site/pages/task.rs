@@ -17,7 +17,7 @@ use crate::task::Task;
 pub struct TaskView {
     pub id: String,
     pub title: String,
-    pub description: String,
+    pub description: Vec<DescriptionBlock>,
     pub in_suite: bool,
     pub suite_version: String,
     pub facts: Vec<Fact>,
@@ -122,7 +122,7 @@ fn definition(task: &Task) -> (Vec<Fact>, Vec<TensorRow>, Vec<WorkloadRow>, Vec<
             dtype: t.dtype.as_str().into(),
             shape: format!("[{}]", t.shape.join(", ")),
             values: if task.op.derived_inputs().contains(&t.name.as_str()) {
-                "computed by the reference forward pass".into()
+                task.op.derived_how().into()
             } else {
                 task.input_distribution(&t.name)
                     .map(|d| d.to_string())
@@ -172,6 +172,51 @@ fn definition(task: &Task) -> (Vec<Fact>, Vec<TensorRow>, Vec<WorkloadRow>, Vec<
     (facts, tensors, workloads, targets)
 }
 
+/// A paragraph of a task's description, or a run of indented lines (formulas) kept as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescriptionBlock {
+    pub formula: bool,
+    pub text: String,
+}
+
+/// A task description as paragraphs (blank-line separated, hard wraps joined) and formula
+/// blocks (lines indented by two or more spaces, kept line by line).
+pub fn description_blocks(text: &str) -> Vec<DescriptionBlock> {
+    let mut out: Vec<DescriptionBlock> = Vec::new();
+    let mut push = |formula: bool, line: &str, out: &mut Vec<DescriptionBlock>| match out.last_mut()
+    {
+        Some(b) if b.formula == formula && !line.is_empty() => {
+            b.text.push(if formula { '\n' } else { ' ' });
+            b.text.push_str(line);
+        }
+        _ if line.is_empty() => {}
+        _ => out.push(DescriptionBlock {
+            formula,
+            text: line.to_string(),
+        }),
+    };
+    let mut gap = true;
+    for raw in text.trim().lines() {
+        if raw.trim().is_empty() {
+            gap = true;
+            continue;
+        }
+        let formula = raw.starts_with("  ");
+        let line = if formula { &raw[2..] } else { raw.trim() };
+        if gap && !formula {
+            // A blank line starts a new paragraph even after another paragraph.
+            out.push(DescriptionBlock {
+                formula: false,
+                text: line.to_string(),
+            });
+        } else {
+            push(formula, line, &mut out);
+        }
+        gap = false;
+    }
+    out
+}
+
 pub fn view(ctx: &Context<'_>, id: &str) -> TaskView {
     let from = paths::task(id);
     let task = ctx.input.suite.get(id);
@@ -180,7 +225,7 @@ pub fn view(ctx: &Context<'_>, id: &str) -> TaskView {
         id: id.to_string(),
         title: task.map(|t| t.title.clone()).unwrap_or_default(),
         description: task
-            .map(|t| t.description.trim().to_string())
+            .map(|t| description_blocks(&t.description))
             .unwrap_or_default(),
         in_suite: task.is_some(),
         suite_version: ctx.input.suite.version.clone(),
@@ -223,5 +268,26 @@ pub fn view(ctx: &Context<'_>, id: &str) -> TaskView {
             &from,
             "record-list",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::description_blocks;
+
+    #[test]
+    fn descriptions_keep_paragraphs_and_formula_lines() {
+        let b =
+            description_blocks("One line\nwrapped.\n  a = b + c\n  d = e\nAfter.\n\nSecond <p>.\n");
+        let shown: Vec<(bool, &str)> = b.iter().map(|b| (b.formula, b.text.as_str())).collect();
+        assert_eq!(
+            shown,
+            [
+                (false, "One line wrapped."),
+                (true, "a = b + c\nd = e"),
+                (false, "After."),
+                (false, "Second <p>."),
+            ]
+        );
     }
 }
