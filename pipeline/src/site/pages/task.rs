@@ -183,8 +183,7 @@ pub struct DescriptionBlock {
 /// blocks (lines indented by two or more spaces, kept line by line).
 pub fn description_blocks(text: &str) -> Vec<DescriptionBlock> {
     let mut out: Vec<DescriptionBlock> = Vec::new();
-    let mut push = |formula: bool, line: &str, out: &mut Vec<DescriptionBlock>| match out.last_mut()
-    {
+    let push = |formula: bool, line: &str, out: &mut Vec<DescriptionBlock>| match out.last_mut() {
         Some(b) if b.formula == formula && !line.is_empty() => {
             b.text.push(if formula { '\n' } else { ' ' });
             b.text.push_str(line);
