@@ -189,11 +189,18 @@ fn weigh(
         result.mma_flops = Some(mma_flops);
         result.mma_flop_share = task_flops.map(|f| mma_flops / f);
     }
-    let input_bytes: Option<u64> = task
-        .inputs
+    // The compulsory input bytes: the task's byte formula less its outputs (every input for
+    // most tasks; for a paged decode only the cache rows of the tokens in use).
+    let output_bytes: Option<u64> = task
+        .outputs
         .iter()
         .map(|t| task.size_bytes(t, &env).ok())
         .sum();
+    let input_bytes: Option<u64> = task
+        .bytes_of(w)
+        .ok()
+        .zip(output_bytes)
+        .map(|(all, out)| (all - out as f64).max(0.0) as u64);
     if load_known && counted.families.iter().any(|f| f == "tma") {
         result.tma_load_bytes = Some(load_bytes);
         result.tma_byte_share = input_bytes

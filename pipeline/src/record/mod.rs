@@ -165,13 +165,29 @@ impl Record {
     /// executed) *and* at least [`ON_TARGET_MMA_SHARE`] of the task's FLOPs executed on the
     /// target MMA unit, so a token wgmma around SIMT math does not count. `None` when either
     /// part was not measured.
+    ///
+    /// A task that requires no MMA family (paged decode: memory-bound) is graded on its bytes
+    /// instead: at least [`ON_TARGET_BYTE_SHARE`] of its compulsory input bytes loaded by TMA,
+    /// so that a token TMA copy around ordinary loads does not count either.
     pub fn correct_on_target(&self) -> Option<bool> {
+        let mma_required = self
+            .outcome
+            .evidence
+            .as_ref()?
+            .families
+            .iter()
+            .any(|f| f.family == "wgmma" || f.family == "tcgen05");
         match self.correct_with_arch()? {
             false => Some(false),
-            true => Some(self.mma_flop_share()? >= ON_TARGET_MMA_SHARE),
+            true if mma_required => Some(self.mma_flop_share()? >= ON_TARGET_MMA_SHARE),
+            true => Some(self.tma_byte_share()? >= ON_TARGET_BYTE_SHARE),
         }
     }
 }
+
+/// For tasks that require no MMA family: the share of the compulsory input bytes that must
+/// arrive by TMA for "correct on target" (10% slack, as for the MMA share).
+pub const ON_TARGET_BYTE_SHARE: f64 = 0.9;
 
 /// The share of a task's FLOPs that must run on the target MMA instructions for "correct on
 /// target". Padded tiles, masked causal tiles and recomputation count as executed work (so a
@@ -435,6 +451,30 @@ pub(crate) mod tests {
         let mut none = record(Verdict::Correct, &[]);
         none.outcome.evidence = None;
         assert_eq!(none.correct_with_arch(), None);
+    }
+
+    #[test]
+    fn on_target_weighs_mma_flops_or_for_memory_bound_tasks_tma_bytes() {
+        let graded = |family: &str, mma: Option<f64>, tma: Option<f64>| {
+            let mut r = record(Verdict::Correct, &[EvidenceStatus::DynamicPresent]);
+            if let Some(ev) = r.outcome.evidence.as_mut() {
+                ev.families[0].family = family.into();
+            }
+            r.outcome.dynamic = Some(DynamicCounts {
+                mma_flop_share: mma,
+                tma_byte_share: tma,
+                ..DynamicCounts::default()
+            });
+            r.correct_on_target()
+        };
+        // An MMA task: the FLOP share decides, whatever TMA moved.
+        assert_eq!(graded("wgmma", Some(0.95), Some(0.0)), Some(true));
+        assert_eq!(graded("wgmma", Some(1.0 / 64.0), Some(5.0)), Some(false));
+        assert_eq!(graded("wgmma", None, Some(5.0)), None);
+        // A task that requires only TMA (decode): the byte share decides.
+        assert_eq!(graded("tma", None, Some(0.97)), Some(true));
+        assert_eq!(graded("tma", None, Some(0.01)), Some(false));
+        assert_eq!(graded("tma", Some(1.0), None), None);
     }
 
     #[test]

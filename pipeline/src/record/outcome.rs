@@ -221,7 +221,7 @@ pub struct SiteCount {
 
 /// Executed counts of the target instructions, per site, from one launch sequence of the
 /// counted PTX, and the work they did as shares of the task's.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DynamicCounts {
     /// "ptx-splice": counters spliced into a copy of the PTX.
     pub method: String,

@@ -645,11 +645,12 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                 rows,
                 notes,
                 format!(
-                    "target status {}: {counts}; executed MMA FLOPs / task FLOPs {}, TMA-loaded bytes / input bytes {}: {on_target} (needs MMA share >= {})",
+                    "target status {}: {counts}; executed MMA FLOPs / task FLOPs {}, TMA-loaded bytes / compulsory input bytes {}: {on_target} (needs MMA share >= {}, or for a task that requires no MMA, TMA byte share >= {})",
                     ev.status,
                     share(doc.mma_flop_share()),
                     share(doc.tma_byte_share()),
-                    crate::record::ON_TARGET_MMA_SHARE
+                    crate::record::ON_TARGET_MMA_SHARE,
+                    crate::record::ON_TARGET_BYTE_SHARE
                 ),
             )
         }
