@@ -1419,6 +1419,9 @@ fn forward_fp8_graph(g: &mut Builder, sh: SdpaShape) -> Result<GraphIo, DnnError
             lse.uid,
         ],
         vec![
+            // scale_s = descale_s = 1 as upstream pins them (FA3's cuDNN benchmark). 448 (P's
+            // largest value at e4m3's largest) was tried on the H200 and did not bring the
+            // large-L outputs within the task's tolerance (artifacts/evidence/suite-v2-h200).
             scalar(descale_s, Some(ONE_F32_BITS)),
             scalar(scale_s, Some(ONE_F32_BITS)),
             scalar(scale_o, Some(ONE_F32_BITS)),
