@@ -109,7 +109,10 @@ fn issue_15_requests_are_charged_before_they_are_sent_and_hold_across_kills() {
 
 #[test]
 fn issue_15_a_second_generate_on_the_same_folder_is_refused() {
-    let canned = canned_dir(&[(0, good_answer())], "slow 3\n");
+    // The first run's one request stays unanswered for longer than the second run can take
+    // even on a loaded machine (with 3 s, the first sometimes got its answer and moved on to
+    // its next request before the second one was done, and the count below saw both).
+    let canned = canned_dir(&[(0, good_answer())], "slow 20\n");
     let server = CannedServer::start(canned.path(), 0).expect("server");
     let work = tempfile::tempdir().expect("work");
     let text = manifest(&server.url(), 1, "[1]", "");
