@@ -23,14 +23,27 @@ impl Digest {
 
     /// The hex form.
     pub fn hex(&self) -> String {
-        self.to_string()
+        // Every byte is an ASCII hex digit.
+        String::from_utf8_lossy(&self.hex_bytes()).into_owned()
     }
 
     /// The first `n` hex characters, for display.
     pub fn short(&self, n: usize) -> String {
-        let mut s = self.to_string();
+        let mut s = self.hex();
         s.truncate(n);
         s
+    }
+
+    /// The 64 lowercase hex digits, without formatting machinery (a site names digests
+    /// millions of times).
+    fn hex_bytes(&self) -> [u8; 64] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 64];
+        for (i, b) in self.0.iter().enumerate() {
+            out[2 * i] = DIGITS[usize::from(b >> 4)];
+            out[2 * i + 1] = DIGITS[usize::from(b & 0x0f)];
+        }
+        out
     }
 }
 
@@ -67,10 +80,9 @@ impl FromStr for Digest {
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        let hex = self.hex_bytes();
+        // Every byte is an ASCII hex digit, so this never fails.
+        f.write_str(std::str::from_utf8(&hex).map_err(|_| fmt::Error)?)
     }
 }
 

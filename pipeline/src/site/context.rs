@@ -129,6 +129,11 @@ pub struct DigestLink {
 pub struct SharedBlob {
     pub records: Vec<usize>,
     pub kinds: BTreeSet<super::blob_kind::BlobKind>,
+    /// Whether it is a chat transcript ([`super::pages::text::chat`]), worked out once rather
+    /// than on every page that names it.
+    pub is_chat: bool,
+    /// Its lines as pages say them ("N lines").
+    pub lines: String,
 }
 
 /// A text blob named by at least this many records and at least [`SHARED_MIN_BYTES`] long gets
@@ -376,6 +381,12 @@ impl<'a> Context<'a> {
             }
         }
         shared_blobs.retain(|_, b| b.records.len() >= SHARED_MIN_RECORDS);
+        for (d, b) in &mut shared_blobs {
+            if let Some(super::input::Blob::Text(t)) = input.blobs.get(d) {
+                b.is_chat = super::pages::text::chat(t).is_some();
+                b.lines = super::pages::text::TextView::new(t.as_str()).lines_text();
+            }
+        }
         let task_digests = suite
             .tasks
             .iter()

@@ -33,6 +33,8 @@ pub struct SiteInput {
     pub blobs: BTreeMap<Digest, Blob>,
     /// The suite objects records name (`suite_digest`), by suite hash.
     pub suites: BTreeMap<Digest, SuiteObject>,
+    /// The digests of the suite objects loaded (re-hashed) into `suites`.
+    pub suite_objects: BTreeSet<Digest>,
     /// The store it was read from: the site copies the objects it names, byte for byte, from
     /// there (they are read, and re-hashed, as they are written, not held in memory); the run bundles are
     /// made from it too.
@@ -190,8 +192,10 @@ impl SiteInput {
         for (i, d) in manifest.suites.iter().enumerate() {
             named.insert(*d, format!("{manifest_name} `suites[{i}]`"));
         }
+        let mut suite_objects = BTreeSet::new();
         for (d, by) in named {
             let suite = load_suite_object(store, &d, &by)?;
+            suite_objects.insert(d);
             suites.entry(suite.suite_hash).or_insert(suite);
         }
 
@@ -223,8 +227,20 @@ impl SiteInput {
             reported,
             blobs,
             suites,
+            suite_objects,
             store: store.clone(),
         })
+    }
+}
+
+impl SiteInput {
+    /// Whether loading read object `d` and checked that it hashes to its name: a record, a
+    /// run, a blob a record names, or a suite object.
+    pub fn was_verified(&self, d: &Digest) -> bool {
+        self.blobs.contains_key(d)
+            || self.records.binary_search_by(|r| r.digest.cmp(d)).is_ok()
+            || self.runs.iter().any(|r| r.digest == *d)
+            || self.suite_objects.contains(d)
     }
 }
 

@@ -133,6 +133,13 @@ pub fn build(input: &SiteInput) -> Result<Pages, SiteError> {
 /// Where rendered pages go: called once per file, possibly from several threads.
 pub type Sink<'a> = dyn Fn(String, Vec<u8>) -> Result<(), SiteError> + Sync + 'a;
 
+/// Where the stored objects the site copies go (`objects/<digest>`), possibly from several
+/// threads: called with the output path, the digest, and whether loading already read the
+/// object and checked that it hashes to its name (records, runs, the blobs records name,
+/// suite objects). [`write_site`](output::write_site) links such an object from the store
+/// instead of writing its bytes again.
+pub type ObjectSink<'a> = dyn Fn(String, &Digest, bool) -> Result<(), SiteError> + Sync + 'a;
+
 fn html<T: Template>(t: &T, path: &str) -> Result<Vec<u8>, SiteError> {
     // Most pages are tens of KiB: start there rather than grow from the template's hint.
     let mut out = String::with_capacity(32 * 1024);
@@ -149,10 +156,33 @@ fn html<T: Template>(t: &T, path: &str) -> Result<Vec<u8>, SiteError> {
 /// while this thread makes the rest (tables, downloads, bundles, plots, the other pages), so
 /// the serial part of the build overlaps the parallel one.
 pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteError> {
+    render_each_placing(input, sink, &|path, d, _verified| {
+        sink(path, object_bytes(input, d)?)
+    })
+}
+
+/// The bytes of stored object `d` that the site copies: a text blob from memory (hashed when
+/// it was loaded), anything else read from the store and re-hashed.
+pub(crate) fn object_bytes(input: &SiteInput, d: &Digest) -> Result<Vec<u8>, SiteError> {
+    match input.blobs.get(d) {
+        Some(input::Blob::Text(t)) => Ok(t.as_bytes().to_vec()),
+        _ => input.store.get(d).map_err(|source| SiteError::Store {
+            what: format!("object {d} (copied to {})", paths::object(d)),
+            source,
+        }),
+    }
+}
+
+/// [`render_each`], with the stored objects handed to `objects` instead of `sink`.
+pub fn render_each_placing(
+    input: &SiteInput,
+    sink: &Sink<'_>,
+    objects: &ObjectSink<'_>,
+) -> Result<usize, SiteError> {
     let ctx = Context::new(input)?;
     let ctx = &ctx;
     std::thread::scope(|s| {
-        let many = s.spawn(|| render_records_and_blobs(ctx, sink));
+        let many = s.spawn(|| render_records_and_blobs(ctx, sink, objects));
         let few = render_site_pages(ctx, sink);
         let many = many
             .join()
@@ -323,7 +353,11 @@ fn render_site_pages(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteEr
 }
 
 /// The record pages and the shared blobs' pages, on all cores; returns how many files.
-fn render_records_and_blobs(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteError> {
+fn render_records_and_blobs(
+    ctx: &Context<'_>,
+    sink: &Sink<'_>,
+    place: &ObjectSink<'_>,
+) -> Result<usize, SiteError> {
     use pages::*;
     let input = ctx.input;
     let indices: Vec<usize> = (0..input.records.len()).collect();
@@ -370,14 +404,7 @@ fn render_records_and_blobs(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize,
     })?;
     let objects: Vec<Digest> = ctx.objects.iter().copied().collect();
     let copied = input::parallel_map(&objects, |d| {
-        let bytes = match input.blobs.get(d) {
-            Some(input::Blob::Text(t)) => t.as_bytes().to_vec(),
-            _ => input.store.get(d).map_err(|source| SiteError::Store {
-                what: format!("object {d} (copied to {})", paths::object(d)),
-                source,
-            })?,
-        };
-        sink(paths::object(d), bytes)
+        place(paths::object(d), d, input.was_verified(d))
     })?;
     Ok(rendered.len() + blobs.len() + trajectories.len() + copied.len())
 }

@@ -2,13 +2,18 @@
 //! sibling folder, then swapped in place of the output folder, so a reader never sees a half
 //! site and stale pages of an earlier build never survive. A non-empty output folder is only
 //! replaced if an earlier build made it (it holds [`MARKER`]): `-o .` cannot wipe a checkout.
+//! The stored objects the site gives for download (`objects/<digest>`) are hard links to the
+//! store's files where the file system allows (the same bytes, checked against their digest
+//! when the build loaded them, without writing them again); else, and for objects loading did
+//! not read, they are copied (read and re-hashed).
 //! The staging folders (`.ptxbench-site-*`) are locked while their build lives
 //! ([`crate::scratch`]); a build first removes those that a killed build left beside the output.
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use super::{SiteError, SiteInput, render_each};
+use super::{SiteError, SiteInput, object_bytes, render_each_placing};
+use crate::digest::Digest;
 
 /// The file that marks a folder as built by `ptxbench site`.
 pub const MARKER: &str = ".ptxbench-site";
@@ -82,7 +87,7 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
         .map_err(|e| io(&parent, e))?;
     let dir = staging.path().to_path_buf();
     let _lock = crate::scratch::lock_dir(&dir).map_err(|e| io(&dir, e))?;
-    let count = render_each(input, &|rel, bytes| {
+    let write = |rel: String, bytes: Vec<u8>| {
         let path = safe_join(&dir, &rel)?;
         // Folders are made on the first write that needs one (a failed write is retried once
         // after making its folder), so the common case is a single system call sequence.
@@ -95,7 +100,37 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
             }
             other => other.map_err(|e| io(&path, e)),
         }
-    })?;
+    };
+    // Whether hard links from the store work here (same file system, allowed); the first
+    // failure turns them off and every later object is copied.
+    let linking = std::sync::atomic::AtomicBool::new(true);
+    let place = |rel: String, d: &Digest, verified: bool| {
+        use std::sync::atomic::Ordering::Relaxed;
+        let from = input.store.path_of(d);
+        // Only a plain file is linked: a link to a symbolic link would put that link (and the
+        // path it names) in the site instead of the bytes.
+        if verified
+            && linking.load(Relaxed)
+            && fs::symlink_metadata(&from).is_ok_and(|m| m.file_type().is_file())
+        {
+            let path = safe_join(&dir, &rel)?;
+            let linked = match fs::hard_link(&from, &path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !path.exists() => {
+                    if let Some(folder) = path.parent() {
+                        fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
+                    }
+                    fs::hard_link(&from, &path)
+                }
+                other => other,
+            };
+            match linked {
+                Ok(()) => return Ok(()),
+                Err(_) => linking.store(false, Relaxed),
+            }
+        }
+        write(rel, object_bytes(input, d)?)
+    };
+    let count = render_each_placing(input, &write, &place)?;
     fs::write(dir.join(MARKER), MARKER_TEXT).map_err(|e| io(&dir, e))?;
     #[cfg(unix)]
     {

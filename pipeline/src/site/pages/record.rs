@@ -787,7 +787,12 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                 (None, Some(t)) => text::chat(t),
                 _ => None,
             };
-            let is_chat = messages.is_some() || t.is_some_and(|t| text::chat(t).is_some());
+            let shared_blob = ctx.shared_blobs.get(&d);
+            let is_chat = messages.is_some()
+                || match shared_blob {
+                    Some(b) => b.is_chat,
+                    None => t.is_some_and(|t| text::chat(t).is_some()),
+                };
             let shown_text = match (&shared, &messages, t) {
                 (None, None, Some(t)) => Some(TextView::new(t)),
                 _ => None,
@@ -797,7 +802,10 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                 size: size_of(&d),
                 summary: match (&messages, t) {
                     (Some(m), _) => format!("{} messages", m.len()),
-                    (None, Some(t)) => TextView::new(t).lines_text(),
+                    (None, Some(t)) => match shared_blob {
+                        Some(b) => b.lines.clone(),
+                        None => TextView::new(t).lines_text(),
+                    },
                     (None, None) => "not text".into(),
                 },
                 shared,
