@@ -602,6 +602,16 @@ impl Builder {
             keep,
             None,
         )?;
+        self.keep_or_neg_inf(s, keep, dims)
+    }
+
+    /// `s` where `keep`, else -inf: the select both masks end with.
+    fn keep_or_neg_inf(
+        &mut self,
+        s: Tensor,
+        keep: Tensor,
+        dims: [i64; 4],
+    ) -> Result<Tensor, DnnError> {
         let neg_inf = self.scalar(Scalar::NegInf)?;
         let out = self.virt(dims, Dt::CUDNN_DATA_FLOAT)?;
         self.pointwise(
@@ -641,16 +651,7 @@ impl Builder {
             keep,
             None,
         )?;
-        let neg_inf = self.scalar(Scalar::NegInf)?;
-        let out = self.virt(dims, Dt::CUDNN_DATA_FLOAT)?;
-        self.pointwise(
-            Pw::CUDNN_POINTWISE_BINARY_SELECT,
-            Dt::CUDNN_DATA_FLOAT,
-            &[s, neg_inf, keep],
-            out,
-            None,
-        )?;
-        Ok(out)
+        self.keep_or_neg_inf(s, keep, dims)
     }
 
     /// Softmax over the key axis with statistics, as the frontend's softmax node lowers it:
@@ -1159,33 +1160,8 @@ fn forward_graph(g: &mut Builder, sh: SdpaShape) -> Result<GraphIo, DnnError> {
     if sh.causal {
         x = g.causal_mask(x, ss)?;
     }
-    let max = g.virt(stats_dims, Dt::CUDNN_DATA_FLOAT)?;
-    g.reduction(sys::cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_MAX, x, max)?;
-    let sub = g.pw(Pw::CUDNN_POINTWISE_SUB, &[x, max], ss)?;
-    let exp = g.pw(Pw::CUDNN_POINTWISE_EXP, &[sub], ss)?;
-    let sum = g.virt(stats_dims, Dt::CUDNN_DATA_FLOAT)?;
-    g.reduction(
-        sys::cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_ADD,
-        exp,
-        sum,
-    )?;
-    let log = g.pw(Pw::CUDNN_POINTWISE_LOG, &[sum], stats_dims)?;
-    g.pointwise(
-        Pw::CUDNN_POINTWISE_ADD,
-        Dt::CUDNN_DATA_FLOAT,
-        &[max, log],
-        lse,
-        None,
-    )?;
     // P in the io type: the second matmul's A operand.
-    let p = g.virt(ss, bf16)?;
-    g.pointwise(
-        Pw::CUDNN_POINTWISE_DIV,
-        Dt::CUDNN_DATA_FLOAT,
-        &[exp, sum],
-        p,
-        None,
-    )?;
+    let p = g.softmax_with_stats(x, ss, lse, bf16)?;
     g.matmul(p, v, o)?;
     Ok((vec![q.uid, kt.uid, v.uid, o.uid, lse.uid], Vec::new()))
 }

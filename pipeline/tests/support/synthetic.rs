@@ -319,29 +319,18 @@ pub fn generate(
                             let flops = task.flops_of(w).unwrap_or(1e12);
                             let base_ms = flops / 6.0e11 / (0.6 + 0.4 * rng.unit());
                             let speedup = (skill[ei] * 1.6 * (0.4 + rng.unit())).max(0.02);
-                            let cand_ms = base_ms / speedup;
                             speedups.push(speedup);
                             workloads.push(WorkloadResult {
                                 workload: w.name.clone(),
                                 performance: true,
                                 trials: Vec::new(),
-                                timing: Some(Timing {
-                                    candidate: stats(cand_ms, &mut rng),
-                                    baseline: Some(stats(base_ms, &mut rng)),
-                                    baseline_check: Vec::new(),
-                                    speedup: Some(speedup),
-                                    speedup_ci95: Some([speedup * 0.99, speedup * 1.01]),
-                                    stop_reason: Some(StopReason::Converged),
-                                    candidate_tflops: flops / cand_ms / 1e9,
-                                    baseline_tflops: Some(flops / base_ms / 1e9),
-                                    checked_launches: vec![1, 7, 12],
-                                    recheck_passed: true,
-                                    floor: None,
-                                    floor_fraction: None,
-                                    clocks: None,
-                                    state_before: None,
-                                    state_after: None,
-                                }),
+                                timing: Some(converged(
+                                    &mut rng,
+                                    flops,
+                                    base_ms,
+                                    speedup,
+                                    vec![1, 7, 12],
+                                )),
                             });
                         }
                     }
@@ -491,29 +480,12 @@ pub fn generate(
                 let flops = task.flops_of(w).unwrap_or(1e12);
                 let base_ms = flops / 6.0e11 / (0.6 + 0.4 * rng.unit());
                 let speedup = 0.7 + 0.5 * rng.unit();
-                let cand_ms = base_ms / speedup;
                 speedups.push(speedup);
                 outcome.workloads.push(WorkloadResult {
                     workload: w.name.clone(),
                     performance: true,
                     trials: Vec::new(),
-                    timing: Some(Timing {
-                        candidate: stats(cand_ms, &mut rng),
-                        baseline: Some(stats(base_ms, &mut rng)),
-                        baseline_check: Vec::new(),
-                        speedup: Some(speedup),
-                        speedup_ci95: Some([speedup * 0.99, speedup * 1.01]),
-                        stop_reason: Some(StopReason::Converged),
-                        candidate_tflops: flops / cand_ms / 1e9,
-                        baseline_tflops: Some(flops / base_ms / 1e9),
-                        checked_launches: vec![2, 5, 9],
-                        recheck_passed: true,
-                        floor: None,
-                        floor_fraction: None,
-                        clocks: None,
-                        state_before: None,
-                        state_after: None,
-                    }),
+                    timing: Some(converged(&mut rng, flops, base_ms, speedup, vec![2, 5, 9])),
                 });
             }
             outcome.device = Some(device());
@@ -718,4 +690,33 @@ pub fn conversation(
         &[entry.to_string()],
     )?;
     Ok(digests)
+}
+
+/// A converged synthetic timing: candidate and library medians drawn around `base_ms` and
+/// `base_ms / speedup`, a 1% interval, these launches checked.
+fn converged(
+    rng: &mut Rng,
+    flops: f64,
+    base_ms: f64,
+    speedup: f64,
+    checked_launches: Vec<u32>,
+) -> Timing {
+    let cand_ms = base_ms / speedup;
+    Timing {
+        candidate: stats(cand_ms, rng),
+        baseline: Some(stats(base_ms, rng)),
+        baseline_check: Vec::new(),
+        speedup: Some(speedup),
+        speedup_ci95: Some([speedup * 0.99, speedup * 1.01]),
+        stop_reason: Some(StopReason::Converged),
+        candidate_tflops: flops / cand_ms / 1e9,
+        baseline_tflops: Some(flops / base_ms / 1e9),
+        checked_launches,
+        recheck_passed: true,
+        floor: None,
+        floor_fraction: None,
+        clocks: None,
+        state_before: None,
+        state_after: None,
+    }
 }
