@@ -49,6 +49,10 @@ struct BenchSiteArgs {
     /// Only generate the store and manifest (time the build yourself with `ptxbench site`).
     #[arg(long)]
     pub generate_only: bool,
+    /// Also render the site into memory without writing it (pages and objects counted and
+    /// dropped), to tell rendering from writing.
+    #[arg(long)]
+    pub render_only: bool,
     /// The task suite (default: the repository's `tasks/`).
     #[arg(long)]
     pub tasks: Option<PathBuf>,
@@ -111,6 +115,29 @@ fn main() -> anyhow::Result<()> {
                 a.records,
                 store_dir.display(),
                 t.elapsed().as_secs_f64()
+            );
+        }
+        if a.render_only {
+            let store = Store::open(&store_dir);
+            let t = Instant::now();
+            let input = SiteInput::load(&manifest, &store, suite.clone())?;
+            let load = t.elapsed().as_secs_f64();
+            let bytes = std::sync::atomic::AtomicU64::new(0);
+            let files = ptxbench::site::render_each_placing(
+                &input,
+                &|_path, b| {
+                    bytes.fetch_add(b.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                    Ok(())
+                },
+                &|_path, _d, _verified| Ok(()),
+            )?;
+            let total = t.elapsed().as_secs_f64();
+            println!(
+                "render only: {} records, {files} files ({:.0} MB of pages, objects not counted): load {load:.2} s, render {:.2} s, total {total:.2} s; peak memory {}",
+                input.records.len(),
+                bytes.into_inner() as f64 / 1e6,
+                total - load,
+                peak_memory()
             );
         }
         if !a.generate_only {

@@ -47,6 +47,36 @@ impl Digest {
     }
 }
 
+/// A hasher for digests as hash-map keys: a digest is already uniformly random, so its first
+/// eight bytes are the hash (no mixing). Other keys get a plain FNV-1a of their bytes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DigestHasher(u64);
+
+impl std::hash::Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if let Some(head) = bytes.first_chunk::<8>().filter(|_| bytes.len() == 32) {
+            self.0 ^= u64::from_le_bytes(*head);
+        } else {
+            for b in bytes {
+                self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+    }
+
+    // The length prefix `[u8; 32]` hashes first says nothing about a digest.
+    fn write_usize(&mut self, _: usize) {}
+}
+
+/// A set of digests, for membership tests on large sets.
+pub type DigestSet = std::collections::HashSet<Digest, std::hash::BuildHasherDefault<DigestHasher>>;
+/// A map keyed by digest.
+pub type DigestMap<V> =
+    std::collections::HashMap<Digest, V, std::hash::BuildHasherDefault<DigestHasher>>;
+
 /// Why a string is not a digest.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{text}` is not a blake3 digest (64 lowercase hex characters): {reason}")]
@@ -109,6 +139,19 @@ impl<'de> serde::Deserialize<'de> for Digest {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn digest_sets_find_what_they_hold() {
+        let held: Vec<Digest> = (0u32..1000).map(|i| Digest::of(&i.to_le_bytes())).collect();
+        let set: DigestSet = held.iter().copied().collect();
+        assert_eq!(set.len(), 1000);
+        assert!(held.iter().all(|d| set.contains(d)));
+        assert!(!set.contains(&Digest::of(b"not held")));
+        let mut map: DigestMap<usize> = DigestMap::default();
+        map.insert(held[3], 3);
+        assert_eq!(map.get(&held[3]), Some(&3));
+        assert_eq!(map.get(&held[4]), None);
+    }
 
     #[test]
     fn rejects_non_canonical_text() {

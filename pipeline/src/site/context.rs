@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::digest::Digest;
+use crate::digest::{Digest, DigestMap};
 use crate::metrics::reported::{Grouping, reported_arch, reported_samples};
 use crate::metrics::{self, Metrics, Provenance, Sample, Samples};
 use crate::store::reported::ReportedResult;
@@ -103,6 +103,10 @@ pub struct Context<'a> {
     /// Every stored object the site copies into `objects/` byte for byte (records, the blobs
     /// they name, their task and suite objects, runs and run lists), sorted.
     pub objects: BTreeSet<Digest>,
+    /// What each digest of the site is, for [`Context::digest_link`]: whether the site has its
+    /// bytes (`objects`) and whether it is one of the records (pages look digests up hundreds
+    /// of thousands of times).
+    pub kinds: DigestMap<DigestKind>,
     /// Per-entry metrics over the core tasks only ([`crate::metrics::core_set`]), sorted as
     /// `metrics.overall`.
     pub core_overall: Vec<crate::metrics::OverallMetrics>,
@@ -110,6 +114,15 @@ pub struct Context<'a> {
     pub core_tasks: Vec<String>,
     /// Library time, best reference and best model per task and workload.
     pub ceilings: super::ceiling::Ceilings,
+}
+
+/// What the site holds of a digest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DigestKind {
+    /// Its exact bytes are in `objects/`.
+    pub stored: bool,
+    /// It is a record of the site.
+    pub record: bool,
 }
 
 /// A digest as pages show it: where it leads (its page, else its bytes; empty for a hash that
@@ -411,6 +424,7 @@ impl<'a> Context<'a> {
             flops,
             shared_blobs,
             trajectories: Trajectories::new(records, &roots),
+            kinds: DigestMap::default(),
             objects: objects(input),
             core_overall,
             core_tasks,
@@ -418,6 +432,21 @@ impl<'a> Context<'a> {
             footer: String::new(),
             suite_versions: suite_versions(input),
         };
+        let mut kinds = DigestMap::default();
+        kinds.reserve(ctx.objects.len());
+        for d in &ctx.objects {
+            kinds.insert(
+                *d,
+                DigestKind {
+                    stored: true,
+                    record: false,
+                },
+            );
+        }
+        for r in &input.records {
+            kinds.entry(r.digest).or_default().record = true;
+        }
+        ctx.kinds = kinds;
         ctx.footer = footer(&ctx);
         Ok(ctx)
     }
@@ -476,18 +505,14 @@ impl<'a> Context<'a> {
     /// How digest `d` is linked from page `from`: a record to its page, a shared text blob to
     /// its page, any other stored object to its bytes; `ext` names the download (`json`, `ptx`).
     pub fn digest_link(&self, from: &str, d: &Digest, ext: &str) -> DigestLink {
-        let stored = self.objects.contains(d);
+        let kind = self.kinds.get(d).copied().unwrap_or_default();
+        let stored = kind.stored;
         let raw = if stored {
             paths::link(from, &paths::object(d))
         } else {
             String::new()
         };
-        let is_record = self
-            .input
-            .records
-            .binary_search_by_key(d, |r| r.digest)
-            .is_ok();
-        let href = if is_record {
+        let href = if kind.record {
             paths::link(from, &paths::record(d))
         } else if self.is_shared(d) {
             paths::link(from, &paths::blob(d))
