@@ -184,6 +184,26 @@
       check("the table header sticks", Math.abs(at) < 2, "header at " + at + " px");
       window.scrollTo(0, 0);
     }
+    // Every row of every table has as many columns as its header.
+    var span = function (row) { return Array.prototype.reduce.call(row.cells, function (n, c) { return n + c.colSpan; }, 0); };
+    var ragged = [];
+    Array.prototype.forEach.call(document.querySelectorAll("table"), function (t) {
+      if (!t.tHead || !t.tHead.rows.length) return;
+      var want = span(t.tHead.rows[t.tHead.rows.length - 1]);
+      Array.prototype.forEach.call(t.tBodies, function (b) {
+        Array.prototype.forEach.call(b.rows, function (r, i) {
+          if (span(r) !== want) ragged.push((t.id || "table") + " row " + (i + 1) + ": " + span(r) + " cells, header " + want);
+        });
+      });
+    });
+    check("table rows match their headers", ragged.length === 0, ragged.slice(0, 3).join("; "));
+    if (window.innerWidth >= 1400) {
+      // In a 1400 px window every column of a leaderboard or per-task table is in view.
+      Array.prototype.forEach.call(document.querySelectorAll("table.leaderboard, table.compact"), function (t) {
+        var shown = t.parentElement.clientWidth, needed = t.offsetWidth;
+        check("table " + (t.id || "?") + " fits the window", needed <= shown + 1, needed + " px of " + shown + " px");
+      });
+    }
     check("no script errors", errors.length === 0, errors.join(" | "));
     var ok = checks.every(function (c) { return c.ok; });
     var pre = document.createElement("pre");

@@ -76,7 +76,9 @@ failed=0
 check() { # page, hash
   local page="$1" hash="$2" name
   name="$(echo "$page" | tr '/.' '__')"
-  chrome --virtual-time-budget=5000 --dump-dom "$base/$page#$hash" >"$work/$name.dom" 2>"$work/$name.log" || true
+  # A desktop window, as wide as the issue's reader's: the self-check also finds leaderboard
+  # columns cut off at 1400 px.
+  chrome --window-size=1400,1000 --virtual-time-budget=5000 --dump-dom "$base/$page#$hash" >"$work/$name.dom" 2>"$work/$name.log" || true
   local result
   result="$(sed -n '/<pre id="selftest-result">/,/<\/pre>/p' "$work/$name.dom")"
   if ! grep -q "SELFTEST PASS" <<<"$result"; then

@@ -4,7 +4,7 @@
 
 use askama::Template;
 
-use super::leaderboard::{LeaderboardView, TaskTableView};
+use super::leaderboard::{LeaderboardView, TaskTableOn, TaskTableView};
 use super::record::RecordsTable;
 use super::{Link, Page, badge, format};
 use crate::metrics::reported::reported_arch;
@@ -96,7 +96,7 @@ pub fn view(ctx: &Context<'_>, e: &EntryInfo) -> EntryView {
                         .filter(|t| t.entry == e.name && &t.arch == *a),
                     &from,
                     &format!("tasks-{a}"),
-                    true,
+                    TaskTableOn::EntryPage,
                 )],
             }
         })

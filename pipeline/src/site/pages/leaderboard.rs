@@ -439,18 +439,30 @@ fn row(ctx: &Context<'_>, o: &OverallMetrics, from: &str) -> LeaderboardRow {
     }
 }
 
-/// Column headers of the pass@k and fast_p columns.
+/// Column headers of the pass@k and fast_p columns a per-task table shows: pass@1 and fast0.0
+/// are left out, as both equal the Correct column (the downloads keep them).
 pub fn pass_headers() -> Vec<String> {
-    PASS_K.iter().map(|k| format!("pass@{k}")).collect()
+    PASS_K[1..].iter().map(|k| format!("pass@{k}")).collect()
 }
 
 pub fn fast_headers() -> Vec<String> {
-    FAST_P.iter().map(|p| format!("fast{p:?}")).collect()
+    FAST_P[1..].iter().map(|p| format!("fast{p:?}")).collect()
+}
+
+/// The page a per-task table is on: its rows share an entry there (an entry's page) or a task
+/// (a task's page), so that column is left out and the table fits a 1400 px window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskTableOn {
+    EntryPage,
+    TaskPage,
 }
 
 #[derive(Debug, Clone)]
 pub struct TaskTableView {
     pub id: String,
+    /// Whether the Task and Entry columns are shown.
+    pub task_column: bool,
+    pub entry_column: bool,
     pub rows: Vec<TaskRow>,
     pub turn_default: &'static str,
     pub pass_headers: Vec<String>,
@@ -480,15 +492,16 @@ pub struct TaskRow {
 }
 
 impl TaskTableView {
-    /// A table of per-task rows, as seen from page `from`. With `anchors`, the first row of
-    /// each (arch, task) gets the id [`paths::task_anchor`] (an entry's page: one entry).
+    /// A table of per-task rows, as seen from page `from`. On an entry's page the first row of
+    /// each (arch, task) gets the id [`paths::task_anchor`].
     pub fn new<'m>(
         ctx: &Context<'_>,
         rows: impl Iterator<Item = &'m TaskMetrics>,
         from: &str,
         id: &str,
-        anchors: bool,
+        on: TaskTableOn,
     ) -> TaskTableView {
+        let anchors = on == TaskTableOn::EntryPage;
         let mut seen = std::collections::BTreeSet::new();
         let rows = rows
             .map(|t| {
@@ -531,9 +544,8 @@ impl TaskTableView {
                         None => measured_only(t.provenance, None),
                     },
                     mma_share: measured_only(t.provenance, t.mma_flop_share),
-                    pass: t.pass_at().iter().map(|p| Cell::percent(*p)).collect(),
-                    fast: t
-                        .fast_rates()
+                    pass: t.pass_at()[1..].iter().map(|p| Cell::percent(*p)).collect(),
+                    fast: t.fast_rates()[1..]
                         .iter()
                         .map(|f| Cell::percent(Some(*f)))
                         .collect(),
@@ -546,6 +558,8 @@ impl TaskTableView {
             .collect();
         TaskTableView {
             id: id.to_string(),
+            task_column: on != TaskTableOn::TaskPage,
+            entry_column: on != TaskTableOn::EntryPage,
             rows,
             turn_default: DEFAULT_TURN,
             pass_headers: pass_headers(),

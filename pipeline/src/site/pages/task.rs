@@ -5,7 +5,7 @@ use askama::Template;
 
 use super::Cell;
 use super::ceilings::{CeilingTable, reported_best, reported_gpu};
-use super::leaderboard::TaskTableView;
+use super::leaderboard::{TaskTableOn, TaskTableView};
 use super::record::RecordsTable;
 use super::{Fact, Page};
 use crate::metrics::TURN_LIMITS;
@@ -237,7 +237,7 @@ pub fn view(ctx: &Context<'_>, id: &str) -> TaskView {
             ctx.metrics.tasks.iter().filter(|t| t.task == id),
             &from,
             "task-results",
-            false,
+            TaskTableOn::TaskPage,
         )],
         ceilings: ctx
             .archs
