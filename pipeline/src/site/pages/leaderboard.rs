@@ -567,3 +567,20 @@ impl TaskTableView {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_columns_left_out_are_the_ones_equal_to_correct() {
+        // pass@1 is c/n and fast_0 counts the correct trajectories: both are the Correct
+        // column, which is why per-task tables skip the first of each.
+        assert_eq!(PASS_K[0], 1);
+        assert_eq!(FAST_P[0], 0.0);
+        assert_eq!(pass_headers().len(), PASS_K.len() - 1);
+        assert_eq!(fast_headers().len(), FAST_P.len() - 1);
+        assert!(!pass_headers().contains(&"pass@1".to_string()));
+        assert!(!fast_headers().contains(&"fast0.0".to_string()));
+    }
+}
