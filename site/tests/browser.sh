@@ -76,8 +76,7 @@ failed=0
 check() { # page, hash
   local page="$1" hash="$2" name
   name="$(echo "$page" | tr '/.' '__')"
-  # A desktop window, as wide as the issue's reader's: the self-check also finds leaderboard
-  # columns cut off at 1400 px.
+  # A 1400 px desktop window: the self-check also finds table columns cut off at that width.
   chrome --window-size=1400,1000 --virtual-time-budget=5000 --dump-dom "$base/$page#$hash" >"$work/$name.dom" 2>"$work/$name.log" || true
   local result
   result="$(sed -n '/<pre id="selftest-result">/,/<\/pre>/p' "$work/$name.dom")"
