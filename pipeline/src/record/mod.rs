@@ -116,6 +116,11 @@ impl Record {
         self.role == Role::HarnessTest
     }
 
+    /// The name of the GPU it was measured on, where the record gives one.
+    pub fn gpu_name(&self) -> Option<&str> {
+        self.outcome.device.as_ref().map(|d| d.name.as_str())
+    }
+
     /// The schema version it was stored under (1 for records read through the v1 adapter).
     pub fn stored_version(&self) -> u32 {
         self.schema

@@ -145,12 +145,7 @@ pub fn ceilings(
         if rates.is_empty() {
             continue;
         }
-        let gpu = rec
-            .outcome
-            .device
-            .as_ref()
-            .map(|d| d.name.clone())
-            .unwrap_or_default();
+        let gpu = rec.gpu_name().unwrap_or_default().to_string();
         let t = acc
             .entry((rec.arch.to_string(), rec.task.clone(), gpu))
             .or_default();

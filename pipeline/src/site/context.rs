@@ -307,13 +307,7 @@ impl<'a> Context<'a> {
                 continue;
             }
             archs.insert(arch.clone());
-            let gpu = r
-                .record
-                .outcome
-                .device
-                .as_ref()
-                .map(|d| d.name.clone())
-                .unwrap_or_default();
+            let gpu = r.record.gpu_name().unwrap_or_default().to_string();
             add_entry(
                 &mut entries,
                 &r.record.entry,

@@ -192,7 +192,7 @@ fn dtype_word(d: &polars::prelude::DataType) -> &'static str {
 }
 
 fn gpu(r: &LoadedRecord) -> Option<String> {
-    r.record.outcome.device.as_ref().map(|d| d.name.clone())
+    r.record.gpu_name().map(str::to_string)
 }
 
 fn records_frame(records: &[&LoadedRecord]) -> Result<DataFrame, MetricsError> {

@@ -729,7 +729,7 @@ fn flops(op: &Op, roles: &BTreeMap<&'static str, String>) -> (String, String) {
             format!("2*{}*{}*{}", r("m"), r("n"), r("k")),
             "one multiply and one add per term".into(),
         ),
-        Op::AttentionFwd { causal } => {
+        Op::AttentionFwd { causal } | Op::AttentionFwdFp8 { causal } => {
             let (c, words) = if *causal {
                 (2, "4*B*H*S*S*D halved for the causal mask")
             } else {
@@ -751,17 +751,6 @@ fn flops(op: &Op, roles: &BTreeMap<&'static str, String>) -> (String, String) {
                     10,
                     "2.5 x the forward's 4*B*H*S*S*D (five S x S x D matmuls)",
                 )
-            };
-            (
-                format!("{c}*{}*{}*{}*{}*{}", r("b"), r("h"), r("s"), r("s"), r("d")),
-                words.into(),
-            )
-        }
-        Op::AttentionFwdFp8 { causal } => {
-            let (c, words) = if *causal {
-                (2, "4*B*H*S*S*D halved for the causal mask")
-            } else {
-                (4, "4*B*H*S*S*D (two S x S x D matmuls, 2 FLOPs per term)")
             };
             (
                 format!("{c}*{}*{}*{}*{}*{}", r("b"), r("h"), r("s"), r("s"), r("d")),

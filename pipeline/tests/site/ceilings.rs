@@ -24,12 +24,7 @@ fn ceilings_are_the_median_library_time_and_the_best_records() {
             let mut best: [Option<(f64, String)>; 2] = [None, None];
             for r in &input.records {
                 let rec = &r.record;
-                let gpu = rec
-                    .outcome
-                    .device
-                    .as_ref()
-                    .map(|d| d.name.clone())
-                    .unwrap_or_default();
+                let gpu = rec.gpu_name().unwrap_or_default().to_string();
                 if rec.is_harness_test()
                     || rec.task != c.task
                     || rec.arch.as_str() != c.arch
