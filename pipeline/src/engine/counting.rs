@@ -43,6 +43,8 @@ pub fn count_targets(
         mma_flop_share: None,
         tma_load_bytes: None,
         tma_byte_share: None,
+        other_flops: None,
+        other_flop_share: None,
         notes: Vec::new(),
         error: None,
     };
@@ -50,7 +52,7 @@ pub fn count_targets(
         result.error = Some("no workload selected".into());
         return result;
     };
-    let run = || -> Result<(Vec<u64>, Vec<ResolvedLaunch>), String> {
+    let run = || -> Result<Counted, String> {
         let launches = bind::resolve(plan, module, task, w, req.arch).map_err(|p| {
             p.iter()
                 .map(ToString::to_string)
@@ -73,30 +75,62 @@ pub fn count_targets(
         fill_inputs(gpu, &support, task, w, &set, seed_for(req.seed, &w.name, 0)).map_err(stop)?;
         prepare_outputs(gpu, task, &set).map_err(|e| e.to_string())?;
         run_plan(gpu, &kernels, &launches, &set).map_err(stop)?;
-        let (ptr, bytes) = gpu.global(&m, &counted.symbol).map_err(|e| e.to_string())?;
-        let n = counted.sites.len();
-        if bytes < 8 * n {
-            return Err(format!(
-                "counter array {} has {bytes} bytes for {n} counters",
-                counted.symbol
-            ));
-        }
-        if n == 0 {
-            return Ok((Vec::new(), launches));
-        }
-        let raw = gpu.download_raw(ptr, 8 * n).map_err(|e| e.to_string())?;
-        let counts = raw
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
-        Ok((counts, launches))
+        // The other arithmetic: one slot per counted function, summed.
+        let work = match &counted.work {
+            None => None,
+            Some(w) => Some(
+                read_counters(gpu, &m, &w.symbol, w.functions.len())?
+                    .into_iter()
+                    .fold(0u64, u64::saturating_add),
+            ),
+        };
+        let counts = read_counters(gpu, &m, &counted.symbol, counted.sites.len())?;
+        Ok((counts, work, launches))
     };
     match run() {
-        Ok((counts, launches)) => weigh(&mut result, task, w, module, counted, &counts, &launches),
+        Ok((counts, work, launches)) => {
+            weigh(&mut result, task, w, module, counted, &counts, &launches);
+            if let Some(other) = work {
+                let other = other as f64;
+                result.other_flops = Some(other);
+                result.other_flop_share = task
+                    .flops_of(w)
+                    .ok()
+                    .filter(|f| *f > 0.0)
+                    .map(|f| other / f);
+            }
+        }
         Err(e) => result.error = Some(e),
     }
     result
 }
+
+/// The first `n` u64 counters of the module global `symbol` (none read when `n` is 0).
+fn read_counters(
+    gpu: &Gpu,
+    m: &crate::cuda::driver::Module,
+    symbol: &str,
+    n: usize,
+) -> Result<Vec<u64>, String> {
+    let (ptr, bytes) = gpu.global(m, symbol).map_err(|e| e.to_string())?;
+    if bytes < 8 * n {
+        return Err(format!(
+            "counter array {symbol} has {bytes} bytes for {n} counters"
+        ));
+    }
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let raw = gpu.download_raw(ptr, 8 * n).map_err(|e| e.to_string())?;
+    Ok(raw
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect())
+}
+
+/// What the counted copy's run read back: the per-site counts, the other-arithmetic FLOPs (when
+/// the copy counts them) and the launches that ran.
+type Counted = (Vec<u64>, Option<u64>, Vec<ResolvedLaunch>);
 
 /// The box bytes of the tensor map bound to `param` of kernel `function`, if the plan binds one.
 fn box_bytes(

@@ -65,4 +65,8 @@ pub struct CountedPtx {
     pub symbol: String,
     pub families: Vec<String>,
     pub sites: Vec<CountedSite>,
+    /// The other-arithmetic counters (tasks that require an MMA family): the FLOPs done
+    /// outside the target families, per function.
+    #[serde(default)]
+    pub work: Option<crate::evidence::work::WorkCounters>,
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{CountedPtx, Outcome};
 use crate::arch::Arch;
 use crate::evidence::sass::disassemble;
-use crate::evidence::splice::splice;
+use crate::evidence::splice::{splice, splice_counting_work};
 use crate::evidence::status::{DynamicCounts, DynamicMethod, StaticSass, TargetEvidence, assess};
 use crate::task::Task;
 
@@ -23,7 +23,19 @@ pub fn counted_copy(task: &Task, arch: Arch, ptx: &str) -> Result<Option<Counted
     if families.is_empty() {
         return Ok(None);
     }
-    let s = splice(ptx, &families).map_err(|e| e.to_string())?;
+    // Where an MMA family is required, "on target" also bounds the arithmetic done elsewhere.
+    let mma = families.iter().any(|f| {
+        matches!(
+            f,
+            ptxbench_ptx::Family::Wgmma | ptxbench_ptx::Family::Tcgen05
+        )
+    });
+    let s = if mma {
+        splice_counting_work(ptx, &families)
+    } else {
+        splice(ptx, &families)
+    }
+    .map_err(|e| e.to_string())?;
     Ok(Some(CountedPtx {
         ptx: s.ptx,
         symbol: s.counter_symbol,
@@ -33,6 +45,7 @@ pub fn counted_copy(task: &Task, arch: Arch, ptx: &str) -> Result<Option<Counted
             .map(|f| f.as_str().to_string())
             .collect(),
         sites: s.site_info,
+        work: s.work,
     }))
 }
 

@@ -4,6 +4,7 @@
 //! - [`sass`]: the static SASS inventory of a cubin (nvdisasm), per function and per opcode.
 //! - [`ncu`]: Nsight Compute's per-SASS-instruction executed counts (the paper's dynamic method).
 //! - [`splice`]: counters spliced into a copy of the PTX (a dynamic method with no profiler).
+//! - [`work`]: the arithmetic done outside the target families, counted in the same copy.
 //! - [`status`]: the paper's status per required family, and the "correct with arch" rule.
 
 pub mod ncu;
@@ -11,9 +12,10 @@ pub mod sass;
 pub mod sites;
 pub mod splice;
 pub mod status;
+pub mod work;
 
 pub use sass::{SassError, SassFunction, SassInventory, SassSummary};
-pub use splice::{COUNTER_SYMBOL, SpliceError, Spliced, splice};
+pub use splice::{COUNTER_SYMBOL, SpliceError, Spliced, splice, splice_counting_work};
 pub use status::{
     DynamicCounts, DynamicMethod, EvidenceStatus, FamilyEvidence, StaticSass, TargetEvidence,
     assess, correct_with_arch,

@@ -45,6 +45,8 @@ pub struct Spliced {
     pub sites: Vec<u64>,
     /// Counter `i` counts site `site_info[i]`.
     pub site_info: Vec<super::sites::CountedSite>,
+    /// The other-arithmetic counters, when asked for ([`splice_counting_work`]).
+    pub work: Option<super::work::WorkCounters>,
 }
 
 impl Spliced {
@@ -79,6 +81,18 @@ pub enum SpliceError {
     )]
     Mismatch {
         family: Family,
+        expected: u64,
+        found: u64,
+    },
+    #[error(
+        "the scanner found {found} function bodies where the parser has {expected}; refusing a copy that would miscount"
+    )]
+    Bodies { expected: u64, found: u64 },
+    #[error(
+        "counting other arithmetic in `{function}`: the scanner found {found} instructions where the parser counts {expected}; refusing a copy that would miscount"
+    )]
+    WorkMismatch {
+        function: String,
         expected: u64,
         found: u64,
     },
@@ -119,6 +133,16 @@ struct Site {
 
 /// Produces the instrumented copy of `ptx` counting `families` (duplicates ignored).
 pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
+    splice_inner(ptx, families, false)
+}
+
+/// [`splice`], and also the FLOPs each thread does in arithmetic outside the target families
+/// (see [`super::work`]): the copy the engine runs for tasks that require an MMA family.
+pub fn splice_counting_work(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
+    splice_inner(ptx, families, true)
+}
+
+fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spliced, SpliceError> {
     let mut order: Vec<Family> = Vec::new();
     for f in families {
         if !order.contains(f) {
@@ -129,8 +153,14 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
         return Err(SpliceError::NoFamilies);
     }
     let module = ptxbench_ptx::parse(ptx).map_err(SpliceError::Parse)?;
-    if ptx.contains(COUNTER_SYMBOL) {
-        return Err(SpliceError::SymbolTaken(COUNTER_SYMBOL.into()));
+    for taken in [
+        COUNTER_SYMBOL,
+        super::work::WORK_SYMBOL,
+        super::work::WORK_REGISTER,
+    ] {
+        if ptx.contains(taken) {
+            return Err(SpliceError::SymbolTaken(taken.into()));
+        }
     }
     let expected: Vec<u64> = order
         .iter()
@@ -142,7 +172,7 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
         })
         .collect();
 
-    let sites = scan(ptx, &order);
+    let Scan { sites, bodies } = scan(ptx, &order);
     let mut found = vec![0u64; order.len()];
     for s in &sites {
         found[s.family] += 1;
@@ -191,13 +221,22 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
     let header_end = header_end(ptx).ok_or(SpliceError::NoHeader)?;
     let mut out = String::with_capacity(ptx.len() + sites.len() * 64 + 128);
     let mut last = 0usize;
-    let mut inserts: Vec<(usize, String)> = vec![(
-        header_end,
-        format!(
-            "\n.visible .global .align 8 .u64 {COUNTER_SYMBOL}[{}];",
-            sites.len().max(1)
-        ),
-    )];
+    let mut declaration = format!(
+        "\n.visible .global .align 8 .u64 {COUNTER_SYMBOL}[{}];",
+        sites.len().max(1)
+    );
+    let mut inserts: Vec<(usize, String)> = Vec::new();
+    let work = count_work
+        .then(|| super::work::splice_work(&module, &bodies, &order, &mut inserts))
+        .transpose()?;
+    if let Some(w) = &work {
+        declaration.push_str(&format!(
+            " .visible .global .align 8 .u64 {}[{}];",
+            w.symbol,
+            w.functions.len().max(1)
+        ));
+    }
+    inserts.push((header_end, declaration));
     for (index, s) in sites.iter().enumerate() {
         let guard = s
             .predicate
@@ -212,6 +251,7 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
             ),
         ));
     }
+    // Stable: at one offset, what was added first comes first.
     inserts.sort_by_key(|(at, _)| *at);
     for (at, text) in inserts {
         out.push_str(&ptx[last..at]);
@@ -232,12 +272,27 @@ pub fn splice(ptx: &str, families: &[Family]) -> Result<Spliced, SpliceError> {
             found: added as u64,
         });
     }
+    if let Some(w) = &work {
+        let reg = super::work::WORK_REGISTER;
+        let adds = copy
+            .instructions()
+            .filter(|i| i.mnemonic() == "add" && i.operands.starts_with(reg))
+            .count() as u64;
+        if adds != w.sites {
+            return Err(SpliceError::WorkMismatch {
+                function: "the whole copy".into(),
+                expected: w.sites,
+                found: adds,
+            });
+        }
+    }
     Ok(Spliced {
         ptx: out,
         counter_symbol: COUNTER_SYMBOL.into(),
         families_in_order: order,
         sites: found,
         site_info,
+        work,
     })
 }
 
@@ -262,11 +317,36 @@ fn header_end(ptx: &str) -> Option<usize> {
     target_end
 }
 
-/// Finds the counted instructions: walks statements (ended by `;`), skipping comments and
-/// strings, telling scope braces (where a statement may start) from vector-operand braces.
-fn scan(ptx: &str, order: &[Family]) -> Vec<Site> {
+/// A function body of the scanned text: the offsets just after its opening `{` and of its
+/// closing `}`, and every statement in it (nested scopes included), in text order.
+pub(super) struct Body {
+    pub open: usize,
+    pub close: usize,
+    pub statements: Vec<Statement>,
+}
+
+/// One statement of a body: where its instruction starts (after labels; its `@` guard, else
+/// its opcode), its guard predicate, and its opcode.
+pub(super) struct Statement {
+    pub at: usize,
+    pub predicate: Option<String>,
+    pub opcode: String,
+}
+
+struct Scan {
+    sites: Vec<Site>,
+    bodies: Vec<Body>,
+}
+
+/// Finds the counted instructions and the function bodies: walks statements (ended by `;`),
+/// skipping comments and strings, telling scope braces (where a statement may start) from
+/// vector-operand braces.
+fn scan(ptx: &str, order: &[Family]) -> Scan {
     let b = ptx.as_bytes();
     let mut sites = Vec::new();
+    let mut bodies: Vec<Body> = Vec::new();
+    let mut depth = 0u32;
+    let mut in_body = false;
     let mut i = 0usize;
     let mut start: Option<usize> = None;
     let mut vector_depth = 0u32;
@@ -294,20 +374,44 @@ fn scan(ptx: &str, order: &[Family]) -> Vec<Site> {
                 }
             }
             b';' => {
-                if let Some(s) = start.take() {
-                    statement(ptx, s, i, order, &mut sites);
+                if let Some(s) = start.take()
+                    && let Some(st) = statement(ptx, s, i)
+                {
+                    if let Some(family) = order.iter().position(|f| counted(*f, &st.opcode)) {
+                        sites.push(Site {
+                            at: st.at,
+                            predicate: st.predicate.clone(),
+                            family,
+                            opcode: st.opcode.clone(),
+                        });
+                    }
+                    if in_body && let Some(body) = bodies.last_mut() {
+                        body.statements.push(st);
+                    }
                 }
                 vector_depth = 0;
             }
             b'{' => {
-                let scope = match start {
-                    None => true,
+                let (scope, header) = match start {
+                    None => (true, false),
                     Some(s) => {
+                        // A `{` after `.loc` lines opens a scope only if what follows them does.
+                        let s = skip_labels_and_loc(&b[..i], s);
                         let pending = ptx[s..i].trim_start();
-                        pending.starts_with('.') || only_labels(&ptx[s..i])
+                        let header = pending.contains(".entry") || pending.contains(".func");
+                        (pending.starts_with('.') || only_labels(&ptx[s..i]), header)
                     }
                 };
                 if scope && vector_depth == 0 {
+                    if depth == 0 && header {
+                        in_body = true;
+                        bodies.push(Body {
+                            open: i + 1,
+                            close: i + 1,
+                            statements: Vec::new(),
+                        });
+                    }
+                    depth += 1;
                     start = None;
                 } else {
                     vector_depth += 1;
@@ -317,6 +421,13 @@ fn scan(ptx: &str, order: &[Family]) -> Vec<Site> {
                 if vector_depth > 0 {
                     vector_depth -= 1;
                 } else {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 && in_body {
+                        in_body = false;
+                        if let Some(body) = bodies.last_mut() {
+                            body.close = i;
+                        }
+                    }
                     start = None;
                 }
             }
@@ -327,7 +438,7 @@ fn scan(ptx: &str, order: &[Family]) -> Vec<Site> {
         }
         i += 1;
     }
-    sites
+    Scan { sites, bodies }
 }
 
 fn is_ident(c: u8) -> bool {
@@ -372,15 +483,29 @@ fn skip_labels(b: &[u8], mut i: usize) -> usize {
     }
 }
 
+/// Skips labels and `.loc` lines from `i`: `.loc` (debug line info, as Triton writes it before
+/// most instructions) has no `;`, so the instruction after it belongs to the same statement.
+fn skip_labels_and_loc(b: &[u8], mut i: usize) -> usize {
+    loop {
+        i = skip_labels(b, i);
+        if !(b[i..].starts_with(b".loc") && b.get(i + 4).is_some_and(u8::is_ascii_whitespace)) {
+            return i;
+        }
+        while i < b.len() && b[i] != b'\n' {
+            i += 1;
+        }
+    }
+}
+
 fn only_labels(text: &str) -> bool {
     let b = text.as_bytes();
     skip_labels(b, 0) >= b.len()
 }
 
-/// Reads one statement `ptx[s..end]` and records it when it is a counted instruction.
-fn statement(ptx: &str, s: usize, end: usize, order: &[Family], sites: &mut Vec<Site>) {
+/// Reads one statement `ptx[s..end]`: `None` for a directive or an empty statement.
+fn statement(ptx: &str, s: usize, end: usize) -> Option<Statement> {
     let b = &ptx.as_bytes()[..end];
-    let at = skip_labels(b, s);
+    let at = skip_labels_and_loc(b, s);
     let mut i = at;
     let mut predicate = None;
     if b.get(i) == Some(&b'@') {
@@ -397,16 +522,13 @@ fn statement(ptx: &str, s: usize, end: usize, order: &[Family], sites: &mut Vec<
     }
     let opcode = &ptx[o0..i];
     if opcode.is_empty() || opcode.starts_with('.') {
-        return;
+        return None;
     }
-    if let Some(family) = order.iter().position(|f| counted(*f, opcode)) {
-        sites.push(Site {
-            at,
-            predicate,
-            family,
-            opcode: opcode.to_string(),
-        });
-    }
+    Some(Statement {
+        at,
+        predicate,
+        opcode: opcode.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -479,6 +601,76 @@ $L1:\n  @!%p1 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_
         // A family with no instruction is spliced with zero sites (its counter stays 0).
         let s = splice(PTX, &[Family::Tcgen05]).expect("splices");
         assert_eq!(s.sites, vec![0]);
+    }
+
+    /// A SIMT loop beside a wgmma, a predicated FMA in an inline scope, an early predicated
+    /// `ret`, a call, instructions behind `.loc` lines (as Triton writes them), and a `.func`
+    /// that does arithmetic and `exit`s.
+    const WORK_PTX: &str = ".version 8.0\n.target sm_90a\n.address_size 64\n\n\
+.func helper(.param .b32 x)\n{\n  .reg .f32 %h<2>;\n  mul.f32 %h1, %h0, %h0;\n  exit;\n}\n\
+.visible .entry k(.param .u64 p)\n{\n\
+  .reg .pred %p<2>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<4>;\n  .reg .f32 %f<4>;\n\
+  @%p1 ret;\n\
+$LOOP:\n  .loc 1 7 2\n  fma.rn.f32 %f1, %f2, %f3, %f1;\n  mad.lo.s32 %r1, %r2, %r3, %r1;\n\
+  {\n  .reg .pred q;\n  setp.ne.b32 q, %r1, 0;\n  @q add.rn.bf16x2 %r0, %r1, %r2;\n  }\n\
+  .loc 1 8 2\n  // an operand in braces after a .loc line\n\
+  wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3}, %rd1, %rd2, 1, 1, 1, 0, 0;\n\
+  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r0, %r1}, {%f0, %f1, %f2, %f3};\n\
+  @%p0 bra $LOOP;\n  call helper, (%r1);\n  .loc 1 10 4\n  ret;\n}\n";
+
+    #[test]
+    fn the_work_copy_counts_other_arithmetic_per_function() {
+        let s = splice_counting_work(WORK_PTX, &[Family::Wgmma]).expect("splices");
+        let w = s.work.as_ref().expect("work counted");
+        assert_eq!(w.functions, ["helper", "k"]);
+        // mul (helper), fma, the packed add and the mma.sync (k); not the integer mad, not the
+        // wgmma (a target site, found behind its `.loc` line).
+        assert_eq!(w.sites, 4);
+        assert_eq!(s.sites, vec![1]);
+        let t = &s.ptx;
+        assert!(t.contains("[1]; .visible .global .align 8 .u64 ptxbench_work_counters[2];\n"));
+        assert!(
+            t.contains("{ .reg .u64 %ptxbench_work; mov.u64 %ptxbench_work, 0;\n  .reg .f32 %h")
+        );
+        assert!(t.contains("add.u64 %ptxbench_work, %ptxbench_work, 1; mul.f32"));
+        assert!(t.contains(
+            "$LOOP:\n  .loc 1 7 2\n  add.u64 %ptxbench_work, %ptxbench_work, 2; fma.rn.f32"
+        ));
+        assert!(t.contains(".loc 1 10 4\n  red.global.add.u64 [ptxbench_work_counters+8]"));
+        assert!(t.contains("@q add.u64 %ptxbench_work, %ptxbench_work, 2; @q add.rn.bf16x2"));
+        assert!(!t.contains("%ptxbench_work, 2; mad.lo"));
+        assert!(t.contains("%ptxbench_work, 128; mma.sync"));
+        assert!(
+            t.contains("red.global.add.u64 [ptxbench_evidence_counters+0], 1; wgmma.mma_async")
+        );
+        // The helper flushes to slot 0 before it exits, the kernel to slot 1 before each ret
+        // (under the guard) and before the call.
+        assert!(t.contains(
+            "red.global.add.u64 [ptxbench_work_counters+0], %ptxbench_work; mov.u64 %ptxbench_work, 0; exit;"
+        ));
+        assert!(t.contains(
+            "@%p1 red.global.add.u64 [ptxbench_work_counters+8], %ptxbench_work; @%p1 mov.u64 %ptxbench_work, 0; @%p1 ret;"
+        ));
+        assert!(t.contains("%ptxbench_work, 0; call helper"));
+        assert_eq!(
+            t.matches("red.global.add.u64 [ptxbench_work_counters+8]")
+                .count(),
+            4
+        );
+        assert_eq!(
+            t.matches("red.global.add.u64 [ptxbench_evidence_counters")
+                .count(),
+            1
+        );
+        assert_eq!(t.lines().count(), WORK_PTX.lines().count() + 1);
+        // Without the work count, the copy is the plain one.
+        let plain = splice(WORK_PTX, &[Family::Wgmma]).expect("splices");
+        assert!(plain.work.is_none() && !plain.ptx.contains("ptxbench_work"));
+        let taken = WORK_PTX.replace("%h<2>", "%h<2>; .reg .u64 %ptxbench_work");
+        assert!(matches!(
+            splice_counting_work(&taken, &[Family::Wgmma]),
+            Err(SpliceError::SymbolTaken(_))
+        ));
     }
 
     #[test]

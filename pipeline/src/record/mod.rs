@@ -161,6 +161,12 @@ impl Record {
         self.outcome.dynamic.as_ref()?.mma_flop_share
     }
 
+    /// FLOPs of the arithmetic outside the target families over the task's FLOPs on the
+    /// counted workload (absent in records made before it was counted).
+    pub fn other_flop_share(&self) -> Option<f64> {
+        self.outcome.dynamic.as_ref()?.other_flop_share
+    }
+
     /// Bytes loaded by TMA over the task's input bytes on the counted workload.
     pub fn tma_byte_share(&self) -> Option<f64> {
         self.outcome.dynamic.as_ref()?.tma_byte_share
@@ -168,8 +174,11 @@ impl Record {
 
     /// The stricter grade, "correct on target": correct with arch (every required family
     /// executed) *and* at least [`ON_TARGET_MMA_SHARE`] of the task's FLOPs executed on the
-    /// target MMA unit, so a token wgmma around SIMT math does not count. `None` when either
-    /// part was not measured.
+    /// target MMA unit, so a token wgmma around SIMT math does not count, *and* at most
+    /// [`ON_TARGET_OTHER_SHARE`] of them in arithmetic outside the target families, so that
+    /// wgmma run on tiles the kernel then ignores, beside SIMT math that does the work, does
+    /// not count either. `None` when a part it needs was not measured (records made before
+    /// the other arithmetic was counted cannot pass, only fail on their MMA share).
     ///
     /// A task that requires no MMA family (paged decode: memory-bound) is graded on its bytes
     /// instead: at least [`ON_TARGET_BYTE_SHARE`] of its compulsory input bytes loaded by TMA,
@@ -184,7 +193,12 @@ impl Record {
             .any(|f| f.family == "wgmma" || f.family == "tcgen05");
         match self.correct_with_arch()? {
             false => Some(false),
-            true if mma_required => Some(self.mma_flop_share()? >= ON_TARGET_MMA_SHARE),
+            true if mma_required => {
+                if self.mma_flop_share()? < ON_TARGET_MMA_SHARE {
+                    return Some(false);
+                }
+                Some(self.other_flop_share()? <= ON_TARGET_OTHER_SHARE)
+            }
             true => Some(self.tma_byte_share()? >= ON_TARGET_BYTE_SHARE),
         }
     }
@@ -198,6 +212,12 @@ pub const ON_TARGET_BYTE_SHARE: f64 = 0.9;
 /// target". Padded tiles, masked causal tiles and recomputation count as executed work (so a
 /// share can pass 1); 10% slack lets a kernel finish ragged edges another way.
 pub const ON_TARGET_MMA_SHARE: f64 = 0.9;
+
+/// The most of a task's FLOPs that arithmetic outside the target families (SIMT FMA, add,
+/// mul, `mma.sync`, ...) may do for "correct on target" on a task that requires an MMA family.
+/// A wgmma GEMM's epilogue is under 1% of its FLOPs and an attention kernel's softmax a few %;
+/// a kernel that does a tenth of its math elsewhere is no longer a tensor-core kernel.
+pub const ON_TARGET_OTHER_SHARE: f64 = 0.1;
 
 /// The records of one run list. Decoding is strict (unknown keys are errors).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -515,7 +535,7 @@ pub(crate) mod tests {
 
     #[test]
     fn on_target_weighs_mma_flops_or_for_memory_bound_tasks_tma_bytes() {
-        let graded = |family: &str, mma: Option<f64>, tma: Option<f64>| {
+        let graded_with = |family: &str, mma: Option<f64>, tma: Option<f64>, other: Option<f64>| {
             let mut r = record(Verdict::Correct, &[EvidenceStatus::DynamicPresent]);
             if let Some(ev) = r.outcome.evidence.as_mut() {
                 ev.families[0].family = family.into();
@@ -523,14 +543,30 @@ pub(crate) mod tests {
             r.outcome.dynamic = Some(DynamicCounts {
                 mma_flop_share: mma,
                 tma_byte_share: tma,
+                other_flop_share: other,
                 ..DynamicCounts::default()
             });
             r.correct_on_target()
         };
+        let graded = |family: &str, mma, tma| graded_with(family, mma, tma, Some(0.01));
         // An MMA task: the FLOP share decides, whatever TMA moved.
         assert_eq!(graded("wgmma", Some(0.95), Some(0.0)), Some(true));
         assert_eq!(graded("wgmma", Some(1.0 / 64.0), Some(5.0)), Some(false));
         assert_eq!(graded("wgmma", None, Some(5.0)), None);
+        // ... and the other arithmetic must stay small: a SIMT kernel with wgmma on ignored
+        // tiles worth all the task's FLOPs is not on target.
+        assert_eq!(
+            graded_with("wgmma", Some(1.0), None, Some(1.0)),
+            Some(false)
+        );
+        assert_eq!(graded_with("wgmma", Some(1.6), None, Some(0.1)), Some(true));
+        assert_eq!(
+            graded_with("tcgen05", Some(1.6), None, Some(0.11)),
+            Some(false)
+        );
+        // A record made before the other arithmetic was counted can fail, never pass.
+        assert_eq!(graded_with("wgmma", Some(1.6), None, None), None);
+        assert_eq!(graded_with("wgmma", Some(0.5), None, None), Some(false));
         // A task that requires only TMA (decode): the byte share decides.
         assert_eq!(graded("tma", None, Some(0.97)), Some(true));
         assert_eq!(graded("tma", None, Some(0.01)), Some(false));

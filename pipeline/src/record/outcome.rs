@@ -242,6 +242,14 @@ pub struct DynamicCounts {
     /// `tma_load_bytes` over the task's input bytes for the counted workload.
     #[serde(default)]
     pub tma_byte_share: Option<f64>,
+    /// FLOPs of the arithmetic outside the target families (floating-point FMA/add/mul,
+    /// `mma.sync`, ...; see `evidence::work`), counted where the task requires an MMA family.
+    /// Absent in records made before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_flops: Option<f64>,
+    /// `other_flops` over the task's FLOPs for the counted workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_flop_share: Option<f64>,
     /// What could not be weighed, in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -180,6 +180,51 @@ fn spliced_blackwell_fixture_compiles_for_sm_100a() {
     );
 }
 
+/// Every committed PTX (hand-written references, Triton, nvcc's SIMT builds) gets a counted
+/// copy that also counts other arithmetic, and ptxas compiles that copy for sm_90a: the copy
+/// the engine runs for MMA tasks must never fail on a real kernel.
+#[test]
+fn every_committed_ptx_has_a_work_counting_copy_ptxas_compiles() {
+    if !sass_tools("every_committed_ptx_has_a_work_counting_copy_ptxas_compiles") {
+        return;
+    }
+    let mut files: Vec<std::path::PathBuf> = ["tasks/reference", "tasks/candidates"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root().join(d)).expect("folder"))
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("kernel.ptx"))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "{files:?}");
+    for p in &files {
+        let ptx = read(p);
+        let s = ptxbench::evidence::splice_counting_work(&ptx, &[Family::Wgmma, Family::Tma])
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let w = s.work.as_ref().expect("work counted");
+        // Attention (softmax) and SIMT kernels do floating-point arithmetic; the bf16 GEMMs'
+        // epilogues only convert, so theirs may have none.
+        let name = p.display().to_string();
+        if name.contains("attn") || name.contains("simt") {
+            assert!(w.sites > 0, "{name}: no arithmetic counted");
+        }
+        let families =
+            ptxbench_ptx::inventory(&ptxbench_ptx::parse(&ptx).expect("parses")).by_family;
+        let has = |f: Family| families.get(&f).is_some_and(|n| *n > 0);
+        let after = inventory(&s.ptx, Arch::Sm90a).bases();
+        assert_eq!(
+            has(Family::Wgmma),
+            after.keys().any(|b| b.ends_with("GMMA")),
+            "{name}: {after:?}"
+        );
+        assert_eq!(
+            has(Family::Tma),
+            after.contains_key("UTMALDG") || after.contains_key("UTMASTG"),
+            "{name}: {after:?}"
+        );
+    }
+}
+
 #[test]
 fn every_ptx_fixture_splices_or_has_nothing_to_count() {
     let dir = root().join("pipeline/ptx/tests/fixtures");

@@ -5,15 +5,19 @@
 //! every task.
 
 use ptxbench::evidence::EvidenceStatus;
-use ptxbench::record::{ON_TARGET_MMA_SHARE, Verdict};
+use ptxbench::record::{ON_TARGET_MMA_SHARE, ON_TARGET_OTHER_SHARE, Verdict};
 use ptxbench::runner::list::RunList;
 
 use crate::published::{Published, results};
 use crate::root;
 
-/// Zoo members whose wgmma really runs: the token member (one m64n8k16 per CTA) and the
-/// reference GEMM with L2 evict_last hints.
-const WGMMA_RUNS: [&str; 2] = ["zoo-token-wgmma-tma", "zoo-evict-last-wgmma"];
+/// Zoo members whose wgmma really runs: the token member (one m64n8k16 per CTA), the ignored
+/// wgmma member (K/64 of them per CTA) and the reference GEMM with L2 evict_last hints.
+const WGMMA_RUNS: [&str; 3] = [
+    "zoo-token-wgmma-tma",
+    "zoo-ignored-wgmma",
+    "zoo-evict-last-wgmma",
+];
 
 /// Published records whose verdict differs from what their run list expects, each with the
 /// reason it was accepted. Reviewed by hand: the test fails if any other record deviates, and if
@@ -125,6 +129,49 @@ fn the_token_member_is_correct_with_arch_but_not_on_target() {
         assert_eq!(r.record.correct_on_target(), Some(true), "{}", r.label());
         assert!(r.record.mma_flop_share().expect("measured") >= ON_TARGET_MMA_SHARE);
     }
+}
+
+/// The hole the MMA share leaves: wgmma worth all of the task's FLOPs on a tile the kernel then
+/// ignores, beside the SIMT loop that does the work. The MMA share alone would pass it; the
+/// other arithmetic counted in the same copy (the FMA loop, 2*M*N*K FLOPs) fails it. Every
+/// kernel whose wgmma does the work keeps its other share far below the bound.
+#[test]
+fn ignored_wgmma_worth_all_the_flops_is_not_on_target() {
+    let zoo = results("zoo-sm90a");
+    for r in member(&zoo, "zoo-ignored-wgmma") {
+        assert_eq!(r.record.verdict, Verdict::Correct, "{}", r.label());
+        assert_eq!(r.record.correct_with_arch(), Some(true), "{}", r.label());
+        let mma = r.record.mma_flop_share().expect("measured");
+        assert!((mma - 1.0).abs() < 1e-6, "{}: {mma}", r.label());
+        let other = r.record.other_flop_share().expect("measured");
+        assert!((other - 1.0).abs() < 1e-6, "{}: {other}", r.label());
+        assert_eq!(r.record.correct_on_target(), Some(false), "{}", r.label());
+    }
+    let mut honest = 0;
+    for run in ["zoo-sm90a", "reference-sm90a", "suite-v2-sm90a"] {
+        for r in results(run) {
+            let Some(mma) = r.record.mma_flop_share() else {
+                continue;
+            };
+            if mma < ON_TARGET_MMA_SHARE || r.evaluation == "zoo-ignored-wgmma" {
+                continue;
+            }
+            honest += 1;
+            let other = r.record.other_flop_share().expect("counted");
+            assert!(
+                other < ON_TARGET_OTHER_SHARE / 3.0,
+                "{}: {other}",
+                r.label()
+            );
+            // (Triton's pointer GEMM loads without TMA: not correct with arch.)
+            if r.record.correct_with_arch() == Some(true) {
+                assert_eq!(r.record.correct_on_target(), Some(true), "{}", r.label());
+            }
+        }
+    }
+    // The hand-written and Triton wgmma kernels of the reference and suite-v2 runs, and the
+    // zoo's evict_last GEMM.
+    assert!(honest >= 30, "{honest}");
 }
 
 /// Median candidate time of a record's workload.

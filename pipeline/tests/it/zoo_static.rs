@@ -217,6 +217,31 @@ fn the_token_member_has_one_wgmma_and_one_tma_site() {
 }
 
 #[test]
+fn the_ignored_wgmma_member_shows_its_simt_math_in_the_work_copy() {
+    if !sass_tools("the_ignored_wgmma_member_shows_its_simt_math_in_the_work_copy") {
+        return;
+    }
+    let r = checked("zoo-ignored-wgmma");
+    assert!(r.ok(), "{:?}", r.failure);
+    assert!(r.required.iter().all(|q| q.count > 0), "{:?}", r.required);
+    let ptx = r.ptx.as_ref().expect("NVRTC's PTX");
+    let s = splice::splice_counting_work(ptx, &[Family::Wgmma, Family::Tma]).expect("splices");
+    let w = s.work.as_ref().expect("work counted");
+    assert_eq!(w.functions, ["gemm_ignored_wgmma"]);
+    // The FMA of the SIMT loop is counted (2 FLOPs a thread); the wgmma is a target site.
+    assert!(s.ptx.contains("%ptxbench_work, 2; fma.rn.f32"), "{}", s.ptx);
+    assert_eq!(s.sites, vec![1, 1]);
+    let res = toolchain::ptxas::compile(&s.ptx, Arch::Sm90a).expect("ptxas runs");
+    assert!(res.ok, "{}", res.log);
+    let bases = sass::disassemble(&res.cubin.expect("cubin"))
+        .expect("nvdisasm")
+        .bases();
+    for op in ["HGMMA", "UTMALDG", "FFMA"] {
+        assert!(bases.contains_key(op), "{op}: {bases:?}");
+    }
+}
+
+#[test]
 fn the_cache_members_keep_their_outputs_in_bounded_module_memory() {
     if !sass_tools("the_cache_members_keep_their_outputs_in_bounded_module_memory") {
         return;

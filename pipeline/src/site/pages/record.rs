@@ -645,11 +645,13 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                 rows,
                 notes,
                 format!(
-                    "target status {}: {counts}; executed MMA FLOPs / task FLOPs {}, TMA-loaded bytes / compulsory input bytes {}: {on_target} (needs MMA share >= {}, or for a task that requires no MMA, TMA byte share >= {})",
+                    "target status {}: {counts}; executed MMA FLOPs / task FLOPs {}, other arithmetic (SIMT FMA/add/mul, mma.sync) FLOPs / task FLOPs {}, TMA-loaded bytes / compulsory input bytes {}: {on_target} (needs MMA share >= {} and other share <= {}, or for a task that requires no MMA, TMA byte share >= {})",
                     ev.status,
                     share(doc.mma_flop_share()),
+                    share(doc.other_flop_share()),
                     share(doc.tma_byte_share()),
                     crate::record::ON_TARGET_MMA_SHARE,
+                    crate::record::ON_TARGET_OTHER_SHARE,
                     crate::record::ON_TARGET_BYTE_SHARE
                 ),
             )
