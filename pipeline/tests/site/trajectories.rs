@@ -155,8 +155,8 @@ fn a_trajectory_page_escapes_model_output_and_diffs_the_ptx() {
     // Turn 1 brings the first PTX; turn 2 changes one line of it.
     assert!(page.contains("PTX: new in this turn"));
     assert!(page.contains("+1 −1 lines in 1 hunk"), "{page}");
-    assert!(page.contains("<span class=\"dl del\"><span class=\"no\">5</span><span class=\"no\"></span>-\tmov.u32 %r1, 1;</span>"));
-    assert!(page.contains("<span class=\"dl ins\"><span class=\"no\"></span><span class=\"no\">5</span>+\tmov.u32 %r1, 2;</span>"));
+    assert!(page.contains("<span class=\"dl del\"><i>5</i><i></i>-\tmov.u32 %r1, 1;</span>"));
+    assert!(page.contains("<span class=\"dl ins\"><i></i><i>5</i>+\tmov.u32 %r1, 2;</span>"));
     assert!(!page.contains("differs from this turn"));
     // The record pages show the conversation as messages, escaped.
     let last = pages
