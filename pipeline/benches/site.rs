@@ -1,9 +1,10 @@
 //! The site benchmark: generates a store of synthetic records and a manifest naming them,
 //! times loading and building the site from it, and times the metric aggregation on a number
 //! of generated samples. `cargo bench -p ptxbench --bench site -- --dir DIR [--records N]`.
-//! It prints the wall time of each step and the process's peak resident memory (Linux's
-//! `VmHWM`); run with `--reuse` on a folder of an earlier run to see the build's own peak,
-//! without the generation's (the earlier run's site is deleted after the timing).
+//! It prints the wall time of each step, the CPU time (user and system) the process spent in
+//! it, and the process's peak resident memory (Linux's `VmHWM`); run with `--reuse` on a folder
+//! of an earlier run to see the build's own peak, without the generation's (the earlier run's
+//! site is deleted after the timing).
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
@@ -78,6 +79,29 @@ fn peak_memory() -> String {
         )
 }
 
+/// This process's CPU time so far, user and system, from `/proc/self/stat` (in USER_HZ, 100
+/// ticks a second); `None` where there is no such file.
+fn cpu_times() -> Option<(f64, f64)> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name (in parentheses, which may hold spaces) start with the
+    // state (field 3); utime and stime are fields 14 and 15.
+    let rest = s.get(s.rfind(')')? + 1..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i)?.parse::<f64>().ok().map(|t| t / 100.0);
+    Some((tick(11)?, tick(12)?))
+}
+
+/// The CPU time spent since `before` ([`cpu_times`]), in words: how much of a step's wall time
+/// was this process computing (user) and in system calls (system), on all its threads.
+fn cpu_since(before: Option<(f64, f64)>) -> String {
+    match (before, cpu_times()) {
+        (Some((u0, s0)), Some((u1, s1))) => {
+            format!("CPU user {:.1} s, system {:.1} s", u1 - u0, s1 - s0)
+        }
+        _ => "CPU time unknown (no /proc/self/stat)".into(),
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let a = BenchSiteArgs::parse();
     let store_dir = a.dir.join("artifacts");
@@ -119,6 +143,7 @@ fn main() -> anyhow::Result<()> {
         }
         if a.render_only {
             let store = Store::open(&store_dir);
+            let cpu = cpu_times();
             let t = Instant::now();
             let input = SiteInput::load(&manifest, &store, suite.clone())?;
             let load = t.elapsed().as_secs_f64();
@@ -133,10 +158,11 @@ fn main() -> anyhow::Result<()> {
             )?;
             let total = t.elapsed().as_secs_f64();
             println!(
-                "render only: {} records, {files} files ({:.0} MB of pages, objects not counted): load {load:.2} s, render {:.2} s, total {total:.2} s; peak memory {}",
+                "render only: {} records, {files} files ({:.0} MB of pages, objects not counted): load {load:.2} s, render {:.2} s, total {total:.2} s; {}; peak memory {}",
                 input.records.len(),
                 bytes.into_inner() as f64 / 1e6,
                 total - load,
+                cpu_since(cpu),
                 peak_memory()
             );
         }
@@ -156,15 +182,17 @@ fn main() -> anyhow::Result<()> {
                     .with_context(|| format!("moving {} aside", out.display()))?;
             }
             let store = Store::open(&store_dir);
+            let cpu = cpu_times();
             let t = Instant::now();
             let input = SiteInput::load(&manifest, &store, suite.clone())?;
             let load = t.elapsed().as_secs_f64();
             let files = write_site(&input, &out)?;
             let total = t.elapsed().as_secs_f64();
             println!(
-                "site: {} records, {files} files: load {load:.2} s, render and write {:.2} s, total {total:.2} s; peak memory {}",
+                "site: {} records, {files} files: load {load:.2} s, render and write {:.2} s, total {total:.2} s; {}; peak memory {}",
                 input.records.len(),
                 total - load,
+                cpu_since(cpu),
                 peak_memory()
             );
             if earlier.exists() {
