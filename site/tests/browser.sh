@@ -103,8 +103,16 @@ fi
 for spec in "index:index.html:1400,1000" "index-narrow:index.html:400,1400" "arch:$arch:1400,2600" "record:$record:1400,2200" \
   "entry:$entry:1400,1400" "methodology:methodology.html:1400,1800"; do
   IFS=: read -r name page size <<<"$spec"
-  chrome --hide-scrollbars --window-size="$size" --virtual-time-budget=3000 \
-    --screenshot="$shots/$name.png" "$base/$page" >/dev/null 2>&1 || { echo "FAIL: screenshot of $page"; failed=1; }
+  shoot() {
+    chrome --hide-scrollbars --window-size="$size" --virtual-time-budget=3000 \
+      --screenshot="$shots/$name.png" "$base/$page" >"$work/shot-$name.log" 2>&1
+  }
+  # A screenshot proves nothing about the page (the checks above do), and headless Chromium
+  # now and then exits non-zero on a loaded machine: one retry, then the failure with its log.
+  if ! shoot; then
+    echo "note: the screenshot of $page failed once; retrying"
+    shoot || { echo "FAIL: screenshot of $page:"; tail -n 5 "$work/shot-$name.log"; failed=1; }
+  fi
 done
 echo "screenshots: $shots"
 if [ "$failed" -ne 0 ]; then

@@ -38,7 +38,7 @@ pub fn path(stem: &str, ext: &str) -> String {
     format!("data/{stem}.{ext}")
 }
 
-const RECORD_COLUMNS: [ColumnDoc; 18] = [
+const RECORD_COLUMNS: [ColumnDoc; 21] = [
     (
         "record",
         "hex",
@@ -93,7 +93,22 @@ const RECORD_COLUMNS: [ColumnDoc; 18] = [
     (
         "correct_on_target",
         "boolean",
-        "correct with arch and enough of the FLOPs on the target MMA",
+        "correct with arch, enough of the FLOPs on the target MMA and few elsewhere",
+    ),
+    (
+        "mma_flop_share",
+        "number",
+        "executed target-MMA FLOPs over the task's FLOPs, on the counted workload",
+    ),
+    (
+        "other_flop_share",
+        "number",
+        "executed FLOPs outside the target families (SIMT FMA/add/mul, mma.sync) over the task's FLOPs (empty: not counted)",
+    ),
+    (
+        "tma_byte_share",
+        "number",
+        "bytes TMA loaded over the task's compulsory input bytes",
     ),
     ("seed", "integer", "the seed the inputs were drawn from"),
     (
@@ -158,7 +173,7 @@ fn metric_meaning(name: &str) -> &'static str {
             "correct with the target instructions shown to execute (empty: not measured)"
         }
         "correct_on_target" | "correct_on_target_rate" => {
-            "correct with arch and enough FLOPs on the target MMA (empty: not measured)"
+            "correct with arch, enough FLOPs on the target MMA and few elsewhere (empty: not measured)"
         }
         "mma_flop_share" => "mean executed target-MMA FLOPs over the task's FLOPs",
         "turns_seen" => "most turns any trajectory used",
@@ -258,6 +273,27 @@ fn records_frame(records: &[&LoadedRecord]) -> Result<DataFrame, MetricsError> {
                 records
                     .iter()
                     .map(|x| x.record.correct_on_target())
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "mma_flop_share".into(),
+                records
+                    .iter()
+                    .map(|x| x.record.mma_flop_share())
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "other_flop_share".into(),
+                records
+                    .iter()
+                    .map(|x| x.record.other_flop_share())
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "tma_byte_share".into(),
+                records
+                    .iter()
+                    .map(|x| x.record.tma_byte_share())
                     .collect::<Vec<_>>(),
             ),
             Column::new(
@@ -377,4 +413,22 @@ pub fn files(table: &mut Table) -> Result<Vec<(String, Vec<u8>)>, SiteError> {
         out.push((path(table.stem, ext), bytes));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The records download and its schema on the data page name the same columns, in order.
+    #[test]
+    fn the_records_schema_documents_every_column() {
+        let frame = records_frame(&[]).expect("an empty frame");
+        let names: Vec<&str> = frame
+            .get_column_names()
+            .iter()
+            .map(|n| n.as_str())
+            .collect();
+        let documented: Vec<&str> = RECORD_COLUMNS.iter().map(|c| c.0).collect();
+        assert_eq!(names, documented);
+    }
 }
