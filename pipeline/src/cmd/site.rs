@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::site::SiteInput;
-use crate::site::output::write_site;
+use crate::site::output::{PAGES_LIMIT_BYTES, write_site};
 use crate::store::Store;
 
 /// The manifest `site` and `export` use when none is given.
@@ -87,10 +87,12 @@ pub fn run(a: SiteArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
     let manifest = manifest_path(a.manifest)?;
     let input = load_input(&manifest, a.store, tasks_dir)?;
     let loaded = start.elapsed();
-    let files = write_site(&input, &a.out)
+    let written = write_site(&input, &a.out)
         .with_context(|| format!("building the site into {}", a.out.display()))?;
     eprintln!(
-        "wrote {files} files to {} from {} ({} records, {} reported data sets) in {:.2} s (loading {:.2} s)",
+        "wrote {} files ({:.1} MB) to {} from {} ({} records, {} reported data sets) in {:.2} s (loading {:.2} s)",
+        written.files,
+        written.bytes as f64 / 1e6,
         a.out.display(),
         manifest.display(),
         input.records.len(),
@@ -98,5 +100,31 @@ pub fn run(a: SiteArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
         start.elapsed().as_secs_f64(),
         loaded.as_secs_f64()
     );
+    if let Some(w) = pages_warning(written.bytes) {
+        eprintln!("{w}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The warning for a site too large for GitHub Pages, if it is.
+fn pages_warning(bytes: u64) -> Option<String> {
+    (bytes > PAGES_LIMIT_BYTES).then(|| {
+        format!(
+            "warning: the site is {:.2} GB; GitHub Pages publishes a site of at most {:.0} GB, so a Pages deployment of this folder will fail",
+            bytes as f64 / 1e9,
+            PAGES_LIMIT_BYTES as f64 / 1e9
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_site_over_the_pages_limit_is_warned_about() {
+        assert_eq!(pages_warning(PAGES_LIMIT_BYTES), None);
+        let w = pages_warning(3_500_000_000).expect("warned");
+        assert!(w.contains("3.50 GB") && w.contains("at most 1 GB"), "{w}");
+    }
 }

@@ -66,8 +66,18 @@ fn check_replaceable(out: &Path) -> Result<bool, SiteError> {
     }
 }
 
-/// Renders `input` and writes it to `out`; returns the number of files.
-pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
+/// What a build wrote: its files and their bytes (a linked object at its size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub files: usize,
+    pub bytes: u64,
+}
+
+/// The largest site GitHub Pages publishes (its documented limit, 1 GB).
+pub const PAGES_LIMIT_BYTES: u64 = 1_000_000_000;
+
+/// Renders `input` and writes it to `out`; returns what it wrote.
+pub fn write_site(input: &SiteInput, out: &Path) -> Result<Written, SiteError> {
     let exists = check_replaceable(out)?;
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -87,7 +97,9 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
         .map_err(|e| io(&parent, e))?;
     let dir = staging.path().to_path_buf();
     let _lock = crate::scratch::lock_dir(&dir).map_err(|e| io(&dir, e))?;
+    let total = std::sync::atomic::AtomicU64::new(0);
     let write = |rel: String, bytes: Vec<u8>| {
+        total.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let path = safe_join(&dir, &rel)?;
         // Folders are made on the first write that needs one (a failed write is retried once
         // after making its folder), so the common case is a single system call sequence.
@@ -109,9 +121,12 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
         let from = input.store.path_of(d);
         // Only a plain file is linked: a link to a symbolic link would put that link (and the
         // path it names) in the site instead of the bytes.
+        let plain = fs::symlink_metadata(&from)
+            .ok()
+            .filter(|m| m.file_type().is_file());
         if verified
             && linking.load(Relaxed)
-            && fs::symlink_metadata(&from).is_ok_and(|m| m.file_type().is_file())
+            && let Some(m) = plain
         {
             let path = safe_join(&dir, &rel)?;
             let linked = match fs::hard_link(&from, &path) {
@@ -124,7 +139,10 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
                 other => other,
             };
             match linked {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    total.fetch_add(m.len(), Relaxed);
+                    return Ok(());
+                }
                 Err(_) => linking.store(false, Relaxed),
             }
         }
@@ -132,6 +150,10 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
     };
     let count = render_each_placing(input, &write, &place)?;
     fs::write(dir.join(MARKER), MARKER_TEXT).map_err(|e| io(&dir, e))?;
+    let written = Written {
+        files: count + 1,
+        bytes: total.into_inner() + MARKER_TEXT.len() as u64,
+    };
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
@@ -152,7 +174,7 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<usize, SiteError> {
     } else {
         fs::rename(&built, out).map_err(|e| io(out, e))?;
     }
-    Ok(count + 1)
+    Ok(written)
 }
 
 #[cfg(test)]

@@ -71,7 +71,12 @@ fn two_stores_made_the_same_way_give_identical_folders() {
 fn rebuilding_replaces_the_folder_and_drops_stale_pages() {
     let (dir, input) = fixture_input();
     let out = dir.path().join("site");
-    write_site(&input, &out).expect("first build");
+    let written = write_site(&input, &out).expect("first build");
+    // What the build says it wrote is what is in the folder (linked objects included).
+    let first = tree(&out);
+    assert_eq!(written.files, first.len());
+    let bytes: usize = first.values().map(Vec::len).sum();
+    assert_eq!(written.bytes, bytes as u64);
     std::fs::write(out.join("stale.html"), "old").expect("write");
     let first = tree(&out);
     write_site(&input, &out).expect("second build");
