@@ -85,21 +85,14 @@ pub fn count_targets(
             ),
         };
         let counts = read_counters(gpu, &m, &counted.symbol, counted.sites.len())?;
-        Ok((counts, work, launches))
+        Ok(Counted {
+            counts,
+            other_flops: work,
+            launches,
+        })
     };
     match run() {
-        Ok((counts, work, launches)) => {
-            weigh(&mut result, task, w, module, counted, &counts, &launches);
-            if let Some(other) = work {
-                let other = other as f64;
-                result.other_flops = Some(other);
-                result.other_flop_share = task
-                    .flops_of(w)
-                    .ok()
-                    .filter(|f| *f > 0.0)
-                    .map(|f| other / f);
-            }
-        }
+        Ok(read) => weigh(&mut result, task, w, module, counted, &read),
         Err(e) => result.error = Some(e),
     }
     result
@@ -128,9 +121,15 @@ fn read_counters(
         .collect())
 }
 
-/// What the counted copy's run read back: the per-site counts, the other-arithmetic FLOPs (when
-/// the copy counts them) and the launches that ran.
-type Counted = (Vec<u64>, Option<u64>, Vec<ResolvedLaunch>);
+/// What the counted copy's run read back.
+struct Counted {
+    /// Per site, in the order of `CountedPtx::sites`.
+    counts: Vec<u64>,
+    /// The other-arithmetic FLOPs, when the copy counts them.
+    other_flops: Option<u64>,
+    /// The launches that ran.
+    launches: Vec<ResolvedLaunch>,
+}
 
 /// The box bytes of the tensor map bound to `param` of kernel `function`, if the plan binds one.
 fn box_bytes(
@@ -151,16 +150,17 @@ fn box_bytes(
 }
 
 /// Per-site counts weighed by each site's work: executed MMA FLOPs and TMA load bytes, as
-/// shares of the workload's FLOPs and input bytes.
+/// shares of the workload's FLOPs and input bytes, and the other arithmetic's FLOPs as a share
+/// of the workload's.
 fn weigh(
     result: &mut DynamicCounts,
     task: &Task,
     w: &Workload,
     module: &ptxbench_ptx::Module,
     counted: &CountedPtx,
-    counts: &[u64],
-    launches: &[ResolvedLaunch],
+    read: &Counted,
 ) {
+    let (counts, launches) = (&read.counts, &read.launches);
     let mut per_family: BTreeMap<String, u64> =
         counted.families.iter().map(|f| (f.clone(), 0)).collect();
     let mut mma_flops = 0.0;
@@ -222,6 +222,11 @@ fn weigh(
     {
         result.mma_flops = Some(mma_flops);
         result.mma_flop_share = task_flops.map(|f| mma_flops / f);
+    }
+    if let Some(other) = read.other_flops {
+        let other = other as f64;
+        result.other_flops = Some(other);
+        result.other_flop_share = task_flops.map(|f| other / f);
     }
     // The compulsory input bytes: the task's byte formula less its outputs (every input for
     // most tasks; for a paged decode only the cache rows of the tokens in use).

@@ -98,7 +98,15 @@ pub(super) fn splice_work(
         functions: Vec::new(),
         sites: 0,
     };
-    let skipped = |opcode: &str| order.iter().any(|f| counted(*f, opcode));
+    // Per-thread FLOPs of an instruction the copy counts here (target instructions are counted
+    // as target sites instead).
+    let weight = |opcode: &str| {
+        if order.iter().any(|f| counted(*f, opcode)) {
+            None
+        } else {
+            flops_per_thread(opcode)
+        }
+    };
     for ((name, f), body) in names.iter().zip(&with_body).zip(bodies) {
         // The scanner must see every instruction the parser sees that the count depends on
         // (an arithmetic instruction or a return it missed would be uncounted work).
@@ -107,7 +115,7 @@ pub(super) fn splice_work(
         let scanned = |keep: &dyn Fn(&str) -> bool| {
             body.statements.iter().filter(|s| keep(&s.opcode)).count()
         };
-        let arithmetic = |o: &str| !skipped(o) && flops_per_thread(o).is_some();
+        let arithmetic = |o: &str| weight(o).is_some();
         let leaves = |o: &str| matches!(o.split('.').next(), Some("ret" | "exit" | "call"));
         for keep in [&arithmetic as &dyn Fn(&str) -> bool, &leaves] {
             let (expected, found) = (parsed(keep), scanned(keep));
@@ -119,17 +127,7 @@ pub(super) fn splice_work(
                 });
             }
         }
-        let weighed: Vec<Option<u64>> = body
-            .statements
-            .iter()
-            .map(|s| {
-                if skipped(&s.opcode) {
-                    None
-                } else {
-                    flops_per_thread(&s.opcode)
-                }
-            })
-            .collect();
+        let weighed: Vec<Option<u64>> = body.statements.iter().map(|s| weight(&s.opcode)).collect();
         if weighed.iter().all(Option::is_none) {
             continue;
         }

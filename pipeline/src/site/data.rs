@@ -14,6 +14,7 @@ use super::input::LoadedRecord;
 use super::paths;
 use crate::metrics::MetricsError;
 use crate::metrics::export::{Format, write_frame};
+use crate::record::Record;
 
 /// One documented column: name, type as the CSV holds it, meaning.
 pub type ColumnDoc = (&'static str, &'static str, &'static str);
@@ -217,6 +218,12 @@ fn records_frame(records: &[&LoadedRecord]) -> Result<DataFrame, MetricsError> {
     let opt = |f: &dyn Fn(&LoadedRecord) -> Option<String>| -> Vec<Option<String>> {
         records.iter().map(|r| f(r)).collect()
     };
+    let num = |f: &dyn Fn(&Record) -> Option<f64>| -> Vec<Option<f64>> {
+        records.iter().map(|r| f(&r.record)).collect()
+    };
+    let flag = |f: &dyn Fn(&Record) -> Option<bool>| -> Vec<Option<bool>> {
+        records.iter().map(|r| f(&r.record)).collect()
+    };
     Ok(DataFrame::new(
         records.len(),
         vec![
@@ -254,48 +261,12 @@ fn records_frame(records: &[&LoadedRecord]) -> Result<DataFrame, MetricsError> {
                     .map(|x| x.record.expected.map(|v| v.as_str()))
                     .collect::<Vec<_>>(),
             ),
-            Column::new(
-                "min_speedup".into(),
-                records
-                    .iter()
-                    .map(|x| x.record.min_speedup())
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "correct_with_arch".into(),
-                records
-                    .iter()
-                    .map(|x| x.record.correct_with_arch())
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "correct_on_target".into(),
-                records
-                    .iter()
-                    .map(|x| x.record.correct_on_target())
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "mma_flop_share".into(),
-                records
-                    .iter()
-                    .map(|x| x.record.mma_flop_share())
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "other_flop_share".into(),
-                records
-                    .iter()
-                    .map(|x| x.record.other_flop_share())
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "tma_byte_share".into(),
-                records
-                    .iter()
-                    .map(|x| x.record.tma_byte_share())
-                    .collect::<Vec<_>>(),
-            ),
+            Column::new("min_speedup".into(), num(&Record::min_speedup)),
+            Column::new("correct_with_arch".into(), flag(&Record::correct_with_arch)),
+            Column::new("correct_on_target".into(), flag(&Record::correct_on_target)),
+            Column::new("mma_flop_share".into(), num(&Record::mma_flop_share)),
+            Column::new("other_flop_share".into(), num(&Record::other_flop_share)),
+            Column::new("tma_byte_share".into(), num(&Record::tma_byte_share)),
             Column::new(
                 "seed".into(),
                 records.iter().map(|x| x.record.seed).collect::<Vec<_>>(),
