@@ -14,6 +14,10 @@
 mod synthetic;
 
 use std::path::PathBuf;
+
+/// The allocator of the `ptxbench` binary, so the bench measures what a build runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};

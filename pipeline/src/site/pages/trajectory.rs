@@ -79,8 +79,9 @@ pub struct DiffView {
 pub struct DiffRow {
     /// `hunk`, `ctx`, `del` or `ins`.
     pub class: &'static str,
-    pub old: String,
-    pub new: String,
+    /// 1-based line numbers in the old and the new text (none on a hunk header).
+    pub old: Option<usize>,
+    pub new: Option<usize>,
     pub text: String,
 }
 
@@ -237,26 +238,34 @@ fn diff_view(label: &'static str, old: Option<&str>, new: Option<&str>) -> DiffV
             'hunks: for h in &hunks {
                 rows.push(DiffRow {
                     class: "hunk",
-                    old: String::new(),
-                    new: String::new(),
+                    old: None,
+                    new: None,
                     text: h.header(),
                 });
                 for l in &h.lines {
                     if rows.len() >= DIFF_ROWS || bytes >= DIFF_BYTES {
                         break 'hunks;
                     }
-                    let text: String = l.text.chars().take(1000).collect();
-                    bytes += text.len();
+                    // At most 1000 characters of a line, cut at a character boundary.
+                    let shown = &l.text[..l
+                        .text
+                        .char_indices()
+                        .nth(1000)
+                        .map_or(l.text.len(), |(i, _)| i)];
+                    bytes += shown.len();
                     let (class, sign) = match l.op {
                         Op::Equal => ("ctx", ' '),
                         Op::Delete => ("del", '-'),
                         Op::Insert => ("ins", '+'),
                     };
+                    let mut text = String::with_capacity(1 + shown.len());
+                    text.push(sign);
+                    text.push_str(shown);
                     rows.push(DiffRow {
                         class,
-                        old: l.old.map(|n| n.to_string()).unwrap_or_default(),
-                        new: l.new.map(|n| n.to_string()).unwrap_or_default(),
-                        text: format!("{sign}{text}"),
+                        old: l.old,
+                        new: l.new,
+                        text,
                     });
                 }
             }
