@@ -46,10 +46,15 @@ pub fn ratio(x: f64) -> String {
 /// `x` with `decimals` decimals and thousands separators in its whole part:
 /// `1234567.5, 1` → `1,234,567.5`.
 pub fn grouped(x: f64, decimals: usize) -> String {
-    let text = format!("{:.decimals$}", x.abs());
-    let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));
+    group(&format!("{:.decimals$}", x.abs()), x < 0.0)
+}
+
+/// `text`, the plain digits of a number's magnitude (`1234.5`), with thousands separators in
+/// its whole part and a minus sign when `negative` and it does not read as zero.
+fn group(text: &str, negative: bool) -> String {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
     let mut out = String::with_capacity(text.len() + whole.len() / 3 + 1);
-    if x < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') {
+    if negative && text.bytes().any(|c| c.is_ascii_digit() && c != b'0') {
         out.push('-');
     }
     for (i, c) in whole.chars().enumerate() {
@@ -67,7 +72,7 @@ pub fn grouped(x: f64, decimals: usize) -> String {
 
 /// A count with thousands separators: `58720256` → `58,720,256`.
 pub fn count(n: u64) -> String {
-    grouped(n as f64, 0)
+    group(&n.to_string(), false)
 }
 
 pub fn opt_speedup(x: Option<f64>) -> String {
@@ -98,18 +103,15 @@ pub fn significant(x: f64, digits: i32) -> String {
     }
     let magnitude = x.abs().log10().floor() as i32;
     let decimals = (digits - 1 - magnitude).clamp(0, 12) as usize;
-    let text = format!("{x:.decimals$}");
+    let text = format!("{:.decimals$}", x.abs());
     // Rounding can add a digit (9.996 → 10.00): one decimal fewer then.
-    let shown = text
-        .trim_start_matches('-')
-        .trim_start_matches("0.")
-        .trim_start_matches('0');
-    let sig = shown.chars().filter(char::is_ascii_digit).count();
+    let shown = text.trim_start_matches("0.").trim_start_matches('0');
+    let sig = shown.bytes().filter(u8::is_ascii_digit).count();
     if sig > digits as usize && decimals > 0 {
         let d = decimals - 1;
         return grouped(x, d);
     }
-    grouped(x, decimals)
+    group(&text, x < 0.0)
 }
 
 /// TFLOP/s with one decimal.
@@ -238,5 +240,9 @@ mod tests {
         assert_eq!(grouped(-0.01, 1), "0.0");
         assert_eq!(significant(12345.6, 3), "12,346");
         assert_eq!(millis(1234.4), "1,234 ms");
+        assert_eq!(count(u64::MAX), "18,446,744,073,709,551,615");
+        assert_eq!(significant(-0.00040013, 3), "-0.000400");
+        assert_eq!(significant(-9.996, 3), "-10.0");
+        assert_eq!(significant(-1234.4, 2), "-1,234");
     }
 }
