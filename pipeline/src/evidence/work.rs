@@ -85,10 +85,9 @@ pub(super) fn splice_work(
 ) -> Result<WorkCounters, SpliceError> {
     let with_body: Vec<&ptxbench_ptx::Function> =
         module.functions.iter().filter(|f| f.has_body).collect();
-    let names: Vec<&str> = with_body.iter().map(|f| f.name.as_str()).collect();
-    if names.len() != bodies.len() {
+    if with_body.len() != bodies.len() {
         return Err(SpliceError::Bodies {
-            expected: names.len() as u64,
+            expected: with_body.len() as u64,
             found: bodies.len() as u64,
         });
     }
@@ -107,7 +106,7 @@ pub(super) fn splice_work(
             flops_per_thread(opcode)
         }
     };
-    for ((name, f), body) in names.iter().zip(&with_body).zip(bodies) {
+    for (f, body) in with_body.iter().zip(bodies) {
         // The scanner must see every instruction the parser sees that the count depends on
         // (an arithmetic instruction or a return it missed would be uncounted work).
         let parsed =
@@ -121,7 +120,7 @@ pub(super) fn splice_work(
             let (expected, found) = (parsed(keep), scanned(keep));
             if expected != found {
                 return Err(SpliceError::WorkMismatch {
-                    function: (*name).to_string(),
+                    function: f.name.clone(),
                     expected: expected as u64,
                     found: found as u64,
                 });
@@ -132,7 +131,7 @@ pub(super) fn splice_work(
             continue;
         }
         let slot = format!("[{WORK_SYMBOL}+{}]", 8 * counters.functions.len());
-        counters.functions.push((*name).to_string());
+        counters.functions.push(f.name.clone());
         // On the line of the opening brace, so the copy keeps the original's line numbers.
         inserts.push((body.open, format!(" .reg .u64 {reg}; mov.u64 {reg}, 0;")));
         for (s, w) in body.statements.iter().zip(&weighed) {
