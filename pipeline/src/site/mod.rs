@@ -20,6 +20,7 @@ pub mod ceiling;
 pub mod context;
 pub mod data;
 pub mod diff;
+pub mod escape;
 pub mod format;
 pub mod input;
 pub mod linkcheck;

@@ -1,6 +1,7 @@
 //! Page view models and their templates (site/templates/). A view model holds only
 //! preformatted strings and relative links, so templates only loop and interpolate; askama
-//! escapes everything they print except [`super::plots::Svg`].
+//! escapes everything they print (with [`super::escape::Html`]) except
+//! [`super::plots::Svg`].
 
 pub mod arch;
 pub mod blob;

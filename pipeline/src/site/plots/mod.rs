@@ -2,8 +2,8 @@
 //! laid out with plotters' built-in estimate and rendered by the browser), no clock, no
 //! randomness, so the same numbers give the same bytes.
 //!
-//! [`Svg`] is the one type pages insert without escaping: it can only be made here, from
-//! markup plotters drew (plotters escapes every text it writes).
+//! [`Svg`] is the one type pages insert without escaping (`|safe` in `arch.html`): it can
+//! only be made here, from markup plotters drew (plotters escapes every text it writes).
 
 mod best_speedup;
 mod distribution;
@@ -49,8 +49,6 @@ impl fmt::Display for Svg {
         f.write_str(&self.0)
     }
 }
-
-impl askama::filters::HtmlSafe for Svg {}
 
 /// A drawn plot: its file name stem, its title and the SVG.
 #[derive(Debug, Clone)]
