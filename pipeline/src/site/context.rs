@@ -228,6 +228,15 @@ pub fn workload_rates(record: &Record, flops: &FlopTable) -> Vec<WorkloadRate> {
 
 impl<'a> Context<'a> {
     pub fn new(input: &'a SiteInput) -> Result<Context<'a>, SiteError> {
+        Context::with_objects(input, objects(input))
+    }
+
+    /// [`Context::new`], given the stored objects the site copies ([`objects`] of `input`),
+    /// which a build works out first to copy them while the rest is derived.
+    pub fn with_objects(
+        input: &'a SiteInput,
+        objects: BTreeSet<Digest>,
+    ) -> Result<Context<'a>, SiteError> {
         let suite = &input.suite;
         let records = &input.records;
         let flops = FlopTable::new(suite);
@@ -419,7 +428,7 @@ impl<'a> Context<'a> {
             shared_blobs,
             trajectories: Trajectories::new(records, &roots),
             kinds: DigestMap::default(),
-            objects: objects(input),
+            objects,
             core_overall,
             core_tasks,
             ceilings,
@@ -551,7 +560,7 @@ impl<'a> Context<'a> {
 }
 
 /// Every object the site copies into `objects/`.
-fn objects(input: &SiteInput) -> BTreeSet<Digest> {
+pub fn objects(input: &SiteInput) -> BTreeSet<Digest> {
     let mut out = BTreeSet::new();
     for r in &input.records {
         out.insert(r.digest);

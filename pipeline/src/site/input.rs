@@ -279,31 +279,107 @@ pub(crate) fn threads() -> usize {
 }
 
 /// Maps `f` over `items` on all cores, keeping the order; the first error (in item order) wins.
+///
+/// Workers take blocks of consecutive items from a shared counter as they finish the last,
+/// so a block of slow items (large pages) does not leave the other cores idle at the end the
+/// way fixed shares would. After an error no new block is taken; every block before it was
+/// already taken and is finished, so the error reported is still the first in item order.
 pub(crate) fn parallel_map<T: Sync, U: Send>(
     items: &[T],
     f: impl Fn(&T) -> Result<U, SiteError> + Sync,
 ) -> Result<Vec<U>, SiteError> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
     let threads = threads();
     if threads == 1 || items.len() < 64 {
         return items.iter().map(&f).collect();
     }
-    let chunk = items.len().div_ceil(threads);
-    let results: Vec<Result<Vec<U>, SiteError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| s.spawn(|| part.iter().map(&f).collect::<Result<Vec<U>, SiteError>>()))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(SiteError::Internal("a worker thread panicked".into())))
-            })
-            .collect()
+    // About 16 blocks per thread: few enough that taking one costs nothing, many enough that
+    // the last to finish is short.
+    let block = items.len().div_ceil(16 * threads).clamp(1, 4096);
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    type Done<U> = Vec<(usize, Result<Vec<U>, SiteError>)>;
+    let work = || {
+        let mut done: Done<U> = Vec::new();
+        while !failed.load(Relaxed) {
+            let b = next.fetch_add(1, Relaxed);
+            let start = b.saturating_mul(block);
+            if start >= items.len() {
+                break;
+            }
+            let part = &items[start..(start + block).min(items.len())];
+            let r: Result<Vec<U>, SiteError> = part.iter().map(&f).collect();
+            if r.is_err() {
+                failed.store(true, Relaxed);
+            }
+            done.push((b, r));
+        }
+        done
+    };
+    let mut blocks: Done<U> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+        let mut all = Vec::new();
+        for h in handles {
+            match h.join() {
+                Ok(done) => all.extend(done),
+                // Sorts after every block, so a real error of an earlier block still wins.
+                Err(_) => all.push((
+                    usize::MAX,
+                    Err(SiteError::Internal("a worker thread panicked".into())),
+                )),
+            }
+        }
+        all
     });
+    blocks.sort_unstable_by_key(|(b, _)| *b);
     let mut out = Vec::with_capacity(items.len());
-    for r in results {
+    for (_, r) in blocks {
         out.extend(r?);
     }
+    if out.len() != items.len() {
+        return Err(SiteError::Internal(format!(
+            "parallel map: {} results for {} items",
+            out.len(),
+            items.len()
+        )));
+    }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parallel_map_keeps_order_and_reports_the_first_error() {
+        let items: Vec<usize> = (0..10_000).collect();
+        let doubled = parallel_map(&items, |&i| Ok(2 * i)).expect("no error");
+        assert_eq!(doubled, items.iter().map(|i| 2 * i).collect::<Vec<_>>());
+        // Items of very different cost, so blocks finish out of order.
+        let slow = parallel_map(&items, |&i| {
+            if i % 997 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Ok(i)
+        })
+        .expect("no error");
+        assert_eq!(slow, items);
+        for bad in [0, 1, 5_000, 9_999] {
+            let r = parallel_map(&items, |&i| {
+                if i >= bad && i % 2 == bad % 2 {
+                    Err(SiteError::Internal(format!("item {i}")))
+                } else {
+                    Ok(i)
+                }
+            });
+            match r {
+                Err(SiteError::Internal(m)) => assert_eq!(m, format!("item {bad}")),
+                other => panic!("expected the error of item {bad}, got {other:?}"),
+            }
+        }
+        assert_eq!(
+            parallel_map(&items[..3], |&i| Ok(i)).expect("few"),
+            vec![0, 1, 2]
+        );
+    }
 }

@@ -175,20 +175,38 @@ pub(crate) fn object_bytes(input: &SiteInput, d: &Digest) -> Result<Vec<u8>, Sit
 }
 
 /// [`render_each`], with the stored objects handed to `objects` instead of `sink`.
+///
+/// The objects depend on the input alone, so one thread places them from the start, while
+/// the context is derived (on one core) and the pages are rendered.
 pub fn render_each_placing(
     input: &SiteInput,
     sink: &Sink<'_>,
     objects: &ObjectSink<'_>,
 ) -> Result<usize, SiteError> {
-    let ctx = Context::new(input)?;
-    let ctx = &ctx;
+    let stored = context::objects(input);
+    let listed: Vec<Digest> = stored.iter().copied().collect();
     std::thread::scope(|s| {
-        let many = s.spawn(|| render_records_and_blobs(ctx, sink, objects));
-        let few = render_site_pages(ctx, sink);
-        let many = many
+        let placed = s.spawn(|| -> Result<usize, SiteError> {
+            for d in &listed {
+                objects(paths::object(d), d, input.was_verified(d))?;
+            }
+            Ok(listed.len())
+        });
+        let rendered = Context::with_objects(input, stored).and_then(|ctx| {
+            let ctx = &ctx;
+            std::thread::scope(|s| {
+                let many = s.spawn(|| render_records_and_blobs(ctx, sink));
+                let few = render_site_pages(ctx, sink);
+                let many = many.join().unwrap_or_else(|_| {
+                    Err(SiteError::Internal("a render thread panicked".into()))
+                });
+                Ok(few? + many?)
+            })
+        });
+        let placed = placed
             .join()
-            .unwrap_or_else(|_| Err(SiteError::Internal("a render thread panicked".into())));
-        Ok(few? + many?)
+            .unwrap_or_else(|_| Err(SiteError::Internal("the object thread panicked".into())));
+        Ok(rendered? + placed?)
     })
 }
 
@@ -353,12 +371,8 @@ fn render_site_pages(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteEr
     Ok(count)
 }
 
-/// The record pages and the shared blobs' pages, on all cores; returns how many files.
-fn render_records_and_blobs(
-    ctx: &Context<'_>,
-    sink: &Sink<'_>,
-    place: &ObjectSink<'_>,
-) -> Result<usize, SiteError> {
+/// The record, shared-blob and trajectory pages, on all cores; returns how many files.
+fn render_records_and_blobs(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteError> {
     use pages::*;
     let input = ctx.input;
     let indices: Vec<usize> = (0..input.records.len()).collect();
@@ -403,11 +417,7 @@ fn render_records_and_blobs(
             html(&trajectory::TrajectoryPage { page: &page, v: &v }, &path)?,
         )
     })?;
-    let objects: Vec<Digest> = ctx.objects.iter().copied().collect();
-    let copied = input::parallel_map(&objects, |d| {
-        place(paths::object(d), d, input.was_verified(d))
-    })?;
-    Ok(rendered.len() + blobs.len() + trajectories.len() + copied.len())
+    Ok(rendered.len() + blobs.len() + trajectories.len())
 }
 
 /// The largest run (in records) the site bundles; a larger run's bundle is left to
