@@ -135,3 +135,31 @@ fn task_and_arch_pages_show_ceilings_linked_to_records() {
     // The paper's best model on a task it reports is there too, as reported.
     assert!(compact.contains("Best model, reported"));
 }
+
+#[test]
+fn tasks_with_reported_results_only_say_no_gpu_measured_them() {
+    use ptxbench::site::pages::ceilings::CeilingSummary;
+    let (_dir, input) = fixture_input();
+    let ctx = Context::new(&input).expect("context");
+    let mut reported_only = 0;
+    for arch in &ctx.archs {
+        let summary = CeilingSummary::new(&ctx, arch, &format!("arch/{arch}.html"));
+        for row in &summary.rows {
+            assert!(
+                !row.gpu.is_empty(),
+                "{arch} {}: an empty GPU cell",
+                row.task.text
+            );
+            let measured = ctx.ceilings.of(arch, &row.task.text).next().is_some();
+            if !measured {
+                reported_only += 1;
+                assert_eq!(row.gpu, "—", "{arch} {}", row.task.text);
+                assert_eq!(row.library.text, "not measured");
+            }
+        }
+    }
+    assert!(
+        reported_only > 0,
+        "the fixture's reported data has tasks no record measured"
+    );
+}

@@ -233,7 +233,8 @@ impl CeilingSummary {
                         text: t.to_string(),
                         href: paths::link(from, &paths::task(t)),
                     },
-                    gpu: String::new(),
+                    // No GPU measured it: the GPU column, like the measured ones, says so.
+                    gpu: format::NONE.to_string(),
                     library: Cell::text("not measured"),
                     reference: Cell::text("not measured"),
                     model: Cell::text("not measured"),
