@@ -7,6 +7,8 @@
 //! site is deleted after the timing). With `--dir` on a tmpfs (`/dev/shm`) the build's own CPU
 //! time shows without the disk's: on a busy or nearly full disk the same write of a 100k-record
 //! site has cost from 19 to 91 s of system time here, against 15 to 19 s on tmpfs.
+//! `pipeline/scripts/write_floor.py` writes the same number of pages and links with no
+//! rendering at all: the floor under the "render and write" time on the same folder.
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.

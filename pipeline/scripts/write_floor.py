@@ -1,0 +1,75 @@
+"""What a site build's files cost the file system alone, with no rendering: the floor under
+`cargo bench -p ptxbench --bench site`'s "render and write" time on the same folder.
+
+Usage: python3 write_floor.py DIR [--files N] [--bytes B] [--links L] [--workers W]
+Writes N files of B bytes each (default: the 100k-record site's 122k pages at their mean
+size, 17.6 KB) and L hard links to stored files (default: its 188k objects), split over W
+processes (default 2, this machine's cores), into DIR (created; must not exist), then prints
+the wall time and the system CPU the workers spent. DIR is left for the caller to remove
+(removing it is file-system work of its own, not part of a build).
+"""
+
+import argparse
+import os
+import sys
+import time
+from multiprocessing import Process
+
+# ext4 allows 65,000 links to one inode: each worker links to a file of its own per 50,000.
+LINKS_PER_SOURCE = 50_000
+
+
+def work(root: str, k: int, files: int, size: int, links: int) -> None:
+    page = b"x" * size
+    folder = os.path.join(root, f"pages{k}")
+    objects = os.path.join(root, f"objects{k}")
+    os.makedirs(folder)
+    os.makedirs(objects)
+    for i in range(files):
+        fd = os.open(os.path.join(folder, f"{i:064x}.html"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, page)
+        os.close(fd)
+    for i in range(links):
+        source = os.path.join(root, f"store{k}-{i // LINKS_PER_SOURCE}")
+        if i % LINKS_PER_SOURCE == 0:
+            with open(source, "wb") as f:
+                f.write(b"y" * 4096)
+        os.link(source, os.path.join(objects, f"{i:064x}"))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dir")
+    p.add_argument("--files", type=int, default=122_421)
+    p.add_argument("--bytes", type=int, default=17_600)
+    p.add_argument("--links", type=int, default=188_442)
+    p.add_argument("--workers", type=int, default=2)
+    a = p.parse_args()
+    if os.path.exists(a.dir):
+        print(f"{a.dir} exists; give a new folder", file=sys.stderr)
+        return 2
+    os.makedirs(a.dir)
+    w = max(1, a.workers)
+    start, before = time.monotonic(), os.times()
+    procs = [
+        Process(target=work, args=(a.dir, k, a.files // w + (k < a.files % w), a.bytes, a.links // w + (k < a.links % w)))
+        for k in range(w)
+    ]
+    for q in procs:
+        q.start()
+    for q in procs:
+        q.join()
+    wall, after = time.monotonic() - start, os.times()
+    if any(q.exitcode != 0 for q in procs):
+        print("a worker failed", file=sys.stderr)
+        return 1
+    print(
+        f"{a.files} files of {a.bytes} B ({a.files * a.bytes / 1e6:.0f} MB) and {a.links} hard links "
+        f"in {w} processes: {wall:.2f} s wall, system CPU {after.children_system - before.children_system:.1f} s, "
+        f"user CPU {after.children_user - before.children_user:.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
