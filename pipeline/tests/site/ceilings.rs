@@ -143,7 +143,7 @@ fn tasks_with_reported_results_only_say_no_gpu_measured_them() {
     let ctx = Context::new(&input).expect("context");
     let mut reported_only = 0;
     for arch in &ctx.archs {
-        let summary = CeilingSummary::new(&ctx, arch, &format!("arch/{arch}.html"));
+        let summary = CeilingSummary::new(&ctx, arch, &ptxbench::site::paths::arch(arch));
         for row in &summary.rows {
             assert!(
                 !row.gpu.is_empty(),
