@@ -523,10 +523,13 @@ impl<'a> Context<'a> {
             raw.clone()
         };
         DigestLink {
-            digest: d.to_string(),
+            digest: d.hex(),
             href,
             file: if stored {
-                format!("{d}.{ext}")
+                let mut file = d.hex();
+                file.push('.');
+                file.push_str(ext);
+                file
             } else {
                 String::new()
             },

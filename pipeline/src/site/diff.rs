@@ -68,8 +68,8 @@ pub enum LineDiff<'a> {
 
 /// The line diff of `old` and `new`, changes shown with `context` lines around them.
 pub fn diff_lines<'a>(old: &'a str, new: &'a str, context: usize) -> LineDiff<'a> {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
+    let a = split_lines(old);
+    let b = split_lines(new);
     let ops = match edit_script(&a, &b, MAX_EDITS, MAX_LINES) {
         Some(ops) => ops,
         None => {
@@ -104,6 +104,22 @@ pub fn diff_lines<'a>(old: &'a str, new: &'a str, context: usize) -> LineDiff<'a
     }
 }
 
+/// The lines of `text` as `str::lines` gives them (a `\r` before a `\n` belongs to the line
+/// end), found a byte at a time instead of by a search per line.
+fn split_lines(text: &str) -> Vec<&str> {
+    let mut out = Vec::with_capacity(crate::site::pages::text::line_count(text));
+    let mut rest = text;
+    while let Some(i) = rest.bytes().position(|b| b == b'\n') {
+        let line = &rest[..i];
+        out.push(line.strip_suffix('\r').unwrap_or(line));
+        rest = &rest[i + 1..];
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
 /// One step of an edit script: 0-based indices into the old and new lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Step {
@@ -133,7 +149,7 @@ fn edit_script<'t>(
     }
     // Lines as small integers: comparing them is then one instruction. The ids only decide
     // equality, so the map's order never shows.
-    let mut ids: HashMap<&'t str, u32> = HashMap::new();
+    let mut ids: HashMap<&'t str, u32> = HashMap::with_capacity(ma.len() + mb.len());
     let mut id = |s: &'t str| {
         let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
         *ids.entry(s).or_insert(next)
@@ -173,11 +189,12 @@ fn myers(a: &[u32], b: &[u32], max_edits: usize) -> Option<Vec<Step>> {
     // v[k + off]: the furthest x on diagonal k (k = x - y) reached with d edits.
     let off = max_d + 1;
     let mut v = vec![0isize; (2 * max_d + 3) as usize];
-    // trace[d]: v over k in -d-1..=d+1 as it was before step d (what backtracking reads).
-    let mut trace: Vec<Vec<isize>> = Vec::new();
+    // v over k in -d-1..=d+1 as it was before step d (what backtracking reads), for every d
+    // in turn: step d's 2d+3 values start at d² + 2d.
+    let mut trace: Vec<isize> = Vec::new();
     let mut found = None;
     'search: for d in 0..=max_d {
-        trace.push(v[(off - d - 1) as usize..=(off + d + 1) as usize].to_vec());
+        trace.extend_from_slice(&v[(off - d - 1) as usize..=(off + d + 1) as usize]);
         let mut k = -d;
         while k <= d {
             let down = k == -d || (k != d && v[(off + k - 1) as usize] < v[(off + k + 1) as usize]);
@@ -203,7 +220,8 @@ fn myers(a: &[u32], b: &[u32], max_edits: usize) -> Option<Vec<Step>> {
     let mut steps = Vec::new();
     let (mut x, mut y) = (n, m);
     for d in (0..=d_end).rev() {
-        let t = &trace[d as usize];
+        let start = (d * d + 2 * d) as usize;
+        let t = &trace[start..start + (2 * d + 3) as usize];
         // t holds k in -d-1..=d+1 at index k + d + 1.
         let at = |k: isize| t[(k + d + 1) as usize];
         let k = x - y;
@@ -317,6 +335,24 @@ mod tests {
 
     fn edits(ops: &[Step]) -> usize {
         ops.iter().filter(|s| s.op != Op::Equal).count()
+    }
+
+    #[test]
+    fn lines_are_split_as_str_lines_splits_them() {
+        for t in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\r\nb\r\n",
+            "a\r",
+            "a\rb\n",
+            "\r\n\r\n",
+            "é\n\nü",
+        ] {
+            assert_eq!(split_lines(t), t.lines().collect::<Vec<_>>(), "{t:?}");
+        }
     }
 
     #[test]

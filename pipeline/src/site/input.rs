@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::digest::Digest;
+use crate::digest::{Digest, DigestMap};
 use crate::manifest::Manifest;
 use crate::store::Store;
 use crate::store::reported::ReportedData;
@@ -29,8 +29,9 @@ pub struct SiteInput {
     pub runs: Vec<LoadedRun>,
     pub records: Vec<LoadedRecord>,
     pub reported: Vec<LoadedReported>,
-    /// Blobs named by records, by digest.
-    pub blobs: BTreeMap<Digest, Blob>,
+    /// Blobs named by records, by digest (looked up, never iterated: a page build looks up
+    /// several per record).
+    pub blobs: DigestMap<Blob>,
     /// The suite objects records name (`suite_digest`), by suite hash.
     pub suites: BTreeMap<Digest, SuiteObject>,
     /// The digests of the suite objects loaded (re-hashed) into `suites`.
@@ -179,7 +180,7 @@ impl SiteInput {
                 },
             ))
         })?;
-        let blobs: BTreeMap<Digest, Blob> = blob_list.into_iter().collect();
+        let blobs: DigestMap<Blob> = blob_list.into_iter().collect();
 
         let mut suites = BTreeMap::new();
         let mut named: BTreeMap<Digest, String> = records

@@ -70,14 +70,26 @@ pub fn plot(name: &str) -> String {
     format!("plots/{name}.svg")
 }
 
-/// The prefix that leads from page `from` back to the site root (`""` or `"../"`).
-pub fn root_of(from: &str) -> String {
-    "../".repeat(from.matches('/').count())
+/// How many folders deep page `from` is.
+fn depth(from: &str) -> usize {
+    from.bytes().filter(|&b| b == b'/').count()
 }
 
-/// The link from page `from` to page `to` (both site paths).
+/// The prefix that leads from page `from` back to the site root (`""` or `"../"`).
+pub fn root_of(from: &str) -> String {
+    "../".repeat(depth(from))
+}
+
+/// The link from page `from` to page `to` (both site paths). Built by hand: a large site
+/// makes millions of these.
 pub fn link(from: &str, to: &str) -> String {
-    format!("{}{to}", root_of(from))
+    let up = depth(from);
+    let mut out = String::with_capacity(3 * up + to.len());
+    for _ in 0..up {
+        out.push_str("../");
+    }
+    out.push_str(to);
+    out
 }
 
 /// A file-name-safe form of a name: lowercase ASCII letters and digits, other runs of

@@ -24,6 +24,13 @@ pub struct TextView<'a> {
     pub cut: String,
 }
 
+/// How many lines `text` has, as `text.lines().count()` counts them (a last line needs no
+/// line end), without a search per line.
+pub fn line_count(text: &str) -> usize {
+    let ends = text.bytes().filter(|&b| b == b'\n').count();
+    ends + usize::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
 /// The longest prefix of `text` of at most `limit` bytes that ends at a line end (or, for a
 /// first line longer than that, at a character boundary).
 fn prefix(text: &str, limit: usize) -> &str {
@@ -43,7 +50,7 @@ fn prefix(text: &str, limit: usize) -> &str {
 impl<'a> TextView<'a> {
     /// `text` as shown, cut at `limit` bytes.
     pub fn with_limit(text: Cow<'a, str>, limit: usize) -> TextView<'a> {
-        let lines = text.lines().count();
+        let lines = line_count(&text);
         let size = format::bytes(text.len() as u64);
         let keep = prefix(&text, limit).len();
         if keep == text.len() {
@@ -61,7 +68,7 @@ impl<'a> TextView<'a> {
                 Cow::Owned(t)
             }
         };
-        let shown_lines = shown.lines().count();
+        let shown_lines = line_count(&shown);
         let cut = format!(
             "Shown: the first {} ({} of {} lines) of {size}; the rest is left out of this page.",
             format::bytes(keep as u64),
@@ -161,6 +168,25 @@ pub fn message<'a>(role: &str, note: impl Into<String>, text: &'a str) -> Messag
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_count_counts_as_lines_does() {
+        for t in [
+            "",
+            "\n",
+            "\n\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\r\nb\r\n",
+            "a\r",
+            "\r\n",
+            "é\nü",
+            "x\n\ny",
+        ] {
+            assert_eq!(line_count(t), t.lines().count(), "{t:?}");
+        }
+    }
 
     #[test]
     fn long_texts_are_cut_at_a_line_end_and_say_so() {
