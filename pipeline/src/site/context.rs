@@ -522,17 +522,15 @@ impl<'a> Context<'a> {
         } else {
             raw.clone()
         };
+        let digest = d.hex();
         DigestLink {
-            digest: d.hex(),
-            href,
             file: if stored {
-                let mut file = d.hex();
-                file.push('.');
-                file.push_str(ext);
-                file
+                format!("{digest}.{ext}")
             } else {
                 String::new()
             },
+            digest,
+            href,
             raw,
         }
     }

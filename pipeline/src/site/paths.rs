@@ -70,20 +70,15 @@ pub fn plot(name: &str) -> String {
     format!("plots/{name}.svg")
 }
 
-/// How many folders deep page `from` is.
-fn depth(from: &str) -> usize {
-    from.bytes().filter(|&b| b == b'/').count()
-}
-
 /// The prefix that leads from page `from` back to the site root (`""` or `"../"`).
 pub fn root_of(from: &str) -> String {
-    "../".repeat(depth(from))
+    link(from, "")
 }
 
 /// The link from page `from` to page `to` (both site paths). Built by hand: a large site
 /// makes millions of these.
 pub fn link(from: &str, to: &str) -> String {
-    let up = depth(from);
+    let up = from.bytes().filter(|&b| b == b'/').count();
     let mut out = String::with_capacity(3 * up + to.len());
     for _ in 0..up {
         out.push_str("../");
