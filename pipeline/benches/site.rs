@@ -194,10 +194,11 @@ fn main() -> anyhow::Result<()> {
             let t = Instant::now();
             let input = SiteInput::load(&manifest, &store, suite.clone())?;
             let load = t.elapsed().as_secs_f64();
+            let load_cpu = cpu_since(cpu);
             let written = write_site(&input, &out)?;
             let total = t.elapsed().as_secs_f64();
             println!(
-                "site: {} records, {} files ({:.0} MB): load {load:.2} s, render and write {:.2} s, total {total:.2} s; {}; peak memory {}",
+                "site: {} records, {} files ({:.0} MB): load {load:.2} s ({load_cpu}), render and write {:.2} s, total {total:.2} s; {}; peak memory {}",
                 input.records.len(),
                 written.files,
                 written.bytes as f64 / 1e6,

@@ -23,8 +23,8 @@ impl Digest {
 
     /// The hex form.
     pub fn hex(&self) -> String {
-        // Every byte is an ASCII hex digit.
-        String::from_utf8_lossy(&self.hex_bytes()).into_owned()
+        // Every byte is an ASCII hex digit: the check takes the ASCII fast path and never fails.
+        std::str::from_utf8(&self.hex_bytes()).map_or_else(|_| String::new(), str::to_owned)
     }
 
     /// The first `n` hex characters, for display.
@@ -128,8 +128,18 @@ impl serde::Serialize for Digest {
 
 impl<'de> serde::Deserialize<'de> for Digest {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        // Parsed from the text where it lies (no String per digest: a site loads millions).
+        struct Hex;
+        impl serde::de::Visitor<'_> for Hex {
+            type Value = Digest;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a blake3 digest as 64 lowercase hex digits")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Digest, E> {
+                s.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Hex)
     }
 }
 

@@ -114,6 +114,10 @@ pub struct Context<'a> {
     pub core_tasks: Vec<String>,
     /// Library time, best reference and best model per task and workload.
     pub ceilings: super::ceiling::Ceilings,
+    /// Each record's place (by index into `input.records`) in the order record lists use:
+    /// entry, task, turn, digest. Sorted once, so a page listing thousands of records orders
+    /// them by comparing numbers.
+    pub list_rank: Vec<u32>,
 }
 
 /// What the site holds of a digest.
@@ -434,6 +438,7 @@ impl<'a> Context<'a> {
             ceilings,
             footer: String::new(),
             suite_versions: suite_versions(input),
+            list_rank: list_ranks(records),
         };
         let mut kinds = DigestMap::default();
         kinds.reserve(ctx.objects.len());
@@ -510,25 +515,30 @@ impl<'a> Context<'a> {
     pub fn digest_link(&self, from: &str, d: &Digest, ext: &str) -> DigestLink {
         let kind = self.kinds.get(d).copied().unwrap_or_default();
         let stored = kind.stored;
+        let digest = d.hex();
         let raw = if stored {
-            paths::link(from, &paths::object(d))
+            paths::link_parts(from, &[paths::OBJECTS, &digest])
         } else {
             String::new()
         };
         let href = if kind.record {
-            paths::link(from, &paths::record(d))
+            paths::link_parts(from, &["record/", &digest, ".html"])
         } else if self.is_shared(d) {
-            paths::link(from, &paths::blob(d))
+            paths::link_parts(from, &["blob/", &digest, ".html"])
         } else {
             raw.clone()
         };
-        let digest = d.hex();
+        let file = if stored {
+            let mut f = String::with_capacity(digest.len() + 1 + ext.len());
+            f.push_str(&digest);
+            f.push('.');
+            f.push_str(ext);
+            f
+        } else {
+            String::new()
+        };
         DigestLink {
-            file: if stored {
-                format!("{digest}.{ext}")
-            } else {
-                String::new()
-            },
+            file,
             digest,
             href,
             raw,
@@ -558,6 +568,25 @@ impl<'a> Context<'a> {
             .map(|g| g.iter().cloned().collect::<Vec<_>>().join(", "))
             .unwrap_or_default()
     }
+}
+
+/// [`Context::list_rank`] of `records`.
+fn list_ranks(records: &[LoadedRecord]) -> Vec<u32> {
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_unstable_by(|a, b| {
+        let (x, y) = (&records[*a], &records[*b]);
+        (&x.record.entry, &x.record.task, x.record.turn, x.digest).cmp(&(
+            &y.record.entry,
+            &y.record.task,
+            y.record.turn,
+            y.digest,
+        ))
+    });
+    let mut rank = vec![0u32; records.len()];
+    for (place, i) in order.into_iter().enumerate() {
+        rank[i] = u32::try_from(place).unwrap_or(u32::MAX);
+    }
+    rank
 }
 
 /// Every object the site copies into `objects/`.

@@ -22,7 +22,9 @@ pub fn speedup(x: f64) -> String {
     if !x.is_finite() {
         return NONE.to_string();
     }
-    format!("{}×", ratio(x))
+    let mut s = ratio(x);
+    s.push('×');
+    s
 }
 
 /// A ratio in plain notation: three significant digits from 0.1 up (`0.845`, `1.23`,
@@ -93,7 +95,9 @@ pub fn millis(x: f64) -> String {
     if !x.is_finite() {
         return NONE.to_string();
     }
-    format!("{} ms", significant(x, 3))
+    let mut s = significant(x, 3);
+    s.push_str(" ms");
+    s
 }
 
 /// `x` with `digits` significant digits, plain notation.
@@ -110,6 +114,10 @@ pub fn significant(x: f64, digits: i32) -> String {
     if sig > digits as usize && decimals > 0 {
         let d = decimals - 1;
         return grouped(x, d);
+    }
+    // Most values a page shows are positive and under 1000: nothing to group, no sign.
+    if x > 0.0 && text.find('.').unwrap_or(text.len()) <= 3 {
+        return text;
     }
     group(&text, x < 0.0)
 }

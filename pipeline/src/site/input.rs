@@ -54,6 +54,8 @@ pub struct LoadedRecord {
     pub record: Record,
     /// Indices into [`SiteInput::runs`] of the runs that list it.
     pub runs: Vec<usize>,
+    /// The size of its stored bytes.
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -144,8 +146,12 @@ impl SiteInput {
                     record_origin(&manifest_name, &runs, rec_runs)
                 )
             };
+            let stored = store.get(digest).map_err(|source| SiteError::Record {
+                what: what(),
+                source: source.into(),
+            })?;
             let record =
-                record::load_record(store, digest).map_err(|source| SiteError::Record {
+                record::decode_record(digest, &stored).map_err(|source| SiteError::Record {
                     what: what(),
                     source,
                 })?;
@@ -153,6 +159,7 @@ impl SiteInput {
                 digest: *digest,
                 record,
                 runs: rec_runs.clone(),
+                bytes: stored.len() as u64,
             })
         })?;
 
@@ -235,6 +242,19 @@ impl SiteInput {
 }
 
 impl SiteInput {
+    /// The size of object `d` where loading read it (a record or a blob a record names).
+    pub fn loaded_len(&self, d: &Digest) -> Option<u64> {
+        match self.blobs.get(d) {
+            Some(Blob::Text(t)) => Some(t.len() as u64),
+            Some(Blob::Binary { bytes }) => Some(*bytes),
+            None => self
+                .records
+                .binary_search_by(|r| r.digest.cmp(d))
+                .ok()
+                .map(|i| self.records[i].bytes),
+        }
+    }
+
     /// Whether loading read object `d` and checked that it hashes to its name: a record, a
     /// run, a blob a record names, or a suite object.
     pub fn was_verified(&self, d: &Digest) -> bool {

@@ -142,8 +142,10 @@ pub type Sink<'a> = dyn Fn(String, Vec<u8>) -> Result<(), SiteError> + Sync + 'a
 pub type ObjectSink<'a> = dyn Fn(String, &Digest, bool) -> Result<(), SiteError> + Sync + 'a;
 
 fn html<T: Template>(t: &T, path: &str) -> Result<Vec<u8>, SiteError> {
-    // Most pages are tens of KiB: start there rather than grow from the template's hint.
-    let mut out = String::with_capacity(32 * 1024);
+    // Most pages are tens of KiB: start above that rather than grow from the template's hint
+    // (a trajectory page past 32 KiB was copied on growing; the untouched rest of the buffer
+    // costs nothing).
+    let mut out = String::with_capacity(64 * 1024);
     t.render_into(&mut out).map_err(|e| SiteError::Render {
         page: path.to_string(),
         message: e.to_string(),

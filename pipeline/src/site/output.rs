@@ -66,6 +66,44 @@ fn check_replaceable(out: &Path) -> Result<bool, SiteError> {
     }
 }
 
+/// Hard-links `to` to the file that `from` names; `true` when it did. A symbolic link in the store is followed
+/// (`AT_SYMLINK_FOLLOW`), so the site gets the bytes loading hashed, never a link to a path of
+/// the building machine; one system call per object, with no check of the file type first.
+#[cfg(target_os = "linux")]
+fn link_file(from: &Path, to: &Path) -> std::io::Result<bool> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in a path"))
+    };
+    let (from, to) = (c(from)?, c(to)?);
+    // SAFETY: both are NUL-terminated strings that outlive the call, which only reads them.
+    let rc = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(true)
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Hard-links `to` to the file `from` if it is a plain file (a link to a symbolic link would
+/// put that link, and the path it names, in the site); `false` when it is not.
+#[cfg(not(target_os = "linux"))]
+fn link_file(from: &Path, to: &Path) -> std::io::Result<bool> {
+    if !fs::symlink_metadata(from)?.file_type().is_file() {
+        return Ok(false);
+    }
+    fs::hard_link(from, to).map(|()| true)
+}
+
 /// What a build wrote: its files and their bytes (a linked object at its size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Written {
@@ -118,31 +156,30 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<Written, SiteError> {
     let linking = std::sync::atomic::AtomicBool::new(true);
     let place = |rel: String, d: &Digest, verified: bool| {
         use std::sync::atomic::Ordering::Relaxed;
-        let from = input.store.path_of(d);
-        // Only a plain file is linked: a link to a symbolic link would put that link (and the
-        // path it names) in the site instead of the bytes.
-        let plain = fs::symlink_metadata(&from)
-            .ok()
-            .filter(|m| m.file_type().is_file());
-        if verified
-            && linking.load(Relaxed)
-            && let Some(m) = plain
-        {
+        if verified && linking.load(Relaxed) {
+            let from = input.store.path_of(d);
             let path = safe_join(&dir, &rel)?;
-            let linked = match fs::hard_link(&from, &path) {
+            let linked = match link_file(&from, &path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !path.exists() => {
                     if let Some(folder) = path.parent() {
                         fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
                     }
-                    fs::hard_link(&from, &path)
+                    link_file(&from, &path)
                 }
                 other => other,
             };
             match linked {
-                Ok(()) => {
-                    total.fetch_add(m.len(), Relaxed);
+                Ok(true) => {
+                    // The size loading saw; a run or suite object (a few per site) is asked.
+                    let len = match input.loaded_len(d) {
+                        Some(n) => n,
+                        None => fs::metadata(&path).map_err(|e| io(&path, e))?.len(),
+                    };
+                    total.fetch_add(len, Relaxed);
                     return Ok(());
                 }
+                // Not a plain file: copied (read and re-hashed) below.
+                Ok(false) => {}
                 Err(_) => linking.store(false, Relaxed),
             }
         }

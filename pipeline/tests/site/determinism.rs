@@ -105,3 +105,47 @@ fn a_folder_the_site_did_not_make_is_refused() {
         "keep me"
     );
 }
+
+/// An object the store holds as a symbolic link (to a file with the right bytes) is in the
+/// site as a plain file with those bytes: never as a link to a path of the building machine.
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_in_the_store_gives_the_site_its_bytes() {
+    use ptxbench::digest::Digest;
+    use ptxbench::site::paths;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = make_fixture(dir.path(), false);
+    let store = Store::open(dir.path().join("artifacts"));
+    let input = SiteInput::load(&manifest, &store, fixture_suite()).expect("loads");
+    let (record, ptx) = input
+        .records
+        .iter()
+        .find_map(|r| Some((r.digest, r.record.ptx_digest?)))
+        .expect("a record with PTX");
+    for d in [record, ptx] {
+        let stored = store.path_of(&d);
+        let elsewhere = dir.path().join(format!("elsewhere-{}", d.short(12)));
+        std::fs::rename(&stored, &elsewhere).expect("move the object out");
+        std::os::unix::fs::symlink(&elsewhere, &stored).expect("link it back");
+    }
+    let input = SiteInput::load(&manifest, &store, fixture_suite()).expect("loads via links");
+    let out = dir.path().join("public");
+    let written = write_site(&input, &out).expect("writes");
+    for d in [record, ptx] {
+        let file = out.join(paths::object(&d));
+        let meta = std::fs::symlink_metadata(&file).expect("in the site");
+        assert!(
+            meta.file_type().is_file(),
+            "{} is {:?}",
+            file.display(),
+            meta
+        );
+        assert_eq!(Digest::of(&std::fs::read(&file).expect("read")), d);
+    }
+    let all = tree(&out);
+    assert_eq!(written.files, all.len());
+    assert_eq!(
+        written.bytes,
+        all.values().map(Vec::len).sum::<usize>() as u64
+    );
+}

@@ -13,6 +13,7 @@ mod core_set;
 mod determinism;
 mod links;
 mod metrics;
+mod record_lists;
 mod snapshots;
 mod suites;
 #[path = "../support/synthetic.rs"]

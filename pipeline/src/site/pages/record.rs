@@ -38,17 +38,15 @@ impl RecordsTable {
         if indices.is_empty() {
             return Vec::new();
         }
-        let records = &ctx.input.records;
+        // Records are unique, so their ranks are too: the first MAX_LISTED are picked, then
+        // only those sorted.
+        let rank = |i: &usize| ctx.list_rank[*i];
         let mut order: Vec<usize> = indices.to_vec();
-        order.sort_by(|a, b| {
-            let (x, y) = (&records[*a], &records[*b]);
-            (&x.record.entry, &x.record.task, x.record.turn, x.digest).cmp(&(
-                &y.record.entry,
-                &y.record.task,
-                y.record.turn,
-                y.digest,
-            ))
-        });
+        if order.len() > MAX_LISTED {
+            order.select_nth_unstable_by_key(MAX_LISTED, rank);
+            order.truncate(MAX_LISTED);
+        }
+        order.sort_unstable_by_key(rank);
         let rows = order
             .iter()
             .take(MAX_LISTED)
