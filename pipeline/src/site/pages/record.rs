@@ -83,10 +83,17 @@ pub struct RecordRow {
     pub text: String,
 }
 
-impl RecordRow {
-    pub fn new(ctx: &Context<'_>, index: usize, from: &str) -> RecordRow {
-        let r = &ctx.input.records[index];
-        let doc = &r.record;
+/// What a record's row and its page both show of it, linked from page `from`.
+struct Head {
+    entry: Link,
+    task: Link,
+    verdict_class: &'static str,
+    expected: String,
+    agrees: String,
+}
+
+impl Head {
+    fn of(ctx: &Context<'_>, doc: &crate::record::Record, from: &str) -> Head {
         let entry = if doc.is_harness_test() {
             Link {
                 text: doc.entry.clone(),
@@ -106,20 +113,12 @@ impl RecordRow {
         };
         let verdict = doc.verdict.as_str();
         let expected = doc.expected.map(|v| v.as_str()).unwrap_or_default();
-        RecordRow {
-            record: Link {
-                text: r.digest.short(12),
-                href: paths::link(from, &paths::record(&r.digest)),
-            },
-            text: format!("{} {} {verdict}", doc.entry, doc.task).to_lowercase(),
+        Head {
             entry,
             task: Link {
                 text: doc.task.clone(),
                 href: paths::link(from, &paths::task(&doc.task)),
             },
-            arch: doc.arch.to_string(),
-            role: doc.role.as_str().to_string(),
-            verdict: verdict.to_string(),
             verdict_class: verdict_class(verdict),
             agrees: if expected.is_empty() {
                 String::new()
@@ -129,6 +128,30 @@ impl RecordRow {
                 "NO".into()
             },
             expected: expected.to_string(),
+        }
+    }
+}
+
+impl RecordRow {
+    pub fn new(ctx: &Context<'_>, index: usize, from: &str) -> RecordRow {
+        let r = &ctx.input.records[index];
+        let doc = &r.record;
+        let head = Head::of(ctx, doc, from);
+        let verdict = doc.verdict.as_str();
+        RecordRow {
+            record: Link {
+                text: r.digest.short(12),
+                href: paths::link(from, &paths::record(&r.digest)),
+            },
+            text: format!("{} {} {verdict}", doc.entry, doc.task).to_lowercase(),
+            entry: head.entry,
+            task: head.task,
+            arch: doc.arch.to_string(),
+            role: doc.role.as_str().to_string(),
+            verdict: verdict.to_string(),
+            verdict_class: head.verdict_class,
+            agrees: head.agrees,
+            expected: head.expected,
             turn: doc.turn.map_or_else(|| "—".to_string(), |t| t.to_string()),
             suite: ctx.suite_of(doc),
             task_changed: ctx.task_changed(doc),
@@ -311,7 +334,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     let r = &ctx.input.records[index];
     let doc = &r.record;
     let from = paths::record(&r.digest);
-    let row = RecordRow::new(ctx, index, &from);
+    let row = Head::of(ctx, doc, &from);
     let task = ctx.input.suite.get(&doc.task);
     let mut warnings = Vec::new();
     let task_digest = task.and_then(|t| ctx.task_digests.get(t.id.as_str()).copied());
