@@ -4,7 +4,8 @@
 //! replaced if an earlier build made it (it holds [`MARKER`]): `-o .` cannot wipe a checkout.
 //! The stored objects the site gives for download (`objects/<digest>`) are hard links to the
 //! store's files where the file system allows (the same bytes, checked against their digest
-//! when the build loaded them, without writing them again); else, and for objects loading did
+//! when the build loaded them, without writing them again; a symbolic link in the store is
+//! followed, so the site holds the file, never the link); else, and for objects loading did
 //! not read, they are copied (read and re-hashed).
 //! The staging folders (`.ptxbench-site-*`) are locked while their build lives
 //! ([`crate::scratch`]); a build first removes those that a killed build left beside the output.
