@@ -67,9 +67,10 @@ fn check_replaceable(out: &Path) -> Result<bool, SiteError> {
     }
 }
 
-/// Hard-links `to` to the file that `from` names; `true` when it did. A symbolic link in the store is followed
-/// (`AT_SYMLINK_FOLLOW`), so the site gets the bytes loading hashed, never a link to a path of
-/// the building machine; one system call per object, with no check of the file type first.
+/// Hard-links `to` to the file that `from` names; `true` when it did. A symbolic link in the
+/// store is followed (`AT_SYMLINK_FOLLOW`), so the site gets the bytes loading hashed, never a
+/// link to a path of the building machine; one system call per object, with no check of the
+/// file type first.
 #[cfg(target_os = "linux")]
 fn link_file(from: &Path, to: &Path) -> std::io::Result<bool> {
     use std::os::unix::ffi::OsStrExt as _;
