@@ -529,11 +529,7 @@ impl<'a> Context<'a> {
             raw.clone()
         };
         let file = if stored {
-            let mut f = String::with_capacity(digest.len() + 1 + ext.len());
-            f.push_str(&digest);
-            f.push('.');
-            f.push_str(ext);
-            f
+            [digest.as_str(), ".", ext].concat()
         } else {
             String::new()
         };

@@ -75,20 +75,13 @@ pub fn root_of(from: &str) -> String {
     link(from, "")
 }
 
-/// The link from page `from` to page `to` (both site paths). Built by hand: a large site
-/// makes millions of these.
+/// The link from page `from` to page `to` (both site paths).
 pub fn link(from: &str, to: &str) -> String {
-    let up = from.bytes().filter(|&b| b == b'/').count();
-    let mut out = String::with_capacity(3 * up + to.len());
-    for _ in 0..up {
-        out.push_str("../");
-    }
-    out.push_str(to);
-    out
+    link_parts(from, &[to])
 }
 
 /// [`link`] from `from` to the page or file `parts` make when joined (`["record/", hex,
-/// ".html"]`), in one allocation: pages link digests hundreds of thousands of times.
+/// ".html"]`), built by hand in one allocation: a large site makes millions of links.
 pub fn link_parts(from: &str, parts: &[&str]) -> String {
     let up = from.bytes().filter(|&b| b == b'/').count();
     let len: usize = parts.iter().map(|p| p.len()).sum();

@@ -49,7 +49,6 @@ impl RecordsTable {
         order.sort_unstable_by_key(rank);
         let rows = order
             .iter()
-            .take(MAX_LISTED)
             .map(|i| RecordRow::new(ctx, *i, from))
             .collect();
         vec![RecordsTable {
@@ -334,7 +333,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     let r = &ctx.input.records[index];
     let doc = &r.record;
     let from = paths::record(&r.digest);
-    let row = Head::of(ctx, doc, &from);
+    let head = Head::of(ctx, doc, &from);
     let task = ctx.input.suite.get(&doc.task);
     let mut warnings = Vec::new();
     let task_digest = task.and_then(|t| ctx.task_digests.get(t.id.as_str()).copied());
@@ -915,14 +914,14 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
 
     RecordView {
         digest: r.digest.to_string(),
-        entry: row.entry,
+        entry: head.entry,
         is_harness: doc.is_harness_test(),
-        task: row.task,
+        task: head.task,
         arch,
         verdict: doc.verdict.as_str().to_string(),
-        verdict_class: row.verdict_class,
-        expected: row.expected,
-        agrees: row.agrees,
+        verdict_class: head.verdict_class,
+        expected: head.expected,
+        agrees: head.agrees,
         stage: o.stage.clone(),
         message_text: TextView::new(o.message.as_str()),
         facts,
