@@ -111,6 +111,8 @@ fn cpu_since(before: Option<(f64, f64)>) -> String {
 }
 
 fn main() -> anyhow::Result<()> {
+    // As `ptxbench site` does.
+    ptxbench::allocator::hold_freed_memory();
     let a = BenchSiteArgs::parse();
     let store_dir = a.dir.join("artifacts");
     let manifest = a.dir.join("manifest.yaml");

@@ -4,6 +4,7 @@
 //! The `ptxbench` binary (src/main.rs) is a thin CLI over this library; everything here except
 //! the `cuda` module is plain CPU code and is tested everywhere.
 
+pub mod allocator;
 pub mod arch;
 pub mod audit;
 pub mod bundle;
