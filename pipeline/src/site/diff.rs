@@ -68,6 +68,10 @@ pub enum LineDiff<'a> {
 
 /// The line diff of `old` and `new`, changes shown with `context` lines around them.
 pub fn diff_lines<'a>(old: &'a str, new: &'a str, context: usize) -> LineDiff<'a> {
+    // The same text has the same lines (a launch plan mostly stays as it was).
+    if old == new {
+        return LineDiff::Same;
+    }
     let a = split_lines(old);
     let b = split_lines(new);
     let ops = match edit_script(&a, &b, MAX_EDITS, MAX_LINES) {
@@ -149,7 +153,8 @@ fn edit_script<'t>(
     }
     // Lines as small integers: comparing them is then one instruction. The ids only decide
     // equality, so the map's order never shows.
-    let mut ids: HashMap<&'t str, u32> = HashMap::with_capacity(ma.len() + mb.len());
+    let mut ids: HashMap<&'t str, u32, foldhash::fast::FixedState> =
+        HashMap::with_capacity_and_hasher(ma.len() + mb.len(), Default::default());
     let mut id = |s: &'t str| {
         let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
         *ids.entry(s).or_insert(next)

@@ -2,11 +2,12 @@
 //! sibling folder, then swapped in place of the output folder, so a reader never sees a half
 //! site and stale pages of an earlier build never survive. A non-empty output folder is only
 //! replaced if an earlier build made it (it holds [`MARKER`]): `-o .` cannot wipe a checkout.
-//! The stored objects the site gives for download (`objects/<digest>`) are hard links to the
-//! store's files where the file system allows (the same bytes, checked against their digest
-//! when the build loaded them, without writing them again; a symbolic link in the store is
-//! followed, so the site holds the file, never the link); else, and for objects loading did
-//! not read, they are copied (read and re-hashed).
+//! On Linux each folder of the output is opened once, and its files are created and linked
+//! relative to it. The stored objects the site gives for download (`objects/<digest>`) are
+//! hard links to the store's files where the file system allows (the same bytes, checked
+//! against their digest when the build loaded them, without writing them again; a symbolic
+//! link in the store is followed, so the site holds the file, never the link); else, and for
+//! objects loading did not read, they are copied (read and re-hashed).
 //! The staging folders (`.ptxbench-site-*`) are locked while their build lives
 //! ([`crate::scratch`]); a build first removes those that a killed build left beside the output.
 
@@ -15,6 +16,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::{SiteError, SiteInput, object_bytes, render_each_placing};
 use crate::digest::Digest;
+use crate::store::Store;
 
 /// The file that marks a folder as built by `ptxbench site`.
 pub const MARKER: &str = ".ptxbench-site";
@@ -30,16 +32,25 @@ fn io(path: &Path, source: std::io::Error) -> SiteError {
     }
 }
 
-/// Checks that `rel` is a plain relative path (no `..`, no root) before it is joined.
-fn safe_join(dir: &Path, rel: &str) -> Result<PathBuf, SiteError> {
+/// Checks that `rel` is a plain relative path (no `..`, no root, no empty or `.` part).
+fn check_relative(rel: &str) -> Result<(), SiteError> {
     let p = Path::new(rel);
-    if rel.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
+    if rel.is_empty()
+        || rel.split('/').any(|part| part.is_empty() || part == ".")
+        || !p.components().all(|c| matches!(c, Component::Normal(_)))
+    {
         return Err(SiteError::Output {
             path: p.to_path_buf(),
             message: "not a plain relative path".into(),
         });
     }
-    Ok(dir.join(p))
+    Ok(())
+}
+
+/// `rel` under `dir`, once [`check_relative`] passed.
+fn safe_join(dir: &Path, rel: &str) -> Result<PathBuf, SiteError> {
+    check_relative(rel)?;
+    Ok(dir.join(rel))
 }
 
 /// Whether `out` may be replaced: absent, an empty folder, or a folder an earlier build made.
@@ -67,43 +78,177 @@ fn check_replaceable(out: &Path) -> Result<bool, SiteError> {
     }
 }
 
-/// Hard-links `to` to the file that `from` names; `true` when it did. A symbolic link in the
-/// store is followed (`AT_SYMLINK_FOLLOW`), so the site gets the bytes loading hashed, never a
-/// link to a path of the building machine; one system call per object, with no check of the
-/// file type first.
+/// The folders a build writes into. On Linux each folder is opened once and every file is
+/// created, and every object linked, relative to it (`openat`, `linkat`), so the kernel walks one
+/// path component per file rather than the dozen of an absolute path: a 100k-record site makes
+/// 311k files. Elsewhere, plain paths.
+struct Folders<'a> {
+    dir: &'a Path,
+    #[cfg(not(target_os = "linux"))]
+    store: &'a Store,
+    #[cfg(target_os = "linux")]
+    open: std::sync::RwLock<std::collections::HashMap<String, std::os::fd::OwnedFd>>,
+    /// The store's root, opened for linking from on the first link (a site may link none).
+    #[cfg(target_os = "linux")]
+    store_root: std::sync::OnceLock<Option<std::os::fd::OwnedFd>>,
+    #[cfg(target_os = "linux")]
+    store_path: &'a Path,
+}
+
+/// `rel` as a C string, for a system call.
 #[cfg(target_os = "linux")]
-fn link_file(from: &Path, to: &Path) -> std::io::Result<bool> {
-    use std::os::unix::ffi::OsStrExt as _;
-    let c = |p: &Path| {
-        std::ffi::CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in a path"))
-    };
-    let (from, to) = (c(from)?, c(to)?);
-    // SAFETY: both are NUL-terminated strings that outlive the call, which only reads them.
-    let rc = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    if rc == 0 {
-        Ok(true)
-    } else {
+fn c_path(rel: &str) -> std::io::Result<std::ffi::CString> {
+    std::ffi::CString::new(rel)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in a path"))
+}
+
+/// The result of a system call that returns -1 on failure.
+#[cfg(target_os = "linux")]
+fn check(rc: libc::c_int) -> std::io::Result<libc::c_int> {
+    if rc < 0 {
         Err(std::io::Error::last_os_error())
+    } else {
+        Ok(rc)
     }
 }
 
-/// Hard-links `to` to the file `from` if it is a plain file (a link to a symbolic link would
-/// put that link, and the path it names, in the site); `false` when it is not.
-#[cfg(not(target_os = "linux"))]
-fn link_file(from: &Path, to: &Path) -> std::io::Result<bool> {
-    if !fs::symlink_metadata(from)?.file_type().is_file() {
-        return Ok(false);
+impl<'a> Folders<'a> {
+    fn new(dir: &'a Path, store: &'a Store) -> Folders<'a> {
+        Folders {
+            dir,
+            #[cfg(not(target_os = "linux"))]
+            store,
+            #[cfg(target_os = "linux")]
+            open: Default::default(),
+            #[cfg(target_os = "linux")]
+            store_root: std::sync::OnceLock::new(),
+            #[cfg(target_os = "linux")]
+            store_path: store.root(),
+        }
     }
-    fs::hard_link(from, to).map(|()| true)
+
+    /// Runs `f` with the folder `folder` (relative to the output, `""` for its root), made if
+    /// it is not there yet.
+    #[cfg(target_os = "linux")]
+    fn with_folder<T>(
+        &self,
+        folder: &str,
+        f: impl FnOnce(std::os::fd::RawFd) -> std::io::Result<T>,
+    ) -> Result<std::io::Result<T>, SiteError> {
+        use std::os::fd::AsRawFd as _;
+        let poisoned = || SiteError::Internal("the output's folder table is poisoned".into());
+        {
+            let open = self.open.read().map_err(|_| poisoned())?;
+            if let Some(fd) = open.get(folder) {
+                return Ok(f(fd.as_raw_fd()));
+            }
+        }
+        let mut open = self.open.write().map_err(|_| poisoned())?;
+        if !open.contains_key(folder) {
+            let path = self.dir.join(folder);
+            fs::create_dir_all(&path).map_err(|e| io(&path, e))?;
+            let fd = fs::File::open(&path).map_err(|e| io(&path, e))?;
+            open.insert(folder.to_string(), fd.into());
+        }
+        Ok(f(open[folder].as_raw_fd()))
+    }
+
+    /// Writes `bytes` to the file `rel` (a checked relative path), replacing it.
+    fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), SiteError> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::io::Write as _;
+            use std::os::fd::FromRawFd as _;
+            check_relative(rel)?;
+            let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+            self.with_folder(folder, |dir| {
+                let name = c_path(name)?;
+                let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
+                // SAFETY: `dir` is an open folder and `name` a NUL-terminated string; the
+                // descriptor returned is owned by the `File` made from it, which closes it.
+                let fd = check(unsafe { libc::openat(dir, name.as_ptr(), flags, 0o644) })?;
+                let mut file = unsafe { fs::File::from_raw_fd(fd) };
+                file.write_all(bytes)
+            })?
+            .map_err(|e| io(&self.dir.join(rel), e))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let path = safe_join(self.dir, rel)?;
+            // Folders are made on the first write that needs one (a failed write is retried
+            // once after making its folder).
+            match fs::write(&path, bytes) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if let Some(folder) = path.parent() {
+                        fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
+                    }
+                    fs::write(&path, bytes).map_err(|e| io(&path, e))
+                }
+                other => other.map_err(|e| io(&path, e)),
+            }
+        }
+    }
+
+    /// Hard-links the file `rel` (a checked relative path) to the stored object `d`; `Ok(true)`
+    /// when it did, `Ok(false)` when the stored file is not a plain file, `Err` when linking
+    /// failed (another file system, not allowed, the object missing). On Linux a symbolic link
+    /// in the store is followed (`AT_SYMLINK_FOLLOW`), so the site gets the bytes loading
+    /// hashed, never a link to a path of the building machine; one system call per object,
+    /// with no check of the file type first.
+    fn link(&self, d: &Digest, rel: &str) -> Result<std::io::Result<bool>, SiteError> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            check_relative(rel)?;
+            let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+            let from = Store::relative_path_of(d);
+            let store = self
+                .store_root
+                .get_or_init(|| fs::File::open(self.store_path).ok().map(Into::into))
+                .as_ref()
+                .map(AsRawFd::as_raw_fd);
+            self.with_folder(folder, |dir| {
+                let store = store.ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::NotFound, "the store cannot be opened")
+                })?;
+                let (from, name) = (c_path(&from)?, c_path(name)?);
+                // SAFETY: both folders are open and both names NUL-terminated strings that
+                // outlive the call, which only reads them.
+                check(unsafe {
+                    libc::linkat(
+                        store,
+                        from.as_ptr(),
+                        dir,
+                        name.as_ptr(),
+                        libc::AT_SYMLINK_FOLLOW,
+                    )
+                })
+                .map(|_| true)
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            // A link to a symbolic link would put that link, and the path it names, in the
+            // site: only a plain file is linked.
+            let path = safe_join(self.dir, rel)?;
+            let from = self.store.path_of(d);
+            let link = || -> std::io::Result<bool> {
+                if !fs::symlink_metadata(&from)?.file_type().is_file() {
+                    return Ok(false);
+                }
+                fs::hard_link(&from, &path).map(|()| true)
+            };
+            Ok(match link() {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !path.exists() => {
+                    if let Some(folder) = path.parent() {
+                        fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
+                    }
+                    link()
+                }
+                other => other,
+            })
+        }
+    }
 }
 
 /// What a build wrote: its files and their bytes (a linked object at its size).
@@ -138,20 +283,10 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<Written, SiteError> {
     let dir = staging.path().to_path_buf();
     let _lock = crate::scratch::lock_dir(&dir).map_err(|e| io(&dir, e))?;
     let total = std::sync::atomic::AtomicU64::new(0);
+    let folders = Folders::new(&dir, &input.store);
     let write = |rel: String, bytes: Vec<u8>| {
         total.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        let path = safe_join(&dir, &rel)?;
-        // Folders are made on the first write that needs one (a failed write is retried once
-        // after making its folder), so the common case is a single system call sequence.
-        match fs::write(&path, &bytes) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(folder) = path.parent() {
-                    fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
-                }
-                fs::write(&path, &bytes).map_err(|e| io(&path, e))
-            }
-            other => other.map_err(|e| io(&path, e)),
-        }
+        folders.write(&rel, &bytes)
     };
     // Whether hard links from the store work here (same file system, allowed); the first
     // failure turns them off and every later object is copied.
@@ -159,23 +294,15 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<Written, SiteError> {
     let place = |rel: String, d: &Digest, verified: bool| {
         use std::sync::atomic::Ordering::Relaxed;
         if verified && linking.load(Relaxed) {
-            let from = input.store.path_of(d);
-            let path = safe_join(&dir, &rel)?;
-            let linked = match link_file(&from, &path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !path.exists() => {
-                    if let Some(folder) = path.parent() {
-                        fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
-                    }
-                    link_file(&from, &path)
-                }
-                other => other,
-            };
-            match linked {
+            match folders.link(d, &rel)? {
                 Ok(true) => {
                     // The size loading saw; a run or suite object (a few per site) is asked.
                     let len = match input.loaded_len(d) {
                         Some(n) => n,
-                        None => fs::metadata(&path).map_err(|e| io(&path, e))?.len(),
+                        None => {
+                            let path = safe_join(&dir, &rel)?;
+                            fs::metadata(&path).map_err(|e| io(&path, e))?.len()
+                        }
                     };
                     total.fetch_add(len, Relaxed);
                     return Ok(());
@@ -231,5 +358,15 @@ mod tests {
         assert!(safe_join(d.path(), "../x").is_err());
         assert!(safe_join(d.path(), "/etc/passwd").is_err());
         assert!(safe_join(d.path(), "a/b.html").is_ok());
+        for odd in [
+            "",
+            "a//b.html",
+            "a/./b.html",
+            "./b.html",
+            "a/",
+            "a/../b.html",
+        ] {
+            assert!(check_relative(odd).is_err(), "{odd:?} passed");
+        }
     }
 }
