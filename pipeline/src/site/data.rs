@@ -368,9 +368,12 @@ pub fn tables(ctx: &Context<'_>) -> Result<Vec<Table>, SiteError> {
     ])
 }
 
-/// The bytes of `table` in each of [`FORMATS`], with their site paths.
-pub fn files(table: &mut Table) -> Result<Vec<(String, Vec<u8>)>, SiteError> {
-    let mut out = Vec::new();
+/// Writes `table` in each of [`FORMATS`] and hands each file to `emit` (its site path and
+/// bytes) as soon as it is made, so that one download at a time is held in memory.
+pub fn files(
+    table: &mut Table,
+    mut emit: impl FnMut(String, Vec<u8>) -> Result<(), SiteError>,
+) -> Result<(), SiteError> {
     for (_, ext) in FORMATS {
         let mut bytes = Vec::new();
         match ext {
@@ -381,9 +384,9 @@ pub fn files(table: &mut Table) -> Result<Vec<(String, Vec<u8>)>, SiteError> {
                 .finish(&mut table.frame)
                 .map_err(MetricsError::from)?,
         }
-        out.push((path(table.stem, ext), bytes));
+        emit(path(table.stem, ext), bytes)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -230,11 +230,12 @@ fn render_site_pages(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteEr
     let mut tables = data::tables(ctx)?;
     let mut downloads = Vec::new();
     for t in &mut tables {
-        let files = data::files(t)?;
-        downloads.push(files.iter().map(|(p, b)| (p.clone(), b.len())).collect());
-        for (path, bytes) in files {
-            emit(path, bytes)?;
-        }
+        let mut sizes = Vec::new();
+        data::files(t, |path, bytes| {
+            sizes.push((path.clone(), bytes.len()));
+            emit(path, bytes)
+        })?;
+        downloads.push(sizes);
     }
     let bundled: Vec<&input::LoadedRun> = input
         .runs
