@@ -379,14 +379,121 @@ pub fn files(
         match ext {
             "csv" => write_frame(&mut table.frame, Format::Csv, &mut bytes)?,
             "parquet" => write_frame(&mut table.frame, Format::Parquet, &mut bytes)?,
-            _ => JsonWriter::new(&mut bytes)
-                .with_json_format(JsonFormat::Json)
-                .finish(&mut table.frame)
-                .map_err(MetricsError::from)?,
+            _ => {
+                if !json_rows(&table.frame, &mut bytes)? {
+                    JsonWriter::new(&mut bytes)
+                        .with_json_format(JsonFormat::Json)
+                        .finish(&mut table.frame)
+                        .map_err(MetricsError::from)?;
+                }
+            }
         }
         emit(path(table.stem, ext), bytes)?;
     }
     Ok(())
+}
+
+/// The values of one column, as JSON writes them.
+enum JsonColumn<'a> {
+    Text(Box<dyn Iterator<Item = Option<&'a str>> + 'a>),
+    Float(Box<dyn Iterator<Item = Option<f64>> + 'a>),
+    Signed(Box<dyn Iterator<Item = Option<i64>> + 'a>),
+    Unsigned(Box<dyn Iterator<Item = Option<u64>> + 'a>),
+    Flag(Box<dyn Iterator<Item = Option<bool>> + 'a>),
+}
+
+impl JsonColumn<'_> {
+    /// Writes the next value (`null` for a missing one, or a float that is not finite).
+    fn write_next(&mut self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let null = |out: &mut Vec<u8>| out.extend_from_slice(b"null");
+        match self {
+            JsonColumn::Text(v) => match v.next().flatten() {
+                Some(x) => serde_json::to_writer(&mut *out, x)?,
+                None => null(out),
+            },
+            JsonColumn::Float(v) => match v.next().flatten() {
+                Some(x) => serde_json::to_writer(&mut *out, &x)?,
+                None => null(out),
+            },
+            JsonColumn::Signed(v) => match v.next().flatten() {
+                Some(x) => serde_json::to_writer(&mut *out, &x)?,
+                None => null(out),
+            },
+            JsonColumn::Unsigned(v) => match v.next().flatten() {
+                Some(x) => serde_json::to_writer(&mut *out, &x)?,
+                None => null(out),
+            },
+            JsonColumn::Flag(v) => match v.next().flatten() {
+                Some(x) => out.extend_from_slice(if x { b"true" } else { b"false" }),
+                None => null(out),
+            },
+        }
+        Ok(())
+    }
+}
+
+/// Writes `frame` to `out` as a JSON array of row objects, byte for byte what Polars'
+/// `JsonWriter` (`JsonFormat::Json`) writes (serde_json's string escapes and shortest float
+/// digits; `null` for a missing value or a float that is not finite), a few times faster: the
+/// 100k-record site's JSON downloads (120 MB) took Polars about 0.8 s of CPU. `false` (and
+/// nothing written) when a column has a type this writer does not know.
+fn json_rows(frame: &DataFrame, out: &mut Vec<u8>) -> Result<bool, SiteError> {
+    use polars::prelude::DataType;
+    let failed = |e: &dyn std::fmt::Display| SiteError::Internal(format!("writing JSON: {e}"));
+    let mut keys = Vec::new();
+    let mut columns = Vec::new();
+    for c in frame.columns() {
+        let s = c.as_materialized_series();
+        let values = match s.dtype() {
+            DataType::String => JsonColumn::Text(Box::new(s.str().map_err(|e| failed(&e))?.iter())),
+            DataType::Float64 => {
+                JsonColumn::Float(Box::new(s.f64().map_err(|e| failed(&e))?.iter()))
+            }
+            DataType::Int64 => {
+                JsonColumn::Signed(Box::new(s.i64().map_err(|e| failed(&e))?.iter()))
+            }
+            DataType::Int32 => JsonColumn::Signed(Box::new(
+                s.i32()
+                    .map_err(|e| failed(&e))?
+                    .iter()
+                    .map(|v| v.map(i64::from)),
+            )),
+            DataType::UInt64 => {
+                JsonColumn::Unsigned(Box::new(s.u64().map_err(|e| failed(&e))?.iter()))
+            }
+            DataType::UInt32 => JsonColumn::Unsigned(Box::new(
+                s.u32()
+                    .map_err(|e| failed(&e))?
+                    .iter()
+                    .map(|v| v.map(u64::from)),
+            )),
+            DataType::Boolean => {
+                JsonColumn::Flag(Box::new(s.bool().map_err(|e| failed(&e))?.iter()))
+            }
+            _ => return Ok(false),
+        };
+        let mut key = serde_json::to_vec(c.name().as_str()).map_err(|e| failed(&e))?;
+        key.push(b':');
+        keys.push(key);
+        columns.push(values);
+    }
+    out.push(b'[');
+    for row in 0..frame.height() {
+        if row > 0 {
+            out.push(b',');
+        }
+        out.push(b'{');
+        for (i, (key, values)) in keys.iter().zip(&mut columns).enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(key);
+            values.write_next(out).map_err(|e| failed(&e))?;
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -404,5 +511,77 @@ mod tests {
             .collect();
         let documented: Vec<&str> = RECORD_COLUMNS.iter().map(|c| c.0).collect();
         assert_eq!(names, documented);
+    }
+
+    fn polars_json(frame: &mut DataFrame) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        JsonWriter::new(&mut bytes)
+            .with_json_format(JsonFormat::Json)
+            .finish(frame)
+            .expect("Polars writes JSON");
+        bytes
+    }
+
+    /// The JSON writer gives Polars' bytes for every column type it knows, with escapes,
+    /// missing values, floats of every size and floats that are not finite; a column of a type
+    /// it does not know is left to Polars.
+    #[test]
+    fn the_json_writer_writes_what_polars_writes() {
+        let mut frame = DataFrame::new(
+            4,
+            vec![
+                Column::new(
+                    "text \"quoted\" \u{1}".into(),
+                    [
+                        Some("plain"),
+                        None,
+                        Some("\"\\\n\t\r\u{8}\u{c}\u{1f}\u{7f} é → 🦀 </script>"),
+                        Some(""),
+                    ],
+                ),
+                Column::new(
+                    "float".into(),
+                    [Some(0.0), Some(-1.5e-7), Some(f64::NAN), Some(1e300)],
+                ),
+                Column::new(
+                    "more floats".into(),
+                    [
+                        Some(f64::INFINITY),
+                        None,
+                        Some(0.1 + 0.2),
+                        Some(123456789.125),
+                    ],
+                ),
+                Column::new(
+                    "signed".into(),
+                    [Some(i64::MIN), None, Some(0i64), Some(i64::MAX)],
+                ),
+                Column::new("i32".into(), [Some(-7i32), Some(0), None, Some(i32::MAX)]),
+                Column::new(
+                    "unsigned".into(),
+                    [Some(u64::MAX), Some(0u64), None, Some(42)],
+                ),
+                Column::new("u32".into(), [None, Some(1u32), Some(u32::MAX), Some(9)]),
+                Column::new("flag".into(), [Some(true), None, Some(false), Some(true)]),
+            ],
+        )
+        .expect("a frame");
+        let mut ours = Vec::new();
+        assert!(json_rows(&frame, &mut ours).expect("written"));
+        assert_eq!(
+            String::from_utf8(ours).expect("UTF-8"),
+            String::from_utf8(polars_json(&mut frame)).expect("UTF-8")
+        );
+
+        let mut empty = records_frame(&[]).expect("an empty frame");
+        let mut ours = Vec::new();
+        assert!(json_rows(&empty, &mut ours).expect("written"));
+        assert_eq!(ours, polars_json(&mut empty));
+
+        let single =
+            DataFrame::new(2, vec![Column::new("f32".into(), [1.5f32, 2.0])]).expect("a frame");
+        let mut ours = Vec::new();
+        assert!(!json_rows(&single, &mut ours).expect("no error"));
+        assert!(ours.is_empty());
     }
 }
