@@ -6,9 +6,15 @@
 //! of an earlier run to see the build's own peak, without the generation's (the earlier run's
 //! site is deleted after the timing). With `--dir` on a tmpfs (`/dev/shm`) the build's own CPU
 //! time shows without the disk's: on a busy or nearly full disk the same write of a 100k-record
-//! site has cost from 19 to 91 s of system time here, against 15 to 19 s on tmpfs.
+//! site has cost from 13 to 91 s of system time here, against 5 to 11 s on tmpfs.
 //! `pipeline/scripts/write_floor.py` writes the same number of pages and links with no
 //! rendering at all: the floor under the "render and write" time on the same folder.
+//!
+//! Compare builds side by side, alternated (ABAB or ABBA), never against a figure from another
+//! hour: on a virtual machine that hands freed memory back to its host ("Free page reporting
+//! enabled" in the kernel log), every page the build takes fresh (3 GB of site, 1 GB of heap)
+//! may have to be faulted in by the host again, and the same binary's time has moved by a third
+//! between hours of one session.
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
