@@ -153,8 +153,9 @@ fn edit_script<'t>(
     }
     // Lines as small integers: comparing them is then one instruction. The ids only decide
     // equality, so the map's order never shows.
-    let mut ids: HashMap<&'t str, u32, foldhash::fast::FixedState> =
-        HashMap::with_capacity_and_hasher(ma.len() + mb.len(), Default::default());
+    // std's randomly keyed hasher: the lines are model output, and a fixed-key hash would let
+    // them be chosen to collide.
+    let mut ids: HashMap<&'t str, u32> = HashMap::with_capacity(ma.len() + mb.len());
     let mut id = |s: &'t str| {
         let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
         *ids.entry(s).or_insert(next)
