@@ -393,43 +393,20 @@ pub fn files(
     Ok(())
 }
 
-/// The values of one column, as JSON writes them.
-enum JsonColumn<'a> {
-    Text(Box<dyn Iterator<Item = Option<&'a str>> + 'a>),
-    Float(Box<dyn Iterator<Item = Option<f64>> + 'a>),
-    Signed(Box<dyn Iterator<Item = Option<i64>> + 'a>),
-    Unsigned(Box<dyn Iterator<Item = Option<u64>> + 'a>),
-    Flag(Box<dyn Iterator<Item = Option<bool>> + 'a>),
-}
+/// Writes the next value of a column: serde_json's form of it, or `null` for a missing one
+/// (serde_json writes a float that is not finite as `null` too).
+type JsonColumn<'a> = Box<dyn FnMut(&mut Vec<u8>) -> serde_json::Result<()> + 'a>;
 
-impl JsonColumn<'_> {
-    /// Writes the next value (`null` for a missing one, or a float that is not finite).
-    fn write_next(&mut self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        let null = |out: &mut Vec<u8>| out.extend_from_slice(b"null");
-        match self {
-            JsonColumn::Text(v) => match v.next().flatten() {
-                Some(x) => serde_json::to_writer(&mut *out, x)?,
-                None => null(out),
-            },
-            JsonColumn::Float(v) => match v.next().flatten() {
-                Some(x) => serde_json::to_writer(&mut *out, &x)?,
-                None => null(out),
-            },
-            JsonColumn::Signed(v) => match v.next().flatten() {
-                Some(x) => serde_json::to_writer(&mut *out, &x)?,
-                None => null(out),
-            },
-            JsonColumn::Unsigned(v) => match v.next().flatten() {
-                Some(x) => serde_json::to_writer(&mut *out, &x)?,
-                None => null(out),
-            },
-            JsonColumn::Flag(v) => match v.next().flatten() {
-                Some(x) => out.extend_from_slice(if x { b"true" } else { b"false" }),
-                None => null(out),
-            },
+fn json_column<'a, T: serde::Serialize + 'a>(
+    mut values: impl Iterator<Item = Option<T>> + 'a,
+) -> JsonColumn<'a> {
+    Box::new(move |out| match values.next().flatten() {
+        Some(x) => serde_json::to_writer(out, &x),
+        None => {
+            out.extend_from_slice(b"null");
+            Ok(())
         }
-        Ok(())
-    }
+    })
 }
 
 /// Writes `frame` to `out` as a JSON array of row objects, byte for byte what Polars'
@@ -445,31 +422,13 @@ fn json_rows(frame: &DataFrame, out: &mut Vec<u8>) -> Result<bool, SiteError> {
     for c in frame.columns() {
         let s = c.as_materialized_series();
         let values = match s.dtype() {
-            DataType::String => JsonColumn::Text(Box::new(s.str().map_err(|e| failed(&e))?.iter())),
-            DataType::Float64 => {
-                JsonColumn::Float(Box::new(s.f64().map_err(|e| failed(&e))?.iter()))
-            }
-            DataType::Int64 => {
-                JsonColumn::Signed(Box::new(s.i64().map_err(|e| failed(&e))?.iter()))
-            }
-            DataType::Int32 => JsonColumn::Signed(Box::new(
-                s.i32()
-                    .map_err(|e| failed(&e))?
-                    .iter()
-                    .map(|v| v.map(i64::from)),
-            )),
-            DataType::UInt64 => {
-                JsonColumn::Unsigned(Box::new(s.u64().map_err(|e| failed(&e))?.iter()))
-            }
-            DataType::UInt32 => JsonColumn::Unsigned(Box::new(
-                s.u32()
-                    .map_err(|e| failed(&e))?
-                    .iter()
-                    .map(|v| v.map(u64::from)),
-            )),
-            DataType::Boolean => {
-                JsonColumn::Flag(Box::new(s.bool().map_err(|e| failed(&e))?.iter()))
-            }
+            DataType::String => json_column(s.str().map_err(|e| failed(&e))?.iter()),
+            DataType::Float64 => json_column(s.f64().map_err(|e| failed(&e))?.iter()),
+            DataType::Int64 => json_column(s.i64().map_err(|e| failed(&e))?.iter()),
+            DataType::Int32 => json_column(s.i32().map_err(|e| failed(&e))?.iter()),
+            DataType::UInt64 => json_column(s.u64().map_err(|e| failed(&e))?.iter()),
+            DataType::UInt32 => json_column(s.u32().map_err(|e| failed(&e))?.iter()),
+            DataType::Boolean => json_column(s.bool().map_err(|e| failed(&e))?.iter()),
             _ => return Ok(false),
         };
         let mut key = serde_json::to_vec(c.name().as_str()).map_err(|e| failed(&e))?;
@@ -488,7 +447,7 @@ fn json_rows(frame: &DataFrame, out: &mut Vec<u8>) -> Result<bool, SiteError> {
                 out.push(b',');
             }
             out.extend_from_slice(key);
-            values.write_next(out).map_err(|e| failed(&e))?;
+            values(out).map_err(|e| failed(&e))?;
         }
         out.push(b'}');
     }

@@ -127,20 +127,26 @@ impl<'a> Folders<'a> {
         }
     }
 
-    /// Runs `f` with the folder `folder` (relative to the output, `""` for its root), made if
-    /// it is not there yet.
+    /// Checks the relative path `rel` and runs `f` with its folder (made if it is not there
+    /// yet) and its file name.
     #[cfg(target_os = "linux")]
     fn with_folder<T>(
         &self,
-        folder: &str,
-        f: impl FnOnce(std::os::fd::RawFd) -> std::io::Result<T>,
+        rel: &str,
+        f: impl FnOnce(std::os::fd::RawFd, &std::ffi::CStr) -> std::io::Result<T>,
     ) -> Result<std::io::Result<T>, SiteError> {
         use std::os::fd::AsRawFd as _;
+        check_relative(rel)?;
+        let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        let name = match c_path(name) {
+            Ok(n) => n,
+            Err(e) => return Ok(Err(e)),
+        };
         let poisoned = || SiteError::Internal("the output's folder table is poisoned".into());
         {
             let open = self.open.read().map_err(|_| poisoned())?;
             if let Some(fd) = open.get(folder) {
-                return Ok(f(fd.as_raw_fd()));
+                return Ok(f(fd.as_raw_fd(), &name));
             }
         }
         let mut open = self.open.write().map_err(|_| poisoned())?;
@@ -150,7 +156,7 @@ impl<'a> Folders<'a> {
             let fd = fs::File::open(&path).map_err(|e| io(&path, e))?;
             open.insert(folder.to_string(), fd.into());
         }
-        Ok(f(open[folder].as_raw_fd()))
+        Ok(f(open[folder].as_raw_fd(), &name))
     }
 
     /// Writes `bytes` to the file `rel` (a checked relative path), replacing it.
@@ -159,10 +165,7 @@ impl<'a> Folders<'a> {
         {
             use std::io::Write as _;
             use std::os::fd::FromRawFd as _;
-            check_relative(rel)?;
-            let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel));
-            self.with_folder(folder, |dir| {
-                let name = c_path(name)?;
+            self.with_folder(rel, |dir, name| {
                 let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
                 // SAFETY: `dir` is an open folder and `name` a NUL-terminated string; the
                 // descriptor returned is owned by the `File` made from it, which closes it.
@@ -199,19 +202,17 @@ impl<'a> Folders<'a> {
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
-            check_relative(rel)?;
-            let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel));
-            let from = Store::relative_path_of(d);
+            let from = c_path(&Store::relative_path_of(d));
             let store = self
                 .store_root
                 .get_or_init(|| fs::File::open(self.store_path).ok().map(Into::into))
                 .as_ref()
                 .map(AsRawFd::as_raw_fd);
-            self.with_folder(folder, |dir| {
+            self.with_folder(rel, |dir, name| {
                 let store = store.ok_or_else(|| {
                     std::io::Error::new(std::io::ErrorKind::NotFound, "the store cannot be opened")
                 })?;
-                let (from, name) = (c_path(&from)?, c_path(name)?);
+                let from = from?;
                 // SAFETY: both folders are open and both names NUL-terminated strings that
                 // outlive the call, which only reads them.
                 check(unsafe {
