@@ -3,18 +3,21 @@
 //! of generated samples. `cargo bench -p ptxbench --bench site -- --dir DIR [--records N]`.
 //! It prints the wall time of each step, the CPU time (user and system) the process spent in
 //! it, and the process's peak resident memory (Linux's `VmHWM`); run with `--reuse` on a folder
-//! of an earlier run to see the build's own peak, without the generation's (the earlier run's
-//! site is deleted after the timing). With `--dir` on a tmpfs (`/dev/shm`) the build's own CPU
-//! time shows without the disk's: on a busy or nearly full disk the same write of a 100k-record
-//! site has cost from 13 to 91 s of system time here, against 5 to 11 s on tmpfs.
-//! `pipeline/scripts/write_floor.py` writes the same number of pages and links with no
-//! rendering at all: the floor under the "render and write" time on the same folder.
+//! of an earlier run to see the build's own peak, without the generation's. With `--dir` on a
+//! tmpfs (`/dev/shm`) the build's own CPU time shows without the disk's: on a busy or nearly
+//! full disk the same write of a 100k-record site has cost from 13 to 91 s of system time
+//! here, against 5 to 11 s on tmpfs. `pipeline/scripts/write_floor.py` writes the same number
+//! of pages and links with no rendering at all: the floor under the "render and write" time on
+//! the same folder.
 //!
-//! Compare builds side by side, alternated (ABAB or ABBA), never against a figure from another
-//! hour: on a virtual machine that hands freed memory back to its host ("Free page reporting
+//! On a virtual machine that hands freed memory back to its host ("Free page reporting
 //! enabled" in the kernel log), every page the build takes fresh (3 GB of site, 1 GB of heap)
-//! may have to be faulted in by the host again, and the same binary's time has moved by a third
-//! between hours of one session.
+//! is faulted in by the host again, at a cost that moves with the host. So a `--reuse` run
+//! first deletes the earlier run's site and waits `--settle` seconds (15) for that memory to go
+//! back, and every build starts where a machine that has built nothing starts. Without the wait
+//! (`--settle 0`, the earlier site moved aside and deleted after the timing) runs here
+//! alternated between about 9 and 13 s, the same binary in every other run. Compare builds side
+//! by side, alternated (ABBA), never against a figure from another hour.
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
@@ -71,26 +74,14 @@ struct BenchSiteArgs {
     /// The task suite (default: the repository's `tasks/`).
     #[arg(long)]
     pub tasks: Option<PathBuf>,
+    /// Seconds to wait, after deleting an earlier run's site and before the clock starts, for
+    /// the memory it held to go back to the host (see the module doc); 0 moves the earlier
+    /// site aside instead and deletes it after the timing.
+    #[arg(long, default_value_t = 15)]
+    pub settle: u64,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
-}
-
-/// The process's peak resident set so far, from `/proc/self/status` (`VmHWM`), or a note
-/// that it is not known (not Linux).
-fn peak_memory() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().strip_suffix("kB"))
-                .and_then(|kb| kb.trim().parse::<u64>().ok())
-        })
-        .map_or_else(
-            || "unknown (no /proc/self/status)".to_string(),
-            |kb| format!("{:.0} MiB", kb as f64 / 1024.0),
-        )
 }
 
 /// This process's CPU time so far, user and system, from `/proc/self/stat` (in USER_HZ, 100
@@ -179,23 +170,33 @@ fn main() -> anyhow::Result<()> {
                 bytes.into_inner() as f64 / 1e6,
                 total - load,
                 cpu_since(cpu),
-                peak_memory()
+                ptxbench::allocator::peak_resident_text()
             );
         }
         if !a.generate_only {
-            // An earlier run's site is moved aside before the clock starts and deleted after
-            // it stops (the time printed, not counted): replacing a site deletes the old one
-            // after the swap, seconds of file-system work on a large site that say nothing
-            // about the build. Deleting it just before would not do either: ext4 then skips
-            // the recently freed inodes one by one while the build creates its files.
+            // With --settle (the default), an earlier run's site is deleted first and the
+            // build waits for the memory it held to go back to the host: every build then
+            // starts from the state of a machine that has not built a site yet, the state CI
+            // builds in. With --settle 0 the earlier site is moved aside before the clock
+            // starts and deleted after it stops (the time printed, not counted): then the
+            // build takes pages that were freed moments before, or were not, in a pattern
+            // that alternated fast and slow runs here.
             let earlier = a.dir.join("public.earlier");
             if earlier.exists() {
                 std::fs::remove_dir_all(&earlier)
                     .with_context(|| format!("removing {}", earlier.display()))?;
             }
             if out.exists() {
-                std::fs::rename(&out, &earlier)
-                    .with_context(|| format!("moving {} aside", out.display()))?;
+                if a.settle > 0 {
+                    std::fs::remove_dir_all(&out)
+                        .with_context(|| format!("removing {}", out.display()))?;
+                } else {
+                    std::fs::rename(&out, &earlier)
+                        .with_context(|| format!("moving {} aside", out.display()))?;
+                }
+            }
+            if a.settle > 0 {
+                std::thread::sleep(std::time::Duration::from_secs(a.settle));
             }
             let store = Store::open(&store_dir);
             let cpu = cpu_times();
@@ -212,7 +213,13 @@ fn main() -> anyhow::Result<()> {
                 written.bytes as f64 / 1e6,
                 total - load,
                 cpu_since(cpu),
-                peak_memory()
+                ptxbench::allocator::peak_resident_text()
+            );
+            let t = Instant::now();
+            drop(input);
+            println!(
+                "dropped the loaded input in {:.2} s (not counted; `ptxbench site` exits without)",
+                t.elapsed().as_secs_f64()
             );
             if earlier.exists() {
                 let t = Instant::now();

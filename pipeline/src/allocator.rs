@@ -1,4 +1,5 @@
-//! How the `ptxbench` binary's allocator (mimalloc) treats memory it has freed.
+//! How the `ptxbench` binary's allocator (mimalloc) treats memory it has freed, and how much
+//! memory the process has held at most ([`peak_resident_bytes`]).
 //!
 //! By default mimalloc gives freed memory back to the system after a second unused
 //! (`madvise(MADV_DONTNEED)`), so that a long-lived process shrinks. `ptxbench site` is a
@@ -32,9 +33,51 @@ pub fn purge_delay_ms() -> c_long {
     unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }
 }
 
+/// The most memory the process has held resident so far (Linux's `VmHWM` in
+/// `/proc/self/status`), in bytes; `None` where the system does not say (not Linux).
+pub fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// [`peak_resident_bytes`] in words, for a command's summary: `1,071 MiB`, or why it is not
+/// known.
+pub fn peak_resident_text() -> String {
+    match peak_resident_bytes() {
+        Some(b) => format!(
+            "{} MiB",
+            crate::site::format::count(b.div_ceil(1024 * 1024))
+        ),
+        None => "unknown (no /proc/self/status)".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The peak covers memory the process touched: after 64 MiB are written it is at least
+    /// that, and it never falls when the memory is freed.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_peak_counts_touched_memory() {
+        const N: usize = 64 << 20;
+        let v = std::hint::black_box(vec![1u8; N]);
+        let during = peak_resident_bytes().expect("Linux says");
+        assert!(during >= N as u64, "peak {during} under {N} bytes");
+        drop(v);
+        let after = peak_resident_bytes().expect("Linux says");
+        assert!(after >= during, "peak fell from {during} to {after}");
+        assert!(peak_resident_text().ends_with(" MiB"));
+    }
 
     /// The option index names the purge delay: before it is set, it holds mimalloc v3's
     /// documented default (1000 ms; no other option defaults to that), unless the environment
