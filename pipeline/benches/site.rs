@@ -155,13 +155,15 @@ fn main() -> anyhow::Result<()> {
             let input = SiteInput::load(&manifest, &store, suite.clone())?;
             let load = t.elapsed().as_secs_f64();
             let bytes = std::sync::atomic::AtomicU64::new(0);
+            let pages = |_path: String, b: Vec<u8>| {
+                bytes.fetch_add(b.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            };
             let files = ptxbench::site::render_each_placing(
                 &input,
-                &|_path, b| {
-                    bytes.fetch_add(b.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                    Ok(())
-                },
+                &pages,
                 &|_path, _d, _verified| Ok(()),
+                &ptxbench::site::buffered(&pages),
             )?;
             let total = t.elapsed().as_secs_f64();
             println!(

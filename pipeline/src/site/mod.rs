@@ -134,6 +134,27 @@ pub fn build(input: &SiteInput) -> Result<Pages, SiteError> {
 /// Where rendered pages go: called once per file, possibly from several threads.
 pub type Sink<'a> = dyn Fn(String, Vec<u8>) -> Result<(), SiteError> + Sync + 'a;
 
+/// Writes one file's bytes to the writer it is given.
+pub type WriteFile<'a> = dyn FnMut(&mut dyn std::io::Write) -> Result<(), SiteError> + 'a;
+
+/// Where the files too large to hold whole in memory go (the downloads): called once per
+/// file, possibly from several threads, with its path and the function that writes it;
+/// returns the bytes written.
+pub type StreamSink<'a> = dyn Fn(String, &mut WriteFile<'_>) -> Result<u64, SiteError> + Sync + 'a;
+
+/// A [`StreamSink`] that makes each file in memory and hands it to `sink`.
+pub fn buffered<'a>(
+    sink: &'a Sink<'a>,
+) -> impl Fn(String, &mut WriteFile<'_>) -> Result<u64, SiteError> + Sync + 'a {
+    move |path, write| {
+        let mut bytes = Vec::new();
+        write(&mut bytes)?;
+        let n = bytes.len() as u64;
+        sink(path, bytes)?;
+        Ok(n)
+    }
+}
+
 /// Where the stored objects the site copies go (`objects/<digest>`), possibly from several
 /// threads: called with the output path, the digest, and whether loading already read the
 /// object and checked that it hashes to its name (records, runs, the blobs records name,
@@ -159,9 +180,12 @@ fn html<T: Template>(t: &T, path: &str) -> Result<Vec<u8>, SiteError> {
 /// while this thread makes the rest (tables, downloads, bundles, plots, the other pages), so
 /// the serial part of the build overlaps the parallel one.
 pub fn render_each(input: &SiteInput, sink: &Sink<'_>) -> Result<usize, SiteError> {
-    render_each_placing(input, sink, &|path, d, _verified| {
-        sink(path, object_bytes(input, d)?)
-    })
+    render_each_placing(
+        input,
+        sink,
+        &|path, d, _verified| sink(path, object_bytes(input, d)?),
+        &buffered(sink),
+    )
 }
 
 /// The bytes of stored object `d` that the site copies: a text blob from memory (hashed when
@@ -176,7 +200,8 @@ pub(crate) fn object_bytes(input: &SiteInput, d: &Digest) -> Result<Vec<u8>, Sit
     }
 }
 
-/// [`render_each`], with the stored objects handed to `objects` instead of `sink`.
+/// [`render_each`], with the stored objects handed to `objects` and the downloads to
+/// `streams` instead of `sink`.
 ///
 /// The objects depend on the input alone, so one thread places them from the start, while
 /// the context is derived (on one core) and the pages are rendered.
@@ -184,6 +209,7 @@ pub fn render_each_placing(
     input: &SiteInput,
     sink: &Sink<'_>,
     objects: &ObjectSink<'_>,
+    streams: &StreamSink<'_>,
 ) -> Result<usize, SiteError> {
     let stored = context::objects(input);
     let listed: Vec<Digest> = stored.iter().copied().collect();
@@ -198,7 +224,7 @@ pub fn render_each_placing(
             let ctx = &ctx;
             std::thread::scope(|s| {
                 let many = s.spawn(|| render_records_and_blobs(ctx, sink));
-                let few = render_site_pages(ctx, sink);
+                let few = render_site_pages(ctx, sink, streams);
                 let many = many.join().unwrap_or_else(|_| {
                     Err(SiteError::Internal("a render thread panicked".into()))
                 });
@@ -213,7 +239,11 @@ pub fn render_each_placing(
 }
 
 /// Every page but the records' and the shared blobs'; returns how many files.
-fn render_site_pages(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteError> {
+fn render_site_pages(
+    ctx: &Context<'_>,
+    sink: &Sink<'_>,
+    streams: &StreamSink<'_>,
+) -> Result<usize, SiteError> {
     use pages::*;
     let input = ctx.input;
     let mut count = 0usize;
@@ -229,12 +259,10 @@ fn render_site_pages(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteEr
 
     let mut tables = data::tables(ctx)?;
     let mut downloads = Vec::new();
+    let mut streamed = 0usize;
     for t in &mut tables {
-        let mut sizes = Vec::new();
-        data::files(t, |path, bytes| {
-            sizes.push((path.clone(), bytes.len()));
-            emit(path, bytes)
-        })?;
+        let sizes = data::files(t, streams)?;
+        streamed += sizes.len();
         downloads.push(sizes);
     }
     let bundled: Vec<&input::LoadedRun> = input
@@ -371,7 +399,7 @@ fn render_site_pages(ctx: &Context<'_>, sink: &Sink<'_>) -> Result<usize, SiteEr
             html(&run::RunPage { page: &page, v: &v }, &path)?,
         )?;
     }
-    Ok(count)
+    Ok(count + streamed)
 }
 
 /// The record, shared-blob and trajectory pages, on all cores; returns how many files.

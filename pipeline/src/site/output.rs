@@ -159,37 +159,56 @@ impl<'a> Folders<'a> {
         Ok(f(open[folder].as_raw_fd(), &name))
     }
 
-    /// Writes `bytes` to the file `rel` (a checked relative path), replacing it.
-    fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), SiteError> {
+    /// Creates (or truncates) the file `rel` (a checked relative path) for writing.
+    fn create(&self, rel: &str) -> Result<fs::File, SiteError> {
         #[cfg(target_os = "linux")]
         {
-            use std::io::Write as _;
             use std::os::fd::FromRawFd as _;
             self.with_folder(rel, |dir, name| {
                 let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
                 // SAFETY: `dir` is an open folder and `name` a NUL-terminated string; the
                 // descriptor returned is owned by the `File` made from it, which closes it.
                 let fd = check(unsafe { libc::openat(dir, name.as_ptr(), flags, 0o644) })?;
-                let mut file = unsafe { fs::File::from_raw_fd(fd) };
-                file.write_all(bytes)
+                Ok(unsafe { fs::File::from_raw_fd(fd) })
             })?
             .map_err(|e| io(&self.dir.join(rel), e))
         }
         #[cfg(not(target_os = "linux"))]
         {
             let path = safe_join(self.dir, rel)?;
-            // Folders are made on the first write that needs one (a failed write is retried
+            // Folders are made on the first file that needs one (a failed create is retried
             // once after making its folder).
-            match fs::write(&path, bytes) {
+            match fs::File::create(&path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     if let Some(folder) = path.parent() {
                         fs::create_dir_all(folder).map_err(|e| io(folder, e))?;
                     }
-                    fs::write(&path, bytes).map_err(|e| io(&path, e))
+                    fs::File::create(&path).map_err(|e| io(&path, e))
                 }
                 other => other.map_err(|e| io(&path, e)),
             }
         }
+    }
+
+    /// Writes `bytes` to the file `rel` (a checked relative path), replacing it.
+    fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), SiteError> {
+        use std::io::Write as _;
+        self.create(rel)?
+            .write_all(bytes)
+            .map_err(|e| io(&self.dir.join(rel), e))
+    }
+
+    /// Writes the file `rel` (a checked relative path) with `write`, through a buffer;
+    /// returns its size.
+    fn stream(&self, rel: &str, write: &mut super::WriteFile<'_>) -> Result<u64, SiteError> {
+        use std::io::Write as _;
+        let mut out = Counted {
+            inner: std::io::BufWriter::with_capacity(256 * 1024, self.create(rel)?),
+            bytes: 0,
+        };
+        write(&mut out)?;
+        out.flush().map_err(|e| io(&self.dir.join(rel), e))?;
+        Ok(out.bytes)
     }
 
     /// Hard-links the file `rel` (a checked relative path) to the stored object `d`; `Ok(true)`
@@ -249,6 +268,24 @@ impl<'a> Folders<'a> {
                 other => other,
             })
         }
+    }
+}
+
+/// A writer that counts the bytes that pass through it.
+struct Counted<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -315,7 +352,12 @@ pub fn write_site(input: &SiteInput, out: &Path) -> Result<Written, SiteError> {
         }
         write(rel, object_bytes(input, d)?)
     };
-    let count = render_each_placing(input, &write, &place)?;
+    let stream = |rel: String, w: &mut super::WriteFile<'_>| {
+        let n = folders.stream(&rel, w)?;
+        total.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    };
+    let count = render_each_placing(input, &write, &place, &stream)?;
     fs::write(dir.join(MARKER), MARKER_TEXT).map_err(|e| io(&dir, e))?;
     let written = Written {
         files: count + 1,

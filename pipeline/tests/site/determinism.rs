@@ -42,6 +42,26 @@ fn building_twice_gives_the_same_bytes() {
     assert!(a.files.len() > 60, "{} files", a.files.len());
 }
 
+/// The folder `write_site` makes holds what `build` makes in memory, byte for byte: pages,
+/// objects and the downloads it streams to their files (plus its marker).
+#[test]
+fn the_written_folder_is_the_built_site() {
+    let (dir, input) = fixture_input();
+    let built = build(&input).expect("builds");
+    let out = dir.path().join("public");
+    write_site(&input, &out).expect("writes");
+    let mut written = tree(&out);
+    assert!(written.remove(MARKER).is_some());
+    assert!(written.keys().any(|p| p.ends_with("records.json")));
+    assert_eq!(
+        written.keys().collect::<Vec<_>>(),
+        built.files.keys().collect::<Vec<_>>()
+    );
+    for (path, bytes) in &built.files {
+        assert!(written.get(path) == Some(bytes), "{path} differs");
+    }
+}
+
 #[test]
 fn two_stores_made_the_same_way_give_identical_folders() {
     let one = tempfile::tempdir().expect("tempdir");

@@ -84,7 +84,7 @@ pub struct DataPage<'a> {
 pub fn view(
     ctx: &Context<'_>,
     tables: &[Table],
-    sizes: &[Vec<(String, usize)>],
+    sizes: &[Vec<(String, u64)>],
     bundles: &[BundleFile],
 ) -> DataView {
     let from = paths::DATA;
@@ -105,7 +105,7 @@ pub fn view(
                     .iter()
                     .zip(files)
                     .map(|((label, _), (path, bytes))| Link {
-                        text: format!("{label} ({})", format::bytes(*bytes as u64)),
+                        text: format!("{label} ({})", format::bytes(*bytes)),
                         href: paths::link(from, path),
                     })
                     .collect(),
