@@ -28,7 +28,28 @@ pub struct Table {
     pub about: &'static str,
     /// (name, type, meaning) of each column, in order.
     pub columns: Vec<(String, &'static str, &'static str)>,
+    /// Its rows (kept when the frame is dropped after its files are written).
+    pub rows: usize,
     pub frame: DataFrame,
+}
+
+impl Table {
+    fn new(
+        stem: &'static str,
+        title: &'static str,
+        about: &'static str,
+        columns: Vec<(String, &'static str, &'static str)>,
+        frame: DataFrame,
+    ) -> Table {
+        Table {
+            stem,
+            title,
+            about,
+            columns,
+            rows: frame.height(),
+            frame,
+        }
+    }
 }
 
 /// The formats each table is written in, with their file extension.
@@ -327,8 +348,13 @@ fn owned(docs: &[ColumnDoc]) -> Vec<(String, &'static str, &'static str)> {
         .collect()
 }
 
-/// The three tables of the site.
-pub fn tables(ctx: &Context<'_>) -> Result<Vec<Table>, SiteError> {
+/// The three tables of the site, each made and handed to `each` before the next is made (so
+/// one frame at a time is held where `each` drops it: the 100k-record site's take about
+/// 110 MB together).
+pub fn tables(
+    ctx: &Context<'_>,
+    mut each: impl FnMut(Table) -> Result<(), SiteError>,
+) -> Result<(), SiteError> {
     let mut records: Vec<&LoadedRecord> = ctx.input.records.iter().collect();
     records.sort_by_key(|r| r.digest);
     let results = crate::metrics::export::results_frame(&ctx.metrics)?;
@@ -343,29 +369,27 @@ pub fn tables(ctx: &Context<'_>) -> Result<Vec<Table>, SiteError> {
             )
         })
         .collect();
-    Ok(vec![
-        Table {
-            stem: "results",
-            title: "Metrics",
-            about: "One row per (source, entry, architecture, task, turn limit), then one per (source, entry, architecture, turn limit) over all its tasks: the numbers of the leaderboards.",
-            columns: results_columns,
-            frame: results,
-        },
-        Table {
-            stem: "records",
-            title: "Records",
-            about: "Every record of the site (harness tests included), one row each, in digest order.",
-            columns: owned(&RECORD_COLUMNS),
-            frame: records_frame(&records).map_err(SiteError::from)?,
-        },
-        Table {
-            stem: "workloads",
-            title: "Per-workload timings",
-            about: "One row per timed workload of every record: the medians, the paired speedup with its 95% interval, and throughputs.",
-            columns: owned(&WORKLOAD_COLUMNS),
-            frame: workloads_frame(ctx, &records).map_err(SiteError::from)?,
-        },
-    ])
+    each(Table::new(
+        "results",
+        "Metrics",
+        "One row per (source, entry, architecture, task, turn limit), then one per (source, entry, architecture, turn limit) over all its tasks: the numbers of the leaderboards.",
+        results_columns,
+        results,
+    ))?;
+    each(Table::new(
+        "records",
+        "Records",
+        "Every record of the site (harness tests included), one row each, in digest order.",
+        owned(&RECORD_COLUMNS),
+        records_frame(&records).map_err(SiteError::from)?,
+    ))?;
+    each(Table::new(
+        "workloads",
+        "Per-workload timings",
+        "One row per timed workload of every record: the medians, the paired speedup with its 95% interval, and throughputs.",
+        owned(&WORKLOAD_COLUMNS),
+        workloads_frame(ctx, &records).map_err(SiteError::from)?,
+    ))
 }
 
 /// Writes `table` in each of [`FORMATS`], each file straight to the writer `stream` gives for

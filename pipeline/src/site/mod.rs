@@ -257,14 +257,18 @@ fn render_site_pages(
     // GitHub Pages: serve files as they are (no Jekyll).
     emit(".nojekyll".into(), Vec::new())?;
 
-    let mut tables = data::tables(ctx)?;
+    let mut tables = Vec::new();
     let mut downloads = Vec::new();
     let mut streamed = 0usize;
-    for t in &mut tables {
-        let sizes = data::files(t, streams)?;
+    data::tables(ctx, |mut t| {
+        let sizes = data::files(&mut t, streams)?;
         streamed += sizes.len();
         downloads.push(sizes);
-    }
+        // The data page needs its rows and columns, not its frame.
+        t.frame = polars::prelude::DataFrame::empty();
+        tables.push(t);
+        Ok(())
+    })?;
     let bundled: Vec<&input::LoadedRun> = input
         .runs
         .iter()

@@ -100,7 +100,7 @@ pub fn view(
                 id: format!("table-{}", t.stem),
                 title: t.title.to_string(),
                 about: t.about.to_string(),
-                rows: format::count(t.frame.height() as u64),
+                rows: format::count(t.rows as u64),
                 files: FORMATS
                     .iter()
                     .zip(files)
