@@ -206,7 +206,11 @@ impl<'a> Folders<'a> {
             inner: std::io::BufWriter::with_capacity(256 * 1024, self.create(rel)?),
             bytes: 0,
         };
-        write(&mut out)?;
+        // Whatever failed (the writer, the file), the error names the file being written.
+        write(&mut out).map_err(|e| SiteError::Output {
+            path: self.dir.join(rel),
+            message: e.to_string(),
+        })?;
         out.flush().map_err(|e| io(&self.dir.join(rel), e))?;
         Ok(out.bytes)
     }
