@@ -17,7 +17,10 @@
 //! back, and every build starts where a machine that has built nothing starts. Without the wait
 //! (`--settle 0`, the earlier site moved aside and deleted after the timing) runs here
 //! alternated between about 9 and 13 s, the same binary in every other run. Compare builds side
-//! by side, alternated (ABBA), never against a figure from another hour.
+//! by side, alternated (ABBA), never against a figure from another hour. Before the settle a
+//! probe writes `--probe-mib` (256) MiB to a file in `--dir` and prints what a fresh 4 KiB
+//! page cost: here from under 2 µs to over 10 µs, hour by hour, with the build's time
+//! following it.
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
@@ -79,6 +82,11 @@ struct BenchSiteArgs {
     /// site aside instead and deletes it after the timing.
     #[arg(long, default_value_t = 15)]
     pub settle: u64,
+    /// MiB to write to a file in --dir before the settle, timed, to report what a fresh page
+    /// of that file system costs at the moment (the cost a build pays about a million times,
+    /// and that moves with the host; see the module doc); 0 skips it.
+    #[arg(long, default_value_t = 256)]
+    pub probe_mib: u64,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
@@ -105,6 +113,30 @@ fn cpu_since(before: Option<(f64, f64)>) -> String {
         }
         _ => "CPU time unknown (no /proc/self/stat)".into(),
     }
+}
+
+/// Writes `mib` MiB of fresh file pages into `dir` (1 MiB a write), times it and deletes the
+/// file: the cost of one fresh 4 KiB page on that file system now, in words. It runs before
+/// the settle, so the pages it took go back to the host before the build starts.
+fn probe_fresh_pages(dir: &std::path::Path, mib: u64) -> anyhow::Result<String> {
+    use std::io::Write as _;
+    let path = dir.join("probe.bin");
+    let chunk = vec![0x5au8; 1 << 20];
+    let t = Instant::now();
+    let mut f =
+        std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    for _ in 0..mib {
+        f.write_all(&chunk)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    drop(f);
+    let secs = t.elapsed().as_secs_f64();
+    std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+    let pages = (mib << 20) as f64 / 4096.0;
+    Ok(format!(
+        "probe: {mib} MiB of fresh file pages written in {secs:.3} s, {:.2} µs per 4 KiB page",
+        secs * 1e6 / pages
+    ))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -198,6 +230,9 @@ fn main() -> anyhow::Result<()> {
                 }
             }
             if a.settle > 0 {
+                if a.probe_mib > 0 {
+                    println!("{}", probe_fresh_pages(&a.dir, a.probe_mib)?);
+                }
                 std::thread::sleep(std::time::Duration::from_secs(a.settle));
             }
             let store = Store::open(&store_dir);

@@ -61,7 +61,7 @@ fn the_loopback_trajectories_show_turns_feedback_and_diffs() {
             "{t}"
         );
         assert!(
-            page.contains("class=\"dl ins\""),
+            page.contains("<ins><i></i><i>"),
             "{t}: no inserted line shown"
         );
     }
@@ -155,8 +155,15 @@ fn a_trajectory_page_escapes_model_output_and_diffs_the_ptx() {
     // Turn 1 brings the first PTX; turn 2 changes one line of it.
     assert!(page.contains("PTX: new in this turn"));
     assert!(page.contains("+1 −1 lines in 1 hunk"), "{page}");
-    assert!(page.contains("<span class=\"dl del\"><i>5</i><i></i>-\tmov.u32 %r1, 1;</span>"));
-    assert!(page.contains("<span class=\"dl ins\"><i></i><i>5</i>+\tmov.u32 %r1, 2;</span>"));
+    assert!(page.contains("<del><i>5</i><i></i>-\tmov.u32 %r1, 1;</del>"));
+    assert!(page.contains("<ins><i></i><i>5</i>+\tmov.u32 %r1, 2;</ins>"));
+    // The hunk header and a context line around the change.
+    assert!(
+        page.contains("<span class=\"hunk\"><i></i><i></i>@@ -"),
+        "{page}"
+    );
+    assert!(page.contains("</del><ins>"), "{page}");
+    assert!(page.contains("<span><i>4</i><i>4</i> "), "{page}");
     assert!(!page.contains("differs from this turn"));
     // The record pages show the conversation as messages, escaped.
     let last = pages

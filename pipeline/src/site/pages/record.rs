@@ -280,6 +280,9 @@ pub struct RecordView<'a> {
     pub evidence_notes: Vec<String>,
     /// The whole target's status and whether the record counts as correct with arch.
     pub evidence_summary: String,
+    /// Whether the task names target instructions for this architecture (or the record
+    /// measured some).
+    pub evidence_defined: bool,
     pub timings: Vec<TimingRow>,
     pub checks: Vec<CheckRow>,
     pub kernels: Vec<KernelRow>,
@@ -620,6 +623,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         })
         .collect();
 
+    let mut evidence_defined = true;
     let (evidence, evidence_notes, evidence_summary) = match &o.evidence {
         Some(ev) => {
             let rows = ev
@@ -676,30 +680,35 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                 ),
             )
         }
+        // Nothing measured: one line names what the task requires, rather than a table
+        // whose every cell would say "not measured" (a large site has 100,000 such pages).
         None => {
-            let rows = task
+            let required: Vec<String> = task
                 .and_then(|t| t.targets.iter().find(|x| x.arch == doc.arch))
                 .map(|target| {
                     target
                         .required
                         .iter()
-                        .map(|f| EvidenceRow {
-                            family: f.family.clone(),
-                            sass: f.sass.join(", "),
-                            status: format::NOT_MEASURED.to_string(),
-                            static_check: format::NOT_MEASURED.to_string(),
-                            dynamic: format::NOT_MEASURED.to_string(),
-                        })
+                        .map(|f| format!("{} (SASS {})", f.family, f.sass.join(", ")))
                         .collect()
                 })
                 .unwrap_or_default();
-            (
-                rows,
-                Vec::new(),
-                "No target evidence in this record: correct with arch is not measured.".to_string(),
-            )
+            let mut summary =
+                "No target evidence in this record: correct with arch is not measured.".to_string();
+            if !required.is_empty() {
+                summary.push_str(&format!(
+                    " The task requires on {}: {}.",
+                    doc.arch,
+                    required.join("; ")
+                ));
+            }
+            evidence_defined = !required.is_empty();
+            (Vec::new(), Vec::new(), summary)
         }
     };
+    if o.evidence.is_some() {
+        evidence_defined = !evidence.is_empty();
+    }
 
     let link = |d: &Digest, ext: &str| ctx.digest_link(&from, d, ext);
     let mut hashes = vec![HashRow {
@@ -930,6 +939,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         evidence,
         evidence_notes,
         evidence_summary,
+        evidence_defined,
         timings,
         checks,
         kernels,

@@ -85,6 +85,19 @@ pub struct DiffRow {
     pub text: String,
 }
 
+impl DiffRow {
+    /// The element a row is written as: `del` and `ins` for removed and added lines (what
+    /// they mean, for screen readers too), `span` for context and a hunk header (`hunk`).
+    /// One short tag a line, as a page can hold thousands of them.
+    pub fn tag(&self) -> &'static str {
+        match self.class {
+            "del" => "del",
+            "ins" => "ins",
+            _ => "span",
+        }
+    }
+}
+
 #[derive(Debug, Template)]
 #[template(path = "trajectory.html")]
 pub struct TrajectoryPage<'a> {
