@@ -19,8 +19,8 @@
 //! alternated between about 9 and 13 s, the same binary in every other run. Compare builds side
 //! by side, alternated (ABBA), never against a figure from another hour. Before the settle a
 //! probe writes `--probe-mib` (256) MiB to a file in `--dir` and prints what a fresh 4 KiB
-//! page cost: here from under 2 µs to over 10 µs, hour by hour, with the build's time
-//! following it.
+//! page of that file system cost at that moment, so that each figure comes with a reading of
+//! the machine's state (`artifacts/evidence/site-bench/` has the runs and what they showed).
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
@@ -117,7 +117,7 @@ fn cpu_since(before: Option<(f64, f64)>) -> String {
 
 /// Writes `mib` MiB of fresh file pages into `dir` (1 MiB a write), times it and deletes the
 /// file: the cost of one fresh 4 KiB page on that file system now, in words. It runs before
-/// the settle, so the pages it took go back to the host before the build starts.
+/// the settle, so its pages are freed well before the build starts.
 fn probe_fresh_pages(dir: &std::path::Path, mib: u64) -> anyhow::Result<String> {
     use std::io::Write as _;
     let path = dir.join("probe.bin");
