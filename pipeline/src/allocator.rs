@@ -65,7 +65,9 @@ mod tests {
     use super::*;
 
     /// The peak covers memory the process touched: after 64 MiB are written it is at least
-    /// that, and it never falls when the memory is freed.
+    /// that, and it stays there when the memory is freed. Linux reads the resident size from
+    /// per-CPU counters, which may lag by a few dozen pages (here once 56 KiB lower on the
+    /// second read), so the check allows 1 MiB of that, far under the 64 MiB freed.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_peak_counts_touched_memory() {
@@ -75,7 +77,10 @@ mod tests {
         assert!(during >= N as u64, "peak {during} under {N} bytes");
         drop(v);
         let after = peak_resident_bytes().expect("Linux says");
-        assert!(after >= during, "peak fell from {during} to {after}");
+        assert!(
+            after + (1 << 20) >= during && after >= N as u64,
+            "peak fell from {during} to {after}"
+        );
         assert!(peak_resident_text().ends_with(" MiB"));
     }
 
