@@ -623,10 +623,9 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         })
         .collect();
 
-    let mut evidence_defined = true;
-    let (evidence, evidence_notes, evidence_summary) = match &o.evidence {
+    let (evidence, evidence_notes, evidence_summary, evidence_defined) = match &o.evidence {
         Some(ev) => {
-            let rows = ev
+            let rows: Vec<EvidenceRow> = ev
                 .families
                 .iter()
                 .map(|f| EvidenceRow {
@@ -665,6 +664,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
             if let Some(d) = &doc.outcome.dynamic {
                 notes.extend(d.notes.iter().cloned());
             }
+            let defined = !rows.is_empty();
             (
                 rows,
                 notes,
@@ -678,6 +678,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                     crate::record::ON_TARGET_OTHER_SHARE,
                     crate::record::ON_TARGET_BYTE_SHARE
                 ),
+                defined,
             )
         }
         // Nothing measured: one line names what the task requires, rather than a table
@@ -702,13 +703,10 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                     required.join("; ")
                 ));
             }
-            evidence_defined = !required.is_empty();
-            (Vec::new(), Vec::new(), summary)
+            let defined = !required.is_empty();
+            (Vec::new(), Vec::new(), summary, defined)
         }
     };
-    if o.evidence.is_some() {
-        evidence_defined = !evidence.is_empty();
-    }
 
     let link = |d: &Digest, ext: &str| ctx.digest_link(&from, d, ext);
     let mut hashes = vec![HashRow {
