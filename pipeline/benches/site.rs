@@ -17,10 +17,13 @@
 //! back, and every build starts where a machine that has built nothing starts. Without the wait
 //! (`--settle 0`, the earlier site moved aside and deleted after the timing) runs here
 //! alternated between about 9 and 13 s, the same binary in every other run. Compare builds side
-//! by side, alternated (ABBA), never against a figure from another hour. Before the settle a
-//! probe writes `--probe-mib` (256) MiB to a file in `--dir` and prints what a fresh 4 KiB
-//! page of that file system cost at that moment, so that each figure comes with a reading of
-//! the machine's state (`artifacts/evidence/site-bench/` has the runs and what they showed).
+//! by side, alternated (ABBA), never against a figure from another hour. After the settle a
+//! probe writes `--probe-mib` (64) MiB to a file in `--dir` and prints what a fresh 4 KiB page
+//! of that file system cost at that moment; the file is deleted only after the timing, so the
+//! build gets none of its pages. With it each figure comes with a reading of the machine's
+//! state, as does the CPU time the host stole from this machine during the build and the CPU
+//! time other processes took (`artifacts/evidence/site-bench/` has the runs and what they
+//! showed).
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
@@ -82,10 +85,10 @@ struct BenchSiteArgs {
     /// site aside instead and deletes it after the timing.
     #[arg(long, default_value_t = 15)]
     pub settle: u64,
-    /// MiB to write to a file in --dir before the settle, timed, to report what a fresh page
+    /// MiB to write to a file in --dir after the settle, timed, to report what a fresh page
     /// of that file system costs at the moment (the cost a build pays about a million times,
     /// and that moves with the host; see the module doc); 0 skips it.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 64)]
     pub probe_mib: u64,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
@@ -115,10 +118,43 @@ fn cpu_since(before: Option<(f64, f64)>) -> String {
     }
 }
 
-/// Writes `mib` MiB of fresh file pages into `dir` (1 MiB a write), times it and deletes the
-/// file: the cost of one fresh 4 KiB page on that file system now, in words. It runs before
-/// the settle, so its pages are freed well before the build starts.
-fn probe_fresh_pages(dir: &std::path::Path, mib: u64) -> anyhow::Result<String> {
+/// The whole machine's CPU time so far from `/proc/stat`, in seconds: busy (user, nice,
+/// system, irq, softirq, on every CPU) and stolen (the time the hypervisor ran something else
+/// while a virtual CPU of this machine wanted to run); `None` where there is no such file.
+fn machine_times() -> Option<(f64, f64)> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = s.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse::<f64>().map(|t| t / 100.0))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    // user nice system idle iowait irq softirq steal ...
+    let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)?;
+    Some((busy, *f.get(7)?))
+}
+
+/// What else the machine did during a step: the CPU time its virtual CPUs lost to the host
+/// (steal) and the CPU time other processes took, given the readings before it and this
+/// process's own CPU time in it. A figure taken while either is large says as much about the
+/// machine as about the build.
+fn machine_since(before: Option<(f64, f64)>, own_cpu: Option<f64>) -> String {
+    match (before, machine_times(), own_cpu) {
+        (Some((b0, s0)), Some((b1, s1)), Some(own)) => format!(
+            "machine: steal {:.1} s, other processes {:.1} s of CPU",
+            s1 - s0,
+            (b1 - b0 - own).max(0.0)
+        ),
+        _ => "machine: unknown (no /proc/stat)".into(),
+    }
+}
+
+/// Writes `mib` MiB of fresh file pages into `dir` (1 MiB a write) and times it: the cost of
+/// one fresh 4 KiB page on that file system now, in words, and the file, for the caller to
+/// delete after the build (deleted before, its pages would be freed, not fresh, memory for the
+/// build to take).
+fn probe_fresh_pages(dir: &std::path::Path, mib: u64) -> anyhow::Result<(String, PathBuf)> {
     use std::io::Write as _;
     let path = dir.join("probe.bin");
     let chunk = vec![0x5au8; 1 << 20];
@@ -131,11 +167,13 @@ fn probe_fresh_pages(dir: &std::path::Path, mib: u64) -> anyhow::Result<String> 
     }
     drop(f);
     let secs = t.elapsed().as_secs_f64();
-    std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
     let pages = (mib << 20) as f64 / 4096.0;
-    Ok(format!(
-        "probe: {mib} MiB of fresh file pages written in {secs:.3} s, {:.2} µs per 4 KiB page",
-        secs * 1e6 / pages
+    Ok((
+        format!(
+            "probe: {mib} MiB of fresh file pages written in {secs:.3} s, {:.2} µs per 4 KiB page",
+            secs * 1e6 / pages
+        ),
+        path,
     ))
 }
 
@@ -229,13 +267,17 @@ fn main() -> anyhow::Result<()> {
                         .with_context(|| format!("moving {} aside", out.display()))?;
                 }
             }
+            let mut probe_file = None;
             if a.settle > 0 {
-                if a.probe_mib > 0 {
-                    println!("{}", probe_fresh_pages(&a.dir, a.probe_mib)?);
-                }
                 std::thread::sleep(std::time::Duration::from_secs(a.settle));
+                if a.probe_mib > 0 {
+                    let (line, path) = probe_fresh_pages(&a.dir, a.probe_mib)?;
+                    println!("{line}");
+                    probe_file = Some(path);
+                }
             }
             let store = Store::open(&store_dir);
+            let machine = machine_times();
             let cpu = cpu_times();
             let t = Instant::now();
             let input = SiteInput::load(&manifest, &store, suite.clone())?;
@@ -243,14 +285,18 @@ fn main() -> anyhow::Result<()> {
             let load_cpu = cpu_since(cpu);
             let written = write_site(&input, &out)?;
             let total = t.elapsed().as_secs_f64();
+            let own = cpu
+                .zip(cpu_times())
+                .map(|((u0, s0), (u1, s1))| u1 - u0 + s1 - s0);
             println!(
-                "site: {} records, {} files ({:.0} MB): load {load:.2} s ({load_cpu}), render and write {:.2} s, total {total:.2} s; {}; peak memory {}",
+                "site: {} records, {} files ({:.0} MB): load {load:.2} s ({load_cpu}), render and write {:.2} s, total {total:.2} s; {}; peak memory {}; {}",
                 input.records.len(),
                 written.files,
                 written.bytes as f64 / 1e6,
                 total - load,
                 cpu_since(cpu),
-                ptxbench::allocator::peak_resident_text()
+                ptxbench::allocator::peak_resident_text(),
+                machine_since(machine, own)
             );
             let t = Instant::now();
             drop(input);
@@ -258,6 +304,10 @@ fn main() -> anyhow::Result<()> {
                 "dropped the loaded input in {:.2} s (not counted; `ptxbench site` exits without)",
                 t.elapsed().as_secs_f64()
             );
+            if let Some(path) = probe_file {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+            }
             if earlier.exists() {
                 let t = Instant::now();
                 std::fs::remove_dir_all(&earlier)
