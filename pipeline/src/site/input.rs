@@ -290,24 +290,26 @@ fn load_suite_object(store: &Store, d: &Digest, by: &str) -> Result<SuiteObject,
     }
 }
 
-/// Threads used to read and render (the output never depends on it): twice the cores, as
-/// the work waits on file reads and writes about as much as it computes.
-pub(crate) fn threads() -> usize {
-    2 * std::thread::available_parallelism()
+/// The cores this process may use (1 where that cannot be told, at most 16).
+fn cores() -> usize {
+    std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 16)
 }
 
-/// Threads that read the store while loading: four times the cores. Reading is mostly waiting
-/// when the store is not in memory (a disk whose cache was evicted: 188,442 small reads for a
-/// 100k-record site), so more reads in flight than cores keeps the cores busy; on a store in
-/// memory the extra threads only take turns.
+/// Threads used to render (the output never depends on it): twice the cores, as the work
+/// waits on file writes about as much as it computes.
+pub(crate) fn threads() -> usize {
+    2 * cores()
+}
+
+/// Threads that read the store while loading (the output never depends on it): four times the
+/// cores. Reading is mostly waiting when the store is not in memory (a disk whose cache was
+/// evicted: 188,442 small reads for a 100k-record site), so more reads in flight than cores
+/// keeps the cores busy; on a store in memory the extra threads only take turns.
 pub(crate) fn read_threads() -> usize {
-    4 * std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 16)
+    4 * cores()
 }
 
 /// Maps `f` over `items` on all cores, keeping the order; the first error (in item order) wins.
