@@ -283,13 +283,14 @@ fn main() -> anyhow::Result<()> {
             let input = SiteInput::load(&manifest, &store, suite.clone())?;
             let load = t.elapsed().as_secs_f64();
             let load_cpu = cpu_since(cpu);
+            let load_peak = ptxbench::allocator::peak_resident_text();
             let written = write_site(&input, &out)?;
             let total = t.elapsed().as_secs_f64();
             let own = cpu
                 .zip(cpu_times())
                 .map(|((u0, s0), (u1, s1))| u1 - u0 + s1 - s0);
             println!(
-                "site: {} records, {} files ({:.0} MB): load {load:.2} s ({load_cpu}), render and write {:.2} s, total {total:.2} s; {}; peak memory {}; {}",
+                "site: {} records, {} files ({:.0} MB): load {load:.2} s ({load_cpu}; peak memory {load_peak}), render and write {:.2} s, total {total:.2} s; {}; peak memory {}; {}",
                 input.records.len(),
                 written.files,
                 written.bytes as f64 / 1e6,
