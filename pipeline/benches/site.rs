@@ -2,13 +2,13 @@
 //! times loading and building the site from it, and times the metric aggregation on a number
 //! of generated samples. `cargo bench -p ptxbench --bench site -- --dir DIR [--records N]`.
 //! It prints the wall time of each step, the CPU time (user and system) the process spent in
-//! it, and the process's peak resident memory (Linux's `VmHWM`); run with `--reuse` on a folder
-//! of an earlier run to see the build's own peak, without the generation's. With `--dir` on a
-//! tmpfs (`/dev/shm`) the build's own CPU time shows without the disk's: on a busy or nearly
-//! full disk the same write of a 100k-record site has cost from 13 to 91 s of system time
-//! here, against 5 to 11 s on tmpfs. `pipeline/scripts/write_floor.py` writes the same number
-//! of pages and links with no rendering at all: the floor under the "render and write" time on
-//! the same folder.
+//! it, and the process's peak resident memory (Linux's `VmHWM`; for the site, also the peak when
+//! loading ends); run with `--reuse` on a folder of an earlier run to see the build's own peak,
+//! without the generation's. With `--dir` on a tmpfs (`/dev/shm`) the build's own CPU time
+//! shows without the disk's: on a busy or nearly full disk the same write of a 100k-record site
+//! has cost from 13 to 91 s of system time here, against 5 to 11 s on tmpfs.
+//! `pipeline/scripts/write_floor.py` writes the same number of pages and links with no
+//! rendering at all: the floor under the "render and write" time on the same folder.
 //!
 //! On a virtual machine that hands freed memory back to its host ("Free page reporting
 //! enabled" in the kernel log), every page the build takes fresh (3 GB of site, 1 GB of heap)
