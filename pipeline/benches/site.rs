@@ -11,10 +11,15 @@
 //! rendering at all: the floor under the "render and write" time on the same folder.
 //!
 //! On a virtual machine that hands freed memory back to its host ("Free page reporting
-//! enabled" in the kernel log), every page the build takes fresh (3 GB of site, 1 GB of heap)
-//! is faulted in by the host again, at a cost that moves with the host. So a `--reuse` run
+//! enabled" in the kernel log), every page the build takes fresh (its heap, the store's pages
+//! it reads, the site's pages it writes: on a disk they are drained as the build goes, see
+//! `ptxbench::site::output::DRAIN_BYTES`) is faulted in by the host again, at a cost that moves
+//! with the host: here about 9 µs a 4 KiB page, against about 1 µs for memory freed lately
+//! and not handed back yet (the host took back about 110 of 3,000 MiB freed in the next 30 s;
+//! `artifacts/evidence/site-bench/fresh-memory-2026-12-03.log`). So a `--reuse` run
 //! first deletes the earlier run's site and waits `--settle` seconds (15) for that memory to go
-//! back, and every build starts where a machine that has built nothing starts. Without the wait
+//! back; as the host takes back only part of it in that time, what a build pays still depends
+//! on what the machine freed before it. Without the wait
 //! (`--settle 0`, the earlier site moved aside and deleted after the timing) runs here
 //! alternated between about 9 and 13 s, the same binary in every other run. Compare builds side
 //! by side, alternated (ABBA), never against a figure from another hour. After the settle a
@@ -180,6 +185,7 @@ fn probe_fresh_pages(dir: &std::path::Path, mib: u64) -> anyhow::Result<(String,
 fn main() -> anyhow::Result<()> {
     // As `ptxbench site` does.
     ptxbench::allocator::hold_freed_memory();
+    ptxbench::allocator::no_huge_pages();
     let a = BenchSiteArgs::parse();
     let store_dir = a.dir.join("artifacts");
     let manifest = a.dir.join("manifest.yaml");

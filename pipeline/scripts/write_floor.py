@@ -2,15 +2,26 @@
 `cargo bench -p ptxbench --bench site`'s "render and write" time on the same folder.
 
 Usage: python3 write_floor.py DIR [--files N] [--bytes B] [--links L] [--workers W]
+                               [--hold-mib M] [--drain-mib D]
 Writes N files of B bytes each (default: the 100k-record site's 122k pages at their mean
 size, 17.6 KB) and L hard links to stored files (default: its 188k objects), split over W
 processes (default 2, this machine's cores), into DIR (created; must not exist), then prints
 the wall time and the system CPU the workers spent. DIR is left for the caller to remove
 (removing it is file-system work of its own, not part of a build).
+
+--hold-mib M first touches M MiB of memory and holds it while the files are written, as a
+build's heap does: on a virtual machine where memory freed lately is cheap to take again and
+other fresh memory dear, the files then get the dear kind. --drain-mib D makes each worker
+drain as `ptxbench site` does on Linux (`DRAIN_BYTES`): each time more than D MiB of its files
+wait, the file system's dirty pages are written (`syncfs`) and those files' pages dropped from
+the page cache (`posix_fadvise(DONTNEED)`).
 """
 
 import argparse
+import ctypes
+import mmap
 import os
+import resource
 import sys
 import time
 from multiprocessing import Process
@@ -19,15 +30,34 @@ from multiprocessing import Process
 LINKS_PER_SOURCE = 50_000
 
 
-def work(root: str, k: int, files: int, size: int, links: int) -> None:
+def drain(root_fd: int, waiting: list) -> None:
+    if ctypes.CDLL(None, use_errno=True).syncfs(root_fd) != 0:
+        raise OSError(ctypes.get_errno(), "syncfs")
+    for fd in waiting:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    waiting.clear()
+
+
+def work(root: str, k: int, files: int, size: int, links: int, drain_bytes: int) -> None:
     page = b"x" * size
     folder = os.path.join(root, f"pages{k}")
     objects = os.path.join(root, f"objects{k}")
     os.makedirs(folder)
     os.makedirs(objects)
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    waiting: list = []
+    most = max(16, min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4))
     for i in range(files):
         fd = os.open(os.path.join(folder, f"{i:064x}.html"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.write(fd, page)
+        if drain_bytes:
+            waiting.append(fd)
+            if len(waiting) * size > drain_bytes or len(waiting) >= most:
+                drain(root_fd, waiting)
+        else:
+            os.close(fd)
+    for fd in waiting:
         os.close(fd)
     for i in range(links):
         source = os.path.join(root, f"store{k}-{i // LINKS_PER_SOURCE}")
@@ -44,15 +74,22 @@ def main() -> int:
     p.add_argument("--bytes", type=int, default=17_600)
     p.add_argument("--links", type=int, default=188_442)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--hold-mib", type=int, default=0)
+    p.add_argument("--drain-mib", type=int, default=0)
     a = p.parse_args()
     if os.path.exists(a.dir):
         print(f"{a.dir} exists; give a new folder", file=sys.stderr)
         return 2
     os.makedirs(a.dir)
+    held = None
+    if a.hold_mib:
+        held = mmap.mmap(-1, a.hold_mib << 20)
+        for i in range(0, a.hold_mib << 20, mmap.PAGESIZE):
+            held[i] = 1
     w = max(1, a.workers)
     start, before = time.monotonic(), os.times()
     procs = [
-        Process(target=work, args=(a.dir, k, a.files // w + (k < a.files % w), a.bytes, a.links // w + (k < a.links % w)))
+        Process(target=work, args=(a.dir, k, a.files // w + (k < a.files % w), a.bytes, a.links // w + (k < a.links % w), a.drain_mib << 20))
         for k in range(w)
     ]
     for q in procs:
@@ -63,9 +100,12 @@ def main() -> int:
     if any(q.exitcode != 0 for q in procs):
         print("a worker failed", file=sys.stderr)
         return 1
+    if held is not None:
+        held.close()
+    extra = (f", {a.hold_mib} MiB held" if a.hold_mib else "") + (f", drained every {a.drain_mib} MiB" if a.drain_mib else "")
     print(
         f"{a.files} files of {a.bytes} B ({a.files * a.bytes / 1e6:.0f} MB) and {a.links} hard links "
-        f"in {w} processes: {wall:.2f} s wall, system CPU {after.children_system - before.children_system:.1f} s, "
+        f"in {w} processes{extra}: {wall:.2f} s wall, system CPU {after.children_system - before.children_system:.1f} s, "
         f"user CPU {after.children_user - before.children_user:.1f} s"
     )
     return 0

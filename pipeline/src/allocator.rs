@@ -1,5 +1,6 @@
-//! How the `ptxbench` binary's allocator (mimalloc) treats memory it has freed, and how much
-//! memory the process has held at most ([`peak_resident_bytes`]).
+//! How the `ptxbench` binary's allocator (mimalloc) treats memory it has freed, whether the
+//! process gets transparent huge pages ([`no_huge_pages`]), and how much memory it has held at
+//! most ([`peak_resident_bytes`]).
 //!
 //! By default mimalloc gives freed memory back to the system after a second unused
 //! (`madvise(MADV_DONTNEED)`), so that a long-lived process shrinks. `ptxbench site` is a
@@ -25,6 +26,29 @@ pub fn hold_freed_memory() {
     // SAFETY: sets one integer in mimalloc's option table; any value is valid for this option,
     // and mimalloc reads it with atomic loads.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) }
+}
+
+/// Asks the kernel for no transparent huge pages in this process
+/// (`prctl(PR_SET_THP_DISABLE)`, what mimalloc's own `allow_thp = 0` does, an option it reads
+/// only when the process starts); returns whether the kernel took it (never, off Linux).
+/// mimalloc marks its memory for huge pages, and the kernel then zeroes 2 MiB at the first
+/// touch of any byte of it: `ptxbench site`, which takes about a GiB of heap in small pieces
+/// over a few seconds, touches less memory with 4 KiB pages, and fresh memory is what a large
+/// build pays for most (see `site::output::DRAIN_BYTES`). Building the 100k-record site of
+/// `cargo bench -p ptxbench --bench site` on 2 cores, with the drain, alternated on the disk:
+/// 10.23–10.66 s without huge pages against 10.82–14.08 s with them (three runs each); loading
+/// takes about 1 s less and the peak memory is some 50 MiB lower, for about 0.8 s more user CPU
+/// (4 KiB pages miss the TLB more). On tmpfs it gained 1 s in one hour's pairs and nothing in
+/// another's (`artifacts/evidence/site-bench/`). `ptxbench site` calls it first; other commands
+/// keep the kernel's default.
+pub fn no_huge_pages() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a prctl that takes integers only and sets a flag of this process.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
 }
 
 /// The purge delay in force, in milliseconds (-1: never).
@@ -82,6 +106,18 @@ mod tests {
             "peak fell from {during} to {after}"
         );
         assert!(peak_resident_text().ends_with(" MiB"));
+    }
+
+    /// After the call the kernel reports huge pages off for the process.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn huge_pages_go_off() {
+        assert!(no_huge_pages());
+        // SAFETY: a prctl that reads a flag of this process.
+        assert_eq!(
+            unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) },
+            1
+        );
     }
 
     /// The option index names the purge delay: before it is set, it holds mimalloc v3's
