@@ -319,11 +319,13 @@ impl<'a> Folders<'a> {
 #[cfg(target_os = "linux")]
 fn in_memory(dir: &fs::File) -> bool {
     use std::os::fd::AsRawFd as _;
+    // `RAMFS_MAGIC` of `linux/magic.h`, which the libc crate does not name.
+    let ramfs = 0x8584_58f6;
     // SAFETY: `fs` is a plain struct the call fills; `dir` is an open descriptor.
     unsafe {
         let mut fs: libc::statfs = std::mem::zeroed();
         libc::fstatfs(dir.as_raw_fd(), &mut fs) == 0
-            && (fs.f_type == libc::TMPFS_MAGIC || fs.f_type == 0x8584_58f6/* RAMFS_MAGIC */)
+            && (fs.f_type == libc::TMPFS_MAGIC || fs.f_type == ramfs)
     }
 }
 
@@ -346,8 +348,9 @@ fn drain_files_at_most() -> usize {
 }
 
 /// The drain ([`DRAIN_BYTES`]): receives the files the build wrote, still open, until every
-/// writer is done; each time more than `after` bytes (or `most` files) wait, writes the dirty pages of the file system that holds `root` to the disk and
-/// drops the waiting files' pages from the page cache. Files that wait when the build ends are
+/// writer is done; each time more than `after` bytes (or `most` files) wait, writes the dirty
+/// pages of the file system that holds `root` to the disk and drops the waiting files' pages
+/// from the page cache. Files that wait when the build ends are
 /// closed and left to the kernel. Fails if writing to the disk failed (the site may not be
 /// what was rendered); it still takes every file it is sent, so no writer waits on it.
 #[cfg(target_os = "linux")]

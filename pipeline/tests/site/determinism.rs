@@ -124,12 +124,14 @@ fn a_draining_build_writes_the_same_folder_and_leaves_its_pages_on_the_disk() {
     let (drained_cached, drained_all) = cached_pages(&drained);
     assert_eq!(kept_all, drained_all);
     assert!(drained_all > 100, "{drained_all} pages");
+    // `RAMFS_MAGIC` of `linux/magic.h`, which the libc crate does not name.
+    let ramfs = 0x8584_58f6;
     // SAFETY: statfs fills the struct for a NUL-terminated path.
     let in_memory = unsafe {
         let path = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).expect("path");
         let mut fs: libc::statfs = std::mem::zeroed();
         assert_eq!(libc::statfs(path.as_ptr(), &mut fs), 0, "statfs");
-        fs.f_type == libc::TMPFS_MAGIC || fs.f_type == 0x8584_58f6 /* RAMFS_MAGIC */
+        fs.f_type == libc::TMPFS_MAGIC || fs.f_type == ramfs
     };
     if in_memory {
         eprintln!(
