@@ -19,16 +19,15 @@
 //! `artifacts/evidence/site-bench/fresh-memory-2026-12-03.log`). So a `--reuse` run
 //! first deletes the earlier run's site and waits `--settle` seconds (15) for that memory to go
 //! back; as the host takes back only part of it in that time, what a build pays still depends
-//! on what the machine freed before it. Without the wait
-//! (`--settle 0`, the earlier site moved aside and deleted after the timing) runs here
-//! alternated between about 9 and 13 s, the same binary in every other run. Compare builds side
-//! by side, alternated (ABBA), never against a figure from another hour. After the settle a
-//! probe writes `--probe-mib` (64) MiB to a file in `--dir` and prints what a fresh 4 KiB page
-//! of that file system cost at that moment; the file is deleted only after the timing, so the
-//! build gets none of its pages. With it each figure comes with a reading of the machine's
-//! state, as does the CPU time the host stole from this machine during the build and the CPU
-//! time other processes took (`artifacts/evidence/site-bench/` has the runs and what they
-//! showed).
+//! on what the machine freed before it. Without the wait (`--settle 0`, the earlier site moved
+//! aside and deleted after the timing) runs here alternated between about 9 and 13 s, the same
+//! binary in every other run. Compare builds side by side, alternated (ABBA), never against a
+//! figure from another hour. After the settle a probe writes `--probe-mib` (64) MiB to a file
+//! in `--dir` and prints what a fresh 4 KiB page of that file system cost at that moment; the
+//! file is deleted only after the timing, so the build gets none of its pages. With it each
+//! figure comes with a reading of the machine's state, as does the CPU time the host stole
+//! from this machine during the build and the CPU time other processes took
+//! (`artifacts/evidence/site-bench/` has the runs and what they showed).
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.

@@ -317,7 +317,7 @@ impl<'a> Folders<'a> {
 /// would only cost: the kernel tries each dirty page, and drains every CPU's page lists when it
 /// fails).
 #[cfg(target_os = "linux")]
-fn in_memory(dir: &fs::File) -> bool {
+pub fn in_memory(dir: &fs::File) -> bool {
     use std::os::fd::AsRawFd as _;
     // `RAMFS_MAGIC` of `linux/magic.h`, which the libc crate does not name.
     let ramfs = 0x8584_58f6;
@@ -350,9 +350,9 @@ fn drain_files_at_most() -> usize {
 /// The drain ([`DRAIN_BYTES`]): receives the files the build wrote, still open, until every
 /// writer is done; each time more than `after` bytes (or `most` files) wait, writes the dirty
 /// pages of the file system that holds `root` to the disk and drops the waiting files' pages
-/// from the page cache. Files that wait when the build ends are
-/// closed and left to the kernel. Fails if writing to the disk failed (the site may not be
-/// what was rendered); it still takes every file it is sent, so no writer waits on it.
+/// from the page cache. Files that wait when the build ends are closed and left to the kernel.
+/// Fails if writing to the disk failed (the site may not be what was rendered); it still takes
+/// every file it is sent, so no writer waits on it.
 #[cfg(target_os = "linux")]
 fn drain(
     files: std::sync::mpsc::Receiver<(fs::File, u64)>,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ptxbench::site::output::{MARKER, write_site, write_site_draining};
+use ptxbench::site::output::{self, MARKER, write_site, write_site_draining};
 use ptxbench::site::{SiteInput, build};
 use ptxbench::store::Store;
 
@@ -124,15 +124,7 @@ fn a_draining_build_writes_the_same_folder_and_leaves_its_pages_on_the_disk() {
     let (drained_cached, drained_all) = cached_pages(&drained);
     assert_eq!(kept_all, drained_all);
     assert!(drained_all > 100, "{drained_all} pages");
-    // `RAMFS_MAGIC` of `linux/magic.h`, which the libc crate does not name.
-    let ramfs = 0x8584_58f6;
-    // SAFETY: statfs fills the struct for a NUL-terminated path.
-    let in_memory = unsafe {
-        let path = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).expect("path");
-        let mut fs: libc::statfs = std::mem::zeroed();
-        assert_eq!(libc::statfs(path.as_ptr(), &mut fs), 0, "statfs");
-        fs.f_type == libc::TMPFS_MAGIC || fs.f_type == ramfs
-    };
+    let in_memory = output::in_memory(&std::fs::File::open(dir.path()).expect("open the folder"));
     if in_memory {
         eprintln!(
             "{} is in memory (tmpfs): page cache not checked",
