@@ -29,6 +29,11 @@
 //! from this machine during the build and the CPU time other processes took
 //! (`artifacts/evidence/site-bench/` has the runs and what they showed).
 //!
+//! Where the kernel pages out page cache it sees unused (a DAMON `pageout` scheme, as on the
+//! machine of these figures), a `--reuse` run reads most of its store from the disk: files read
+//! a minute before are mostly gone. A store read just before loaded in 1.5–1.8 s against
+//! 2.8–4.6 s from the disk (`artifacts/evidence/site-bench/cold-store-2026-12-03.log`).
+//!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
 
