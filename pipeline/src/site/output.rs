@@ -26,11 +26,12 @@ use crate::store::Store;
 /// dropped (`posix_fadvise(POSIX_FADV_DONTNEED)`), on a thread of its own while the pages go on
 /// rendering. A site of 3 GB then holds some tens of MB of page cache instead of 3 GB of dirty
 /// pages for the kernel to write after the build, and the memory the dropped pages free is what
-/// the next pages are written into. Fresh memory is what a large build pays for most: on the
-/// 2-core virtual machine of the site benchmark, memory that was not used lately costs about
-/// 9 µs per 4 KiB page on first touch, against about 1 µs for memory freed lately. A site
-/// smaller than this never waits for the disk; on a file system held in memory (tmpfs) nothing
-/// is drained.
+/// the next pages are written into. Where fresh memory is dear, it is what a large build pays
+/// for most: on the 2-core virtual machine of the site benchmark, memory that was not used
+/// lately cost about 9 µs per 4 KiB page on first touch in some hours, against about 1 µs for
+/// memory freed lately (in other hours any page cost under 1 µs, and the drain was no slower
+/// than none). A site smaller than this never waits for the disk; on a file system held in
+/// memory (tmpfs) nothing is drained.
 pub const DRAIN_BYTES: u64 = 32 << 20;
 
 /// The file that marks a folder as built by `ptxbench site`.
