@@ -15,9 +15,10 @@
 //! it reads, the site's pages it writes: on a disk they are drained as the build goes, see
 //! `ptxbench::site::output::DRAIN_BYTES`) is faulted in by the host again, at a cost that moves
 //! with the host: here 7–9 µs a 4 KiB page in some hours (under 1 µs in others), against
-//! about 1 µs for memory freed lately and not handed back yet (the host took back about 110 of 3,000 MiB freed in the next 30 s;
-//! `artifacts/evidence/site-bench/fresh-memory-2026-12-03.log`). So a `--reuse` run
-//! first deletes the earlier run's site and waits `--settle` seconds (15) for that memory to go
+//! about 1 µs for memory freed lately and not handed back yet (the host took back about 110
+//! of 3,000 MiB freed in the next 30 s;
+//! `artifacts/evidence/site-bench/fresh-memory-2026-12-03.log`). So a `--reuse` run first
+//! deletes the earlier run's site and waits `--settle` seconds (15) for that memory to go
 //! back; as the host takes back only part of it in that time, what a build pays still depends
 //! on what the machine freed before it. Without the wait (`--settle 0`, the earlier site moved
 //! aside and deleted after the timing) runs here alternated between about 9 and 13 s, the same
