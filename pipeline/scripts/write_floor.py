@@ -13,8 +13,8 @@ the wall time and the system CPU the workers spent. DIR is left for the caller t
 build's heap does: on a virtual machine where memory freed lately is cheap to take again and
 other fresh memory dear, the files then get the dear kind. --drain-mib D makes each worker
 drain as `ptxbench site` does on Linux (`DRAIN_BYTES`): each time more than D MiB of its files
-wait, the file system's dirty pages are written (`syncfs`) and those files' pages dropped from
-the page cache (`posix_fadvise(DONTNEED)`).
+wait, their pages are written (`sync_file_range`, started for every file, then waited for) and
+dropped from the page cache (`posix_fadvise(DONTNEED)`).
 """
 
 import argparse
@@ -30,9 +30,20 @@ from multiprocessing import Process
 LINKS_PER_SOURCE = 50_000
 
 
-def drain(root_fd: int, waiting: list) -> None:
-    if ctypes.CDLL(None, use_errno=True).syncfs(root_fd) != 0:
-        raise OSError(ctypes.get_errno(), "syncfs")
+# sync_file_range flags (linux/fs.h).
+SYNC_FILE_RANGE_WAIT_BEFORE = 1
+SYNC_FILE_RANGE_WRITE = 2
+SYNC_FILE_RANGE_WAIT_AFTER = 4
+
+
+def drain(waiting: list) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    wait_all = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER
+    for flags in (SYNC_FILE_RANGE_WRITE, wait_all):
+        for fd in waiting:
+            if libc.sync_file_range(fd, 0, 0, flags) != 0:
+                raise OSError(ctypes.get_errno(), "sync_file_range")
     for fd in waiting:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
@@ -45,7 +56,6 @@ def work(root: str, k: int, files: int, size: int, links: int, drain_bytes: int)
     objects = os.path.join(root, f"objects{k}")
     os.makedirs(folder)
     os.makedirs(objects)
-    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     waiting: list = []
     most = max(16, min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4))
     for i in range(files):
@@ -54,7 +64,7 @@ def work(root: str, k: int, files: int, size: int, links: int, drain_bytes: int)
         if drain_bytes:
             waiting.append(fd)
             if len(waiting) * size > drain_bytes or len(waiting) >= most:
-                drain(root_fd, waiting)
+                drain(waiting)
         else:
             os.close(fd)
     for fd in waiting:
