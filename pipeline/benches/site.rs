@@ -18,22 +18,33 @@
 //! about 1 µs for memory freed lately and not handed back yet (the host took back about 110
 //! of 3,000 MiB freed in the next 30 s;
 //! `artifacts/evidence/site-bench/fresh-memory-2026-12-03.log`). So a `--reuse` run first
-//! deletes the earlier run's site and waits `--settle` seconds (15) for that memory to go
-//! back; as the host takes back only part of it in that time, what a build pays still depends
-//! on what the machine freed before it. Without the wait (`--settle 0`, the earlier site moved
-//! aside and deleted after the timing) runs here alternated between about 9 and 13 s, the same
-//! binary in every other run. Compare builds side by side, alternated (ABBA), never against a
-//! figure from another hour. After the settle a probe writes `--probe-mib` (64) MiB to a file
-//! in `--dir` and prints what a fresh 4 KiB page of that file system cost at that moment; the
-//! file is deleted only after the timing, so the build gets none of its pages. With it each
-//! figure comes with a reading of the machine's state, as does the CPU time the host stole
-//! from this machine during the build and the CPU time other processes took
+//! moves the earlier run's site aside and waits `--settle` seconds (15) for memory freed before
+//! it to go back; as the host takes back only part of it in that time, what a build pays still
+//! depends on what the machine freed before it. With `--earlier delete --settle 0` (the earlier
+//! site moved aside and deleted after the timing) runs here alternated between about 9 and
+//! 13 s, the same binary in every other run. Compare builds side by side, alternated (ABBA),
+//! never against a figure from another hour. After the settle a probe writes `--probe-mib`
+//! (64) MiB to a file in `--dir` and prints what a fresh 4 KiB page of that file system cost
+//! at that moment; the file is deleted only after the timing, so the build gets none of its
+//! pages. With it each figure comes with a reading of the machine's state, as does the CPU time
+//! the host stole from this machine during the build and the CPU time other processes took
 //! (`artifacts/evidence/site-bench/` has the runs and what they showed).
 //!
 //! Where the kernel pages out page cache it sees unused (a DAMON `pageout` scheme, as on the
 //! machine of these figures), a `--reuse` run reads most of its store from the disk: files read
 //! a minute before are mostly gone. A store read just before loaded in 1.5–1.8 s against
 //! 2.8–4.6 s from the disk (`artifacts/evidence/site-bench/cold-store-2026-12-03.log`).
+//!
+//! The earlier run's site is kept (`DIR/earlier-sites/`), not deleted, because on ext4 without
+//! a journal (the disk of these figures) the kernel does not reuse an inode freed in the last
+//! 60 s, or the last 360 s while its inode table block is dirty: each file a build creates
+//! then scans past the freed inodes of its block group, one buffer lookup each, under the
+//! folder's lock. Deleting the earlier site a minute before each build (`--earlier delete`,
+//! the default until 2026-12-03) made every build pay for the one before it, more with each
+//! run: 8.6, 10.6, 12.8, 14.1 and 13.7 s in five runs in a row, against 8.2–10.3 s with the
+//! sites kept (`artifacts/evidence/site-bench/kept-sites-2026-12-03.log`). A first build, or
+//! CI's on a fresh machine, pays none of it; nor does ext4 with a journal, which skips the
+//! check. Delete the kept sites at least 6 minutes before the next timed build.
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
@@ -90,9 +101,16 @@ struct BenchSiteArgs {
     /// The task suite (default: the repository's `tasks/`).
     #[arg(long)]
     pub tasks: Option<PathBuf>,
-    /// Seconds to wait, after deleting an earlier run's site and before the clock starts, for
-    /// the memory it held to go back to the host (see the module doc); 0 moves the earlier
-    /// site aside instead and deletes it after the timing.
+    /// What becomes of an earlier run's site (`DIR/public`) before the clock starts: `keep`
+    /// moves it into `DIR/earlier-sites/` and deletes nothing, so no inode of the file system
+    /// was freed just before the build (see the module doc); `delete` removes it (with
+    /// `--settle 0`, after the timing instead).
+    #[arg(long, value_enum, default_value_t = Earlier::Keep)]
+    pub earlier: Earlier,
+    /// Seconds to wait, after moving or deleting an earlier run's site and before the clock
+    /// starts, for memory freed before the build to go back to the host (see the module doc);
+    /// with `--earlier delete`, 0 moves the earlier site aside instead and deletes it after
+    /// the timing.
     #[arg(long, default_value_t = 15)]
     pub settle: u64,
     /// MiB to write to a file in --dir after the settle, timed, to report what a fresh page
@@ -103,6 +121,15 @@ struct BenchSiteArgs {
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
+}
+
+/// What a `--reuse` run does with the site an earlier run left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Earlier {
+    /// Moved into `DIR/earlier-sites/`, deleted by no one but the user.
+    Keep,
+    /// Deleted before the build (after it with `--settle 0`).
+    Delete,
 }
 
 /// This process's CPU time so far, user and system, from `/proc/self/stat` (in USER_HZ, 100
@@ -187,6 +214,20 @@ fn probe_fresh_pages(dir: &std::path::Path, mib: u64) -> anyhow::Result<(String,
     ))
 }
 
+/// Moves the site `out` into `DIR/earlier-sites/<n>` (the first free number) and returns where.
+fn keep_earlier(dir: &std::path::Path, out: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let kept = dir.join("earlier-sites");
+    std::fs::create_dir_all(&kept).with_context(|| format!("creating {}", kept.display()))?;
+    let mut n = 1usize;
+    while kept.join(n.to_string()).exists() {
+        n += 1;
+    }
+    let to = kept.join(n.to_string());
+    std::fs::rename(out, &to)
+        .with_context(|| format!("moving {} to {}", out.display(), to.display()))?;
+    Ok(to)
+}
+
 fn main() -> anyhow::Result<()> {
     // As `ptxbench site` does.
     ptxbench::allocator::hold_freed_memory();
@@ -257,25 +298,33 @@ fn main() -> anyhow::Result<()> {
             );
         }
         if !a.generate_only {
-            // With --settle (the default), an earlier run's site is deleted first and the
-            // build waits for the memory it held to go back to the host: every build then
-            // starts from the state of a machine that has not built a site yet, the state CI
-            // builds in. With --settle 0 the earlier site is moved aside before the clock
-            // starts and deleted after it stops (the time printed, not counted): then the
-            // build takes pages that were freed moments before, or were not, in a pattern
-            // that alternated fast and slow runs here.
+            // By default (`--earlier keep`) an earlier run's site is moved aside and kept: no
+            // file is deleted before the build, the state of a machine that has not built a
+            // site in the last minutes (CI's). With `--earlier delete` it is deleted first and
+            // the build waits `--settle` seconds for the memory it held to go back to the host;
+            // with `--settle 0` it is moved aside before the clock starts and deleted after it
+            // stops (the time printed, not counted): then the build takes pages that were freed
+            // moments before, or were not, in a pattern that alternated fast and slow runs here.
             let earlier = a.dir.join("public.earlier");
             if earlier.exists() {
                 std::fs::remove_dir_all(&earlier)
                     .with_context(|| format!("removing {}", earlier.display()))?;
             }
             if out.exists() {
-                if a.settle > 0 {
-                    std::fs::remove_dir_all(&out)
-                        .with_context(|| format!("removing {}", out.display()))?;
-                } else {
-                    std::fs::rename(&out, &earlier)
-                        .with_context(|| format!("moving {} aside", out.display()))?;
+                match (a.earlier, a.settle) {
+                    (Earlier::Keep, _) => {
+                        let kept = keep_earlier(&a.dir, &out)?;
+                        println!(
+                            "kept the earlier run's site as {} (sites kept: {}; delete them at least 6 minutes before a timed build, see the bench's doc)",
+                            kept.display(),
+                            kept.parent()
+                                .map_or(0, |p| std::fs::read_dir(p).map_or(0, |d| d.count()))
+                        );
+                    }
+                    (Earlier::Delete, 0) => std::fs::rename(&out, &earlier)
+                        .with_context(|| format!("moving {} aside", out.display()))?,
+                    (Earlier::Delete, _) => std::fs::remove_dir_all(&out)
+                        .with_context(|| format!("removing {}", out.display()))?,
                 }
             }
             let mut probe_file = None;
