@@ -34,15 +34,15 @@ LINKS_PER_SOURCE = 50_000
 SYNC_FILE_RANGE_WAIT_BEFORE = 1
 SYNC_FILE_RANGE_WRITE = 2
 SYNC_FILE_RANGE_WAIT_AFTER = 4
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
 
 
 def drain(waiting: list) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
     wait_all = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER
     for flags in (SYNC_FILE_RANGE_WRITE, wait_all):
         for fd in waiting:
-            if libc.sync_file_range(fd, 0, 0, flags) != 0:
+            if LIBC.sync_file_range(fd, 0, 0, flags) != 0:
                 raise OSError(ctypes.get_errno(), "sync_file_range")
     for fd in waiting:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)

@@ -22,14 +22,13 @@ use crate::store::Store;
 
 /// How many bytes of written files a build lets wait in the page cache, dirty, before the
 /// drain sends them to the disk and drops them from the cache (Linux): each time more than this
-/// waits, the waiting files' data is written (`sync_file_range`) and their pages dropped
+/// waits, the waiting files' data is written (`sync_file_range`: the site's data only, not the
+/// rest of the file system's dirty pages as `syncfs` did until 2026-12-03, 0.3 s slower on the
+/// site benchmark's disk; the site's metadata is left to the kernel, and the machine had
+/// 36–147 MB dirty when a 100k-record build ended) and their pages dropped
 /// (`posix_fadvise(POSIX_FADV_DONTNEED)`), on a thread of its own while the pages go on
-/// rendering. Only the site's own data is written, not the rest of the file system's dirty
-/// pages (`syncfs` until 2026-12-03, which also wrote a store written just before the build,
-/// and was 0.3 s slower on the site benchmark's disk without one); the site's metadata is left
-/// to the kernel (the machine had 36–147 MB dirty when a 100k-record build ended). A site of
-/// 3 GB then holds some tens of MB of page cache instead of 3 GB of dirty pages for the kernel
-/// to write after the build, and the memory the dropped pages free is what
+/// rendering. A site of 3 GB then holds some tens of MB of page cache instead of 3 GB of dirty
+/// pages for the kernel to write after the build, and the memory the dropped pages free is what
 /// the next pages are written into. Where fresh memory is dear, it is what a large build pays
 /// for most: on the 2-core virtual machine of the site benchmark, memory that was not used
 /// lately cost about 9 µs per 4 KiB page on first touch in some hours, against about 1 µs for
