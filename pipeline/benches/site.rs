@@ -26,8 +26,9 @@
 //! never against a figure from another hour. After the settle a probe writes `--probe-mib`
 //! (64) MiB to a file in `--dir` and prints what a fresh 4 KiB page of that file system cost
 //! at that moment; the file is deleted only after the timing, so the build gets none of its
-//! pages. With it each figure comes with a reading of the machine's state, as does the CPU time
-//! the host stole from this machine during the build and the CPU time other processes took
+//! pages. With it each figure comes with a reading of the machine's state, as do how full the
+//! file system is (blocks and inodes in use: kept sites fill it), the CPU time the host stole
+//! from this machine during the build and the CPU time other processes took
 //! (`artifacts/evidence/site-bench/` has the runs and what they showed).
 //!
 //! Where the kernel pages out page cache it sees unused (a DAMON `pageout` scheme, as on the
@@ -44,7 +45,9 @@
 //! run: 8.6, 10.6, 12.8, 14.1 and 13.7 s in five runs in a row, against 8.2–10.3 s with the
 //! sites kept (`artifacts/evidence/site-bench/kept-sites-2026-12-03.log`). A first build, or
 //! CI's on a fresh machine, pays none of it; nor does ext4 with a journal, which skips the
-//! check. Delete the kept sites at least 6 minutes before the next timed build.
+//! check. Delete the kept sites at least 6 minutes before the next timed build: three minutes
+//! after 4 million files were deleted here, `write_floor.py` took 11.6 s to write 100,000
+//! pages that took 2.7 s eight minutes after (`floor-2026-12-03.log`).
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
@@ -214,6 +217,50 @@ fn probe_fresh_pages(dir: &std::path::Path, mib: u64) -> anyhow::Result<(String,
     ))
 }
 
+/// How full the file system holding `dir` is, blocks and inodes, in words: the state a build
+/// creates its 311k files in (kept sites fill it; see the module doc).
+#[cfg(unix)]
+fn file_system_state(dir: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return "file system: unknown (NUL in the path)".into();
+    };
+    // SAFETY: `s` is a plain struct the call fills; `path` is a NUL-terminated string that
+    // outlives the call.
+    let s = unsafe {
+        let mut s: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(path.as_ptr(), &mut s) != 0 {
+            return format!("file system: unknown ({})", std::io::Error::last_os_error());
+        }
+        s
+    };
+    // The fields' types differ between systems (64 bits on Linux).
+    #[allow(clippy::useless_conversion)]
+    let (blocks, blocks_free, inodes, inodes_free) = (
+        u64::from(s.f_blocks),
+        u64::from(s.f_bfree),
+        u64::from(s.f_files),
+        u64::from(s.f_ffree),
+    );
+    let used = |total: u64, free: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * (total - free) as f64 / total as f64
+        }
+    };
+    format!(
+        "file system: {:.0}% of blocks and {:.0}% of inodes in use",
+        used(blocks, blocks_free),
+        used(inodes, inodes_free)
+    )
+}
+
+#[cfg(not(unix))]
+fn file_system_state(_dir: &std::path::Path) -> String {
+    "file system: unknown".into()
+}
+
 /// Moves the site `out` into `DIR/earlier-sites/<n>` (the first free number) and returns where.
 fn keep_earlier(dir: &std::path::Path, out: &std::path::Path) -> anyhow::Result<PathBuf> {
     let kept = dir.join("earlier-sites");
@@ -336,6 +383,7 @@ fn main() -> anyhow::Result<()> {
                     probe_file = Some(path);
                 }
             }
+            println!("{}", file_system_state(&a.dir));
             let store = Store::open(&store_dir);
             let machine = machine_times();
             let cpu = cpu_times();
