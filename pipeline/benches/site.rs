@@ -47,7 +47,7 @@
 //! CI's on a fresh machine, pays none of it; nor does ext4 with a journal, which skips the
 //! check. Delete the kept sites at least 6 minutes before the next timed build: three minutes
 //! after 4 million files were deleted here, `write_floor.py` took 11.6 s to write 100,000
-//! pages that took 2.7 s eight minutes after (`floor-2026-12-03.log`).
+//! files of 15 KB that took 2.7 s eight minutes after (`floor-2026-12-03.log`).
 //!
 //! A bench target rather than a subcommand so that the synthetic data (shared with the tests,
 //! `tests/support/synthetic.rs`) never ships in the `ptxbench` binary.
@@ -246,7 +246,7 @@ fn file_system_state(dir: &std::path::Path) -> String {
         if total == 0 {
             0.0
         } else {
-            100.0 * (total - free) as f64 / total as f64
+            100.0 * total.saturating_sub(free) as f64 / total as f64
         }
     };
     format!(
