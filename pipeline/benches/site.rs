@@ -236,23 +236,28 @@ fn file_system_state(dir: &std::path::Path) -> String {
     };
     // The fields' types differ between systems (64 bits on Linux).
     #[allow(clippy::useless_conversion)]
-    let (blocks, blocks_free, inodes, inodes_free) = (
+    let (blocks, blocks_free, blocks_avail, inodes, inodes_free, inodes_avail) = (
         u64::from(s.f_blocks),
         u64::from(s.f_bfree),
+        u64::from(s.f_bavail),
         u64::from(s.f_files),
         u64::from(s.f_ffree),
+        u64::from(s.f_favail),
     );
-    let used = |total: u64, free: u64| {
-        if total == 0 {
+    // As `df` counts: used against used plus what this user may still take, so blocks
+    // reserved for others (here most of the disk) do not pass for room.
+    let used = |total: u64, free: u64, avail: u64| {
+        let used = total.saturating_sub(free);
+        if used + avail == 0 {
             0.0
         } else {
-            100.0 * total.saturating_sub(free) as f64 / total as f64
+            100.0 * used as f64 / (used + avail) as f64
         }
     };
     format!(
-        "file system: {:.0}% of blocks and {:.0}% of inodes in use",
-        used(blocks, blocks_free),
-        used(inodes, inodes_free)
+        "file system: {:.0}% of its space and {:.0}% of its inodes in use (as `df` counts)",
+        used(blocks, blocks_free, blocks_avail),
+        used(inodes, inodes_free, inodes_avail)
     )
 }
 
