@@ -146,13 +146,13 @@ impl SiteInput {
             )
         };
         // Every record is read (and re-hashed) first, then all are decoded. From a store on
-        // the disk of the site benchmark's 2-core machine this loaded 100k records in
-        // 3.87–4.42 s against 4.49–5.17 s with each thread decoding what it had just read
-        // (alternated, `artifacts/evidence/site-bench/floor-2026-12-03.log`), with about 2 s
-        // less CPU, likely as reads issued back to back keep the virtual disk busy; a store in
-        // memory loads as fast either way. The price is the records' bytes held until decoded
-        // (peak memory about 1,050 MiB against 900 MiB). A read error is reported before any
-        // decoding error, each the first of its kind in digest order.
+        // the disk of the site benchmark's 2-core machine, loading 100k records and their
+        // blobs took 3.87–4.42 s against 4.49–5.17 s with each thread decoding what it had
+        // just read (alternated, `artifacts/evidence/site-bench/floor-2026-12-03.log`), with
+        // about 2 s less CPU, likely as reads issued back to back keep the virtual disk busy;
+        // a store in memory loads as fast either way. The price is the records' bytes held
+        // until decoded (peak memory about 1,050 MiB against 900 MiB). A read error is
+        // reported before any decoding error, each the first of its kind in digest order.
         let stored = parallel_map_on(read_threads(), &wanted, |(digest, rec_runs)| {
             store.get(digest).map_err(|source| SiteError::Record {
                 what: what(digest, rec_runs),
