@@ -37,8 +37,8 @@ pub struct SiteInput {
     /// The digests of the suite objects loaded (re-hashed) into `suites`.
     pub suite_objects: BTreeSet<Digest>,
     /// The store it was read from: the site copies the objects it names, byte for byte, from
-    /// there (they are read, and re-hashed, as they are written, not held in memory); the run bundles are
-    /// made from it too.
+    /// there (they are read, and re-hashed, as they are written, not held in memory); the run
+    /// bundles are made from it too.
     pub store: Store,
 }
 
