@@ -173,6 +173,7 @@ impl SiteInput {
                 bytes: stored.len() as u64,
             })
         })?;
+        // The records' bytes go before the blobs are read.
         drop(pairs);
 
         let mut blob_refs: BTreeMap<Digest, (Digest, &'static str)> = BTreeMap::new();

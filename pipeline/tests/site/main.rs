@@ -12,6 +12,7 @@ mod cli;
 mod core_set;
 mod determinism;
 mod links;
+mod loading;
 mod metrics;
 mod record_lists;
 mod snapshots;
