@@ -109,18 +109,22 @@ pub fn diff_lines<'a>(old: &'a str, new: &'a str, context: usize) -> LineDiff<'a
 }
 
 /// The lines of `text` as `str::lines` gives them (a `\r` before a `\n` belongs to the line
-/// end), found a byte at a time instead of by a search per line.
+/// end), found by `str::split`, which searches a word at a time.
 fn split_lines(text: &str) -> Vec<&str> {
     let mut out = Vec::with_capacity(crate::site::pages::text::line_count(text));
-    let mut rest = text;
-    while let Some(i) = rest.bytes().position(|b| b == b'\n') {
-        let line = &rest[..i];
-        out.push(line.strip_suffix('\r').unwrap_or(line));
-        rest = &rest[i + 1..];
+    if text.is_empty() {
+        return out;
     }
-    if !rest.is_empty() {
-        out.push(rest);
-    }
+    // A last line with no line end keeps a `\r` it ends with, as `str::lines` does.
+    let (body, last) = match text.strip_suffix('\n') {
+        Some(body) => (body, None),
+        None => match text.rsplit_once('\n') {
+            Some((body, last)) => (body, Some(last)),
+            None => return vec![text],
+        },
+    };
+    out.extend(body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)));
+    out.extend(last);
     out
 }
 
@@ -356,6 +360,10 @@ mod tests {
             "a\rb\n",
             "\r\n\r\n",
             "é\n\nü",
+            "a\r\nb\r",
+            "a\n\r",
+            "\n\n",
+            "x\n\ny\r\n",
         ] {
             assert_eq!(split_lines(t), t.lines().collect::<Vec<_>>(), "{t:?}");
         }

@@ -4,6 +4,8 @@
 //! from the turn before (line diffs of the PTX, of the CUDA source where there is one, and of
 //! the launch plan).
 
+use std::borrow::Cow;
+
 use askama::Template;
 
 use super::text::{SHOWN_BYTES, TextView};
@@ -24,7 +26,7 @@ const DIFF_ROWS: usize = 3000;
 const DIFF_BYTES: usize = SHOWN_BYTES;
 
 #[derive(Debug)]
-pub struct TrajectoryView {
+pub struct TrajectoryView<'c> {
     pub title: String,
     pub entry: Link,
     pub task: Link,
@@ -32,12 +34,12 @@ pub struct TrajectoryView {
     pub root: DigestLink,
     pub facts: Vec<Fact>,
     pub notes: Vec<String>,
-    pub turns: Vec<TurnView>,
+    pub turns: Vec<TurnView<'c>>,
 }
 
 /// One turn: its record, what came of it, what the model was told, what changed.
 #[derive(Debug)]
-pub struct TurnView {
+pub struct TurnView<'c> {
     /// The anchor (`turn-<position>`).
     pub id: String,
     pub turn: String,
@@ -48,7 +50,7 @@ pub struct TurnView {
     pub speedup: Cell,
     pub message: String,
     pub feedback: FeedbackView,
-    pub diffs: Vec<DiffView>,
+    pub diffs: Vec<DiffView<'c>>,
     /// One line for the table of turns: the changes from the turn before.
     pub change: String,
 }
@@ -67,25 +69,29 @@ pub struct FeedbackView {
 
 /// The diff of one text between two turns.
 #[derive(Debug)]
-pub struct DiffView {
+pub struct DiffView<'c> {
     pub label: &'static str,
     pub summary: String,
-    pub rows: Vec<DiffRow>,
+    pub rows: Vec<DiffRow<'c>>,
     /// Empty when every row is shown.
     pub cut: String,
 }
 
 #[derive(Debug)]
-pub struct DiffRow {
+pub struct DiffRow<'c> {
     /// `hunk`, `ctx`, `del` or `ins`.
     pub class: &'static str,
     /// 1-based line numbers in the old and the new text (none on a hunk header).
     pub old: Option<usize>,
     pub new: Option<usize>,
-    pub text: String,
+    /// What the line starts with: `-`, `+`, a space for context, nothing on a hunk header.
+    pub sign: &'static str,
+    /// The line (borrowed from the blob: a trajectory page can show thousands of them) or
+    /// the hunk header.
+    pub text: Cow<'c, str>,
 }
 
-impl DiffRow {
+impl DiffRow<'_> {
     /// The element a row is written as: `del` and `ins` for removed and added lines (what
     /// they mean, for screen readers too), `span` for context and a hunk header (`hunk`).
     /// One short tag a line, as a page can hold thousands of them.
@@ -102,7 +108,7 @@ impl DiffRow {
 #[template(path = "trajectory.html")]
 pub struct TrajectoryPage<'a> {
     pub page: &'a Page,
-    pub v: &'a TrajectoryView,
+    pub v: &'a TrajectoryView<'a>,
 }
 
 fn text_blob<'c>(ctx: &'c Context<'_>, d: Option<Digest>) -> Option<&'c str> {
@@ -192,7 +198,7 @@ fn feedback(
 }
 
 /// The rows of a diff, at most [`DIFF_ROWS`] of them and [`DIFF_BYTES`] of text.
-fn diff_view(label: &'static str, old: Option<&str>, new: Option<&str>) -> DiffView {
+fn diff_view<'c>(label: &'static str, old: Option<&'c str>, new: Option<&'c str>) -> DiffView<'c> {
     let (old, new) = match (old, new) {
         (Some(o), Some(n)) => (o, n),
         (None, Some(_)) => {
@@ -253,32 +259,36 @@ fn diff_view(label: &'static str, old: Option<&str>, new: Option<&str>) -> DiffV
                     class: "hunk",
                     old: None,
                     new: None,
-                    text: h.header(),
+                    sign: "",
+                    text: Cow::Owned(h.header()),
                 });
                 for l in &h.lines {
                     if rows.len() >= DIFF_ROWS || bytes >= DIFF_BYTES {
                         break 'hunks;
                     }
-                    // At most 1000 characters of a line, cut at a character boundary.
-                    let shown = &l.text[..l
-                        .text
-                        .char_indices()
-                        .nth(1000)
-                        .map_or(l.text.len(), |(i, _)| i)];
+                    // At most 1000 characters of a line, cut at a character boundary (a line
+                    // of at most 1000 bytes has at most 1000 characters).
+                    let shown = if l.text.len() <= 1000 {
+                        l.text
+                    } else {
+                        &l.text[..l
+                            .text
+                            .char_indices()
+                            .nth(1000)
+                            .map_or(l.text.len(), |(i, _)| i)]
+                    };
                     bytes += shown.len();
                     let (class, sign) = match l.op {
-                        Op::Equal => ("ctx", ' '),
-                        Op::Delete => ("del", '-'),
-                        Op::Insert => ("ins", '+'),
+                        Op::Equal => ("ctx", " "),
+                        Op::Delete => ("del", "-"),
+                        Op::Insert => ("ins", "+"),
                     };
-                    let mut text = String::with_capacity(1 + shown.len());
-                    text.push(sign);
-                    text.push_str(shown);
                     rows.push(DiffRow {
                         class,
                         old: l.old,
                         new: l.new,
-                        text,
+                        sign,
+                        text: Cow::Borrowed(shown),
                     });
                 }
             }
@@ -307,7 +317,7 @@ fn diff_view(label: &'static str, old: Option<&str>, new: Option<&str>) -> DiffV
     }
 }
 
-pub fn view(ctx: &Context<'_>, t: &Trajectory) -> TrajectoryView {
+pub fn view<'c>(ctx: &'c Context<'_>, t: &Trajectory) -> TrajectoryView<'c> {
     let records = &ctx.input.records;
     let from = paths::trajectory(&t.root);
     let first = &records[t.records[0]];
