@@ -112,18 +112,18 @@ pub fn diff_lines<'a>(old: &'a str, new: &'a str, context: usize) -> LineDiff<'a
 /// end), found by `str::split`, which searches a word at a time.
 fn split_lines(text: &str) -> Vec<&str> {
     let mut out = Vec::with_capacity(crate::site::pages::text::line_count(text));
-    if text.is_empty() {
-        return out;
-    }
-    // A last line with no line end keeps a `\r` it ends with, as `str::lines` does.
-    let (body, last) = match text.strip_suffix('\n') {
-        Some(body) => (body, None),
+    // The lines that end with a line end, and a last one that does not: it keeps a `\r` it
+    // ends with, as `str::lines` does.
+    let (ended, last) = match text.strip_suffix('\n') {
+        Some(ended) => (Some(ended), None),
         None => match text.rsplit_once('\n') {
-            Some((body, last)) => (body, Some(last)),
-            None => return vec![text],
+            Some((ended, last)) => (Some(ended), Some(last)),
+            None => (None, Some(text).filter(|t| !t.is_empty())),
         },
     };
-    out.extend(body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)));
+    if let Some(ended) = ended {
+        out.extend(ended.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)));
+    }
     out.extend(last);
     out
 }
