@@ -84,8 +84,6 @@ pub struct DiffRow<'c> {
     /// 1-based line numbers in the old and the new text (none on a hunk header).
     pub old: Option<usize>,
     pub new: Option<usize>,
-    /// What the line starts with: `-`, `+`, a space for context, nothing on a hunk header.
-    pub sign: &'static str,
     /// The line (borrowed from the blob: a trajectory page can show thousands of them) or
     /// the hunk header.
     pub text: Cow<'c, str>,
@@ -100,6 +98,17 @@ impl DiffRow<'_> {
             "del" => "del",
             "ins" => "ins",
             _ => "span",
+        }
+    }
+
+    /// What the line is written after: `-` or `+` for a removed or added line, a space for
+    /// context, nothing on a hunk header.
+    pub fn sign(&self) -> &'static str {
+        match self.class {
+            "del" => "-",
+            "ins" => "+",
+            "hunk" => "",
+            _ => " ",
         }
     }
 }
@@ -259,7 +268,6 @@ fn diff_view<'c>(label: &'static str, old: Option<&'c str>, new: Option<&'c str>
                     class: "hunk",
                     old: None,
                     new: None,
-                    sign: "",
                     text: Cow::Owned(h.header()),
                 });
                 for l in &h.lines {
@@ -278,16 +286,15 @@ fn diff_view<'c>(label: &'static str, old: Option<&'c str>, new: Option<&'c str>
                             .map_or(l.text.len(), |(i, _)| i)]
                     };
                     bytes += shown.len();
-                    let (class, sign) = match l.op {
-                        Op::Equal => ("ctx", " "),
-                        Op::Delete => ("del", "-"),
-                        Op::Insert => ("ins", "+"),
+                    let class = match l.op {
+                        Op::Equal => "ctx",
+                        Op::Delete => "del",
+                        Op::Insert => "ins",
                     };
                     rows.push(DiffRow {
                         class,
                         old: l.old,
                         new: l.new,
-                        sign,
                         text: Cow::Borrowed(shown),
                     });
                 }
