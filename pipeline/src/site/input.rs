@@ -416,38 +416,27 @@ pub(crate) fn parallel_map_on<T: Sync, U: Send>(
         all
     });
     done.sort_unstable_by_key(|(b, _)| *b);
-    if let Some(i) = done.iter().position(|(_, r)| r.is_err()) {
-        // Every result written is dropped with its block's `Filled`.
-        return Err(match done.swap_remove(i).1 {
-            Err(e) => e,
-            Ok(_) => SiteError::Internal("parallel map: an error vanished".into()),
-        });
+    // The first error in item order; every result written is dropped with its block.
+    let mut filled = Vec::with_capacity(done.len());
+    for (_, r) in done {
+        filled.push(r?);
     }
-    // A block is returned only once each of its items has its result, so it is full.
-    let full = done
-        .iter()
-        .all(|(_, r)| r.as_ref().is_ok_and(|f| f.len == f.slots.len()));
-    let written: usize = done
-        .iter()
-        .filter_map(|(_, r)| r.as_ref().ok())
-        .map(|f| f.len)
-        .sum();
-    if !full || written != items.len() {
+    // No block holds more results than it has slots, and the blocks do not overlap.
+    let written: usize = filled.iter().map(|f| f.len).sum();
+    if written != items.len() {
         return Err(SiteError::Internal(format!(
             "parallel map: {written} results for {} items",
             items.len()
         )));
     }
     // The results now belong to `out`, not to the blocks that wrote them.
-    for (_, filled) in done {
-        if let Ok(f) = filled {
-            std::mem::forget(f);
-        }
+    for f in filled {
+        std::mem::forget(f);
     }
     // SAFETY: the blocks partition `0..items.len()` of `out`'s capacity (`chunks_mut`, each
-    // block taken once), every block returned is full, and together they hold as many results
-    // as there are items (checked above), so each of those slots holds an initialized `U` that
-    // nothing else owns (the blocks' `Filled` were forgotten, not dropped).
+    // block taken once) and together hold as many results as there are items (checked above),
+    // so every block is full and each of those slots holds an initialized `U` that nothing
+    // else owns (the blocks' `Filled` were forgotten, not dropped).
     unsafe { out.set_len(items.len()) };
     Ok(out)
 }
