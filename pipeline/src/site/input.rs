@@ -344,8 +344,9 @@ pub(crate) fn read_threads() -> usize {
 /// Store files read ahead together by a reading thread (see [`Store::get_many`]): each holds
 /// a file open, so a load holds at most [`READS_IN_FLIGHT`] times as many, well under the
 /// usual limit of 1,024 open files a process. From the disk of the site benchmark's 2-core
-/// machine, a 100k-record store loaded in 3.10–3.28 s this way against 3.79–4.27 s a file at
-/// a time, cold, and as fast from memory (`artifacts/evidence/site-bench/read-ahead-*.log`).
+/// machine, a 100k-record store loaded in 3.10–3.60 s this way against 3.79–4.27 s a file at
+/// a time, cold; from memory it costs 0.10–0.15 s more, an advice call per file
+/// (`artifacts/evidence/site-bench/read-ahead-2026-12-03.log`).
 const READ_AHEAD_FILES: usize = 16;
 
 /// `then` of each of `items` and the bytes (or the error) of the store object it names, in
