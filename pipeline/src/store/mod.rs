@@ -332,11 +332,10 @@ impl Store {
             .into_iter()
             .zip(digests)
             .map(|((path, file), d)| {
+                // `File`'s `read_to_end` sizes the buffer from the file's length, as `fs::read`.
                 let bytes = file.and_then(|mut f| {
-                    let len = f.metadata().map_or(0, |m| m.len());
-                    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-                    f.read_to_end(&mut bytes)?;
-                    Ok(bytes)
+                    let mut bytes = Vec::new();
+                    f.read_to_end(&mut bytes).map(|_| bytes)
                 });
                 checked(d, path, bytes)
             })
