@@ -13,8 +13,8 @@ use crate::arch::Arch;
 use crate::candidate::bind::{self, ResolvedLaunch, ResolvedParam};
 use crate::candidate::plan::{LaunchPlan, PlanProblem};
 use crate::candidate::{Candidate, KernelLang};
-use crate::cuda::nvrtc;
 use crate::digest::Digest;
+use crate::sandbox::nvrtc;
 use crate::task::Task;
 use crate::toolchain::ptxas;
 
@@ -167,13 +167,13 @@ pub fn check(candidate: &Candidate, task: &Task, opts: &CheckOptions) -> CheckRe
                 });
                 out.ptx
             }
-            Err(nvrtc::NvrtcError::LibraryMissing(e)) => {
+            Err(e @ (nvrtc::CompileError::LibraryMissing(_) | nvrtc::CompileError::Harness(_))) => {
                 r.warnings
                     .push(format!("cannot compile CUDA C++ here: {e}"));
                 return r;
             }
-            Err(e) => {
-                r.fail(FailureClass::Compilation, vec![e.to_string()]);
+            Err(nvrtc::CompileError::Source(e)) => {
+                r.fail(FailureClass::Compilation, vec![e]);
                 return r;
             }
         },
@@ -254,8 +254,22 @@ pub fn check(candidate: &Candidate, task: &Task, opts: &CheckOptions) -> CheckRe
                 }
                 Ok(res)
             }
-            Err(e) => {
+            Err(e @ crate::toolchain::ToolError::NotFound { .. }) => {
                 r.warnings.push(format!("ptxas not run for {a}: {e}"));
+                Err(e.to_string())
+            }
+            // ptxas started but gave no result (killed at its limit): the check cannot say
+            // the code compiles, so for the target arch it fails, naming the step.
+            Err(e) => {
+                if a == arch {
+                    r.fail(
+                        FailureClass::Compilation,
+                        vec![format!("ptxas -arch={a} did not finish: {e}")],
+                    );
+                } else {
+                    r.warnings
+                        .push(format!("ptxas -arch={a} did not finish: {e}"));
+                }
                 Err(e.to_string())
             }
         };

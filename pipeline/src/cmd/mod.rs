@@ -77,6 +77,9 @@ pub enum Command {
     /// Internal: evaluate one request from stdin in this process (used by `eval` and `run`).
     #[command(hide = true)]
     Worker { dir: PathBuf },
+    /// Internal: compile one candidate's CUDA C++ from stdin (the compiler sandbox's child).
+    #[command(hide = true, name = "compile-cuda")]
+    CompileCuda,
 }
 
 /// Runs a parsed command line.
@@ -103,6 +106,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Worker { dir } => {
             crate::engine::worker::serve(&dir)
                 .with_context(|| format!("worker in {}", dir.display()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::CompileCuda => {
+            crate::sandbox::nvrtc::serve().context("compile-cuda")?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -1,7 +1,9 @@
 //! CUDA C++ device code (with inline PTX) to PTX through NVRTC, in process.
 //!
 //! The options and NVRTC version are returned with the PTX so a record can say exactly how the
-//! PTX was made. No host code is compiled: NVRTC accepts device code only.
+//! PTX was made. No host code is compiled: NVRTC accepts device code only. In process, this
+//! compiles the harness's own sources; a candidate's source is compiled by the same code in a
+//! sandboxed child (`crate::sandbox::nvrtc`), never here.
 
 use std::ffi::{CStr, CString};
 use std::path::PathBuf;
@@ -9,10 +11,9 @@ use std::path::PathBuf;
 use cudarc::nvrtc::{result, sys};
 
 use super::library::{self, CudaLibrary, LibraryNotFound};
-use crate::arch::Arch;
 
 /// The PTX NVRTC produced, with how it was produced.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NvrtcOutput {
     pub ptx: String,
     /// NVRTC's log (warnings); empty when it printed nothing.
@@ -38,9 +39,12 @@ pub enum NvrtcError {
     Internal(String),
 }
 
-/// The options used for a candidate's CUDA C++ (recorded with the output).
-pub fn options(arch: Arch, include_dirs: &[PathBuf]) -> Vec<String> {
-    options_for(&format!("compute_{}", &arch.as_str()[3..]), include_dirs)
+/// The options for a candidate's CUDA C++ (recorded with the output): the folder of the
+/// (in-memory) source is not searched for headers, only `include_dirs`.
+pub fn candidate_options(virtual_arch: &str, include_dirs: &[PathBuf]) -> Vec<String> {
+    let mut opts = options_for(virtual_arch, include_dirs);
+    opts.push("--no-source-include".to_string());
+    opts
 }
 
 fn options_for(virtual_arch: &str, include_dirs: &[PathBuf]) -> Vec<String> {
@@ -78,22 +82,29 @@ pub fn default_include_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-/// Compiles `source` (device code) to PTX for `arch`.
-pub fn compile(source: &str, name: &str, arch: Arch) -> Result<NvrtcOutput, NvrtcError> {
-    compile_for(source, name, &format!("compute_{}", &arch.as_str()[3..]))
-}
-
-/// Compiles `source` to PTX for a virtual architecture such as `compute_90`.
+/// Compiles the harness's own `source` to PTX for a virtual architecture such as `compute_90`.
 pub fn compile_for(
     source: &str,
     name: &str,
     virtual_arch: &str,
 ) -> Result<NvrtcOutput, NvrtcError> {
+    compile_with(
+        source,
+        name,
+        &options_for(virtual_arch, &default_include_dirs()),
+    )
+}
+
+/// Compiles `source` with exactly `options`.
+pub fn compile_with(
+    source: &str,
+    name: &str,
+    options: &[String],
+) -> Result<NvrtcOutput, NvrtcError> {
     if let Some(i) = source.bytes().position(|b| b == 0) {
         return Err(NvrtcError::NulByte(i));
     }
     let lib = library::load(CudaLibrary::Nvrtc)?;
-    let options = options_for(virtual_arch, &default_include_dirs());
     let src = CString::new(source).map_err(|e| NvrtcError::NulByte(e.nul_position()))?;
     let cname =
         CString::new(name.replace('\0', "")).map_err(|e| NvrtcError::Internal(e.to_string()))?;
@@ -108,7 +119,7 @@ pub fn compile_for(
 
     let prog = result::create_program(&src, Some(&cname)).map_err(internal)?;
     // SAFETY: `prog` is a live program until destroy_program below; the options outlive the call.
-    let compiled = unsafe { result::compile_program(prog, &options) };
+    let compiled = unsafe { result::compile_program(prog, options) };
     // SAFETY: as above.
     let log = unsafe { result::get_program_log(prog) }
         .map(|raw| c_chars_to_string(&raw))
@@ -117,7 +128,7 @@ pub fn compile_for(
         Err(e) => Err(NvrtcError::Compile {
             status: format!("{e:?}"),
             log: log.clone(),
-            options: options.clone(),
+            options: options.to_vec(),
         }),
         // SAFETY: as above.
         Ok(()) => unsafe { result::get_ptx(prog) }
@@ -130,7 +141,7 @@ pub fn compile_for(
     Ok(NvrtcOutput {
         ptx,
         log: log.trim().to_string(),
-        options,
+        options: options.to_vec(),
         nvrtc_version: (major, minor),
         library: lib.path,
     })

@@ -27,7 +27,10 @@ pub fn run_isolated(exe: &Path, req: &Request, limit: Duration) -> Outcome {
         Ok(b) => b,
         Err(e) => return Outcome::failed(Verdict::Other, "worker", e.to_string()),
     };
-    let mut child = match Command::new(exe)
+    let mut cmd = Command::new(exe);
+    // The worker runs a candidate: it gets no API key or token of ours.
+    crate::secrets::scrub(&mut cmd);
+    let mut child = match cmd
         .arg("worker")
         .arg(dir.path())
         .stdin(Stdio::piped())
@@ -68,7 +71,7 @@ pub fn run_isolated(exe: &Path, req: &Request, limit: Duration) -> Outcome {
             Err(_) => break None,
         }
     };
-    let stderr = err_reader.join().unwrap_or_default();
+    let stderr = crate::secrets::redact(&err_reader.join().unwrap_or_default()).into_owned();
     let tail: String = stderr
         .chars()
         .rev()

@@ -5,13 +5,14 @@
 //! inventory, so "SASS absent" is only ever said about code that was actually disassembled.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
+use crate::sandbox::Limits;
 use crate::task::{Target, TargetFamily, Task};
 use crate::toolchain::{self, Tool, ToolError};
 
@@ -187,10 +188,15 @@ pub fn disassemble_with(path: &Path, cubin: &[u8]) -> Result<SassInventory, Sass
     let dir = tempfile::tempdir().map_err(io)?;
     let file = dir.path().join("kernel.cubin");
     std::fs::write(&file, cubin).map_err(io)?;
-    let out = toolchain::run(Command::new(path).arg("-c").arg(&file), TIME_LIMIT)
+    let limits = Limits {
+        wall: TIME_LIMIT,
+        memory: 8 << 30,
+    };
+    let out = toolchain::run(path, &[OsStr::new("-c"), file.as_os_str()], limits)
         .map_err(SassError::Run)?;
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr)
+        let stderr = out
+            .stderr
             .replace(&file.display().to_string(), "kernel.cubin")
             .trim()
             .to_string();

@@ -22,10 +22,17 @@ pub struct Message {
 }
 
 impl Message {
+    /// A message whose content is redacted of every secret this process holds: a message
+    /// is sent to an endpoint and stored, so no secret may ride in it.
     pub fn new(role: &str, content: impl Into<String>) -> Message {
+        let content: String = content.into();
+        let content = match crate::secrets::redact(&content) {
+            std::borrow::Cow::Borrowed(_) => content,
+            std::borrow::Cow::Owned(clean) => clean,
+        };
         Message {
             role: role.to_string(),
-            content: content.into(),
+            content,
         }
     }
 }

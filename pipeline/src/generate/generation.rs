@@ -178,6 +178,10 @@ impl Generation {
                 })?),
                 None => None,
             };
+            // Whatever the variable is called, its value never leaves in a text.
+            if let Some(k) = &key {
+                crate::secrets::register(k);
+            }
             clients.push(ChatClient::new(
                 m.url(),
                 key,

@@ -3,13 +3,16 @@
 //! They need no GPU (the PyPI wheels `nvidia-cuda-nvcc` and `nvidia-cuda-nvdisasm` run on any
 //! x86-64 Linux), so compiling PTX for sm_90a and sm_100a is tested on CPU machines.
 //! Search order, first hit wins: `PTXBENCH_CUDA_BIN` (colon-separated folders), `$CUDA_HOME/bin`,
-//! `$CUDA_PATH/bin`, `PATH`, `/usr/local/cuda/bin`.
+//! `$CUDA_PATH/bin`, `PATH`, `/usr/local/cuda/bin`. Every tool runs in the sandbox
+//! ([`crate::sandbox`]): its input may be a candidate's.
 
 pub mod ptxas;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::sandbox::{self, Finished, Limits, SandboxError};
 
 /// A tool the pipeline can use when it is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -36,8 +39,16 @@ pub enum ToolError {
     NotFound { tool: Tool, searched: Vec<PathBuf> },
     #[error("could not run {}: {reason}", .path.display())]
     Spawn { path: PathBuf, reason: String },
-    #[error("{} did not finish within {} s and was killed", .path.display(), .limit.as_secs())]
-    TimedOut { path: PathBuf, limit: Duration },
+    #[error("{} did not finish within {} s and was killed (it runs under {})", tool_name(.path), .limits.wall.as_secs(), .limits.describe())]
+    TimedOut { path: PathBuf, limits: Limits },
+}
+
+/// A tool's file name: where it is installed is noise in a message that may be stored.
+fn tool_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 fn display(dirs: &[PathBuf]) -> String {
@@ -84,7 +95,11 @@ pub fn locate(tool: Tool) -> Result<PathBuf, ToolError> {
 
 /// The first line of `tool --version` that names a release, e.g. `release 13.0, V13.0.88`.
 pub fn version(path: &Path) -> Result<String, ToolError> {
-    let out = run(Command::new(path).arg("--version"), Duration::from_secs(30))?;
+    let limits = Limits {
+        wall: Duration::from_secs(30),
+        memory: 1 << 30,
+    };
+    let out = run(path, &[OsStr::new("--version")], limits)?;
     let text = String::from_utf8_lossy(&out.stdout);
     Ok(text
         .lines()
@@ -93,52 +108,16 @@ pub fn version(path: &Path) -> Result<String, ToolError> {
         .unwrap_or_else(|| text.lines().last().unwrap_or("").trim().to_string()))
 }
 
-/// Runs a command to completion, killing it after `limit`.
-pub fn run(cmd: &mut Command, limit: Duration) -> Result<Output, ToolError> {
-    let path = PathBuf::from(cmd.get_program());
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| ToolError::Spawn {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
-    // Drain the pipes on threads so a chatty tool cannot block on a full pipe.
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let out_t = std::thread::spawn(move || read_all(stdout.as_mut()));
-    let err_t = std::thread::spawn(move || read_all(stderr.as_mut()));
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(ToolError::TimedOut { path, limit });
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => {
-                return Err(ToolError::Spawn {
-                    path,
-                    reason: e.to_string(),
-                });
-            }
-        }
-    };
-    Ok(Output {
-        status,
-        stdout: out_t.join().unwrap_or_default(),
-        stderr: err_t.join().unwrap_or_default(),
+/// Runs the tool at `path` with `args` in the sandbox, to completion or its limits.
+pub fn run(path: &Path, args: &[&OsStr], limits: Limits) -> Result<Finished, ToolError> {
+    sandbox::run(path, args, &[], b"", limits).map_err(|e| match e {
+        SandboxError::TimedOut { limits, .. } => ToolError::TimedOut {
+            path: path.to_path_buf(),
+            limits,
+        },
+        SandboxError::Spawn { reason, .. } => ToolError::Spawn {
+            path: path.to_path_buf(),
+            reason,
+        },
     })
-}
-
-fn read_all(r: Option<&mut impl std::io::Read>) -> Vec<u8> {
-    let mut buf = Vec::new();
-    if let Some(r) = r {
-        let _ = r.read_to_end(&mut buf);
-    }
-    buf
 }

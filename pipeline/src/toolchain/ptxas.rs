@@ -1,14 +1,11 @@
 //! PTX to cubin with ptxas, with the resource usage it reports (`-v`).
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
 use super::{Tool, ToolError, locate, run, version};
 use crate::arch::Arch;
-
-/// How long ptxas may take on one candidate.
-pub const TIME_LIMIT: Duration = Duration::from_secs(180);
+use crate::sandbox::Limits;
 
 /// Resources ptxas reports for one function.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -51,17 +48,23 @@ pub fn compile_with(path: &Path, ptx: &str, arch: Arch) -> Result<PtxasResult, T
     let input = dir.path().join("kernel.ptx");
     let output = dir.path().join("kernel.cubin");
     std::fs::write(&input, ptx).map_err(spawn_err)?;
+    let arch_flag = format!("-arch={arch}");
     let out = run(
-        Command::new(path)
-            .arg(format!("-arch={arch}"))
-            .arg("-v")
-            .arg("-o")
-            .arg(&output)
-            .arg(&input),
-        TIME_LIMIT,
+        path,
+        &[
+            OsStr::new(&arch_flag),
+            OsStr::new("-v"),
+            OsStr::new("-o"),
+            output.as_os_str(),
+            input.as_os_str(),
+        ],
+        Limits::PTXAS.from_env(),
     )?;
-    let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
+    let mut log = out.stderr.clone();
     log.push_str(&String::from_utf8_lossy(&out.stdout));
+    if let Some(end) = out.abnormal_end() {
+        log.push_str(&format!("\nptxas {end}\n"));
+    }
     // The temp folder's name is noise in a log that gets stored and compared.
     let log = log.replace(&input.display().to_string(), "kernel.ptx");
     let ok = out.status.success();

@@ -218,3 +218,35 @@ fn issue_15_huge_replicas_and_timeouts_are_clear_errors() {
         assert!(start.elapsed() < Duration::from_secs(10));
     }
 }
+
+/// Issue 41: a model whose kernel includes the process's environment (or a host file) gets a
+/// refusal that names the include; the API key reaches neither the endpoint (in any request
+/// body) nor any file of the store or the output.
+#[test]
+fn issue_41_an_include_of_the_environment_leaks_no_key() {
+    let hostile =
+        good_answer().replacen("```cuda\n", "```cuda\n#include \"/proc/self/environ\"\n", 1);
+    assert_ne!(hostile, good_answer());
+    let canned = canned_dir(&[(0, hostile), (1, good_answer())], "");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let work = tempfile::tempdir().expect("work");
+    let (code, stdout, stderr) =
+        generate(work.path(), &manifest(&server.url(), 1, "[1, 4]", ""), &[]);
+    let served = server.served();
+    assert!(served.len() >= 2, "{stdout}\n{stderr}");
+    for s in &served {
+        let body = String::from_utf8_lossy(&s.body);
+        assert!(
+            !body.contains(SECRET),
+            "request {} carries the key",
+            s.index
+        );
+        assert!(!body.contains("PTXBENCH_TEST_KEY"), "request {}", s.index);
+    }
+    // The repair prompt says what was refused, and why.
+    let second = String::from_utf8_lossy(&served[1].body);
+    assert!(second.contains("/proc/self/environ"), "{second}");
+    assert!(second.contains("is refused"), "{second}");
+    assert_nowhere(work.path(), SECRET);
+    let _ = code;
+}

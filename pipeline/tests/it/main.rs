@@ -9,6 +9,7 @@ mod prompts;
 mod published;
 mod reference;
 mod runner;
+mod sandbox;
 mod zoo;
 mod zoo_static;
 

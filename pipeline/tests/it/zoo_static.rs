@@ -2,7 +2,6 @@
 //! its trick needs in the SASS (the GPU verdicts are in `zoo.rs`).
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use ptxbench::arch::Arch;
@@ -88,11 +87,12 @@ fn listing(r: &CheckReport) -> String {
     let file = dir.path().join("kernel.cubin");
     std::fs::write(&file, cubin).expect("write");
     let nvdisasm = toolchain::locate(Tool::Nvdisasm).expect("nvdisasm");
-    let out = toolchain::run(
-        Command::new(nvdisasm).arg("-c").arg(&file),
-        Duration::from_secs(60),
-    )
-    .expect("nvdisasm runs");
+    let limits = ptxbench::sandbox::Limits {
+        wall: Duration::from_secs(60),
+        memory: 8 << 30,
+    };
+    let out = toolchain::run(&nvdisasm, &["-c".as_ref(), file.as_os_str()], limits)
+        .expect("nvdisasm runs");
     assert!(out.status.success(), "nvdisasm failed");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

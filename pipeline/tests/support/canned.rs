@@ -79,6 +79,8 @@ pub struct Served {
     /// Assistant messages already in the conversation.
     pub turn: usize,
     pub directive: Directive,
+    /// The request's body as it arrived (headers, the API key's among them, are not kept).
+    pub body: Vec<u8>,
 }
 
 struct State {
@@ -285,6 +287,7 @@ fn handle_connection(state: &State, mut stream: TcpStream) -> std::io::Result<()
             model: model.clone(),
             turn,
             directive: directive.clone(),
+            body: body.clone(),
         });
     let answer = state
         .answers

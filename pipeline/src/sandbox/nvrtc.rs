@@ -1,0 +1,146 @@
+//! Model-written CUDA C++ to PTX with NVRTC, in a sandboxed child (`ptxbench compile-cuda`).
+//!
+//! The parent screens the includes, locates NVRTC and the CUDA headers, and sends the child
+//! a [`Job`] on stdin; the child, with an empty environment but for the library folder, compiles
+//! with `--no-source-include` and prints a [`Reply`] as JSON. A child that hangs is killed at
+//! its limit and one that crashes is a compile failure: both are the source's doing.
+
+use std::path::{Path, PathBuf};
+
+use crate::arch::Arch;
+use crate::cuda::nvrtc::{self as cuda_nvrtc, NvrtcError, NvrtcOutput};
+use crate::cuda::{CudaLibrary, library};
+
+use super::{Limits, SandboxError};
+
+/// The hidden subcommand the child runs.
+pub const SUBCOMMAND: &str = "compile-cuda";
+
+/// What the child is asked to compile.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct Job {
+    pub source: String,
+    pub name: String,
+    pub virtual_arch: String,
+    pub include_dirs: Vec<PathBuf>,
+}
+
+/// What the child answers.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub enum Reply {
+    Compiled(NvrtcOutput),
+    Failed {
+        status: String,
+        log: String,
+        options: Vec<String>,
+    },
+    Internal(String),
+}
+
+/// Why a candidate's CUDA C++ did not become PTX.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// NVRTC is not installed here: the harness's problem, not the candidate's.
+    #[error(transparent)]
+    LibraryMissing(#[from] library::LibraryNotFound),
+    /// The sandbox could not start: the harness's problem, not the candidate's.
+    #[error("the compiler sandbox could not run: {0}")]
+    Harness(String),
+    /// The source was refused or did not compile (the candidate's doing).
+    #[error("{0}")]
+    Source(String),
+}
+
+/// Compiles `source` for `arch` in the sandbox.
+pub fn compile(source: &str, name: &str, arch: Arch) -> Result<NvrtcOutput, CompileError> {
+    let refused = super::includes::screen(source);
+    if !refused.is_empty() {
+        let lines: Vec<String> = refused.iter().map(ToString::to_string).collect();
+        return Err(CompileError::Source(format!(
+            "the CUDA source was not compiled:\n{}",
+            lines.join("\n")
+        )));
+    }
+    let lib = library::locate(CudaLibrary::Nvrtc)?;
+    let lib_dir = lib.parent().map(Path::to_path_buf).unwrap_or_default();
+    let job = Job {
+        source: source.to_string(),
+        name: name.to_string(),
+        virtual_arch: virtual_arch(arch),
+        include_dirs: cuda_nvrtc::default_include_dirs(),
+    };
+    let body = serde_json::to_vec(&job).map_err(|e| CompileError::Harness(e.to_string()))?;
+    let exe = super::executable().map_err(|e| CompileError::Harness(e.to_string()))?;
+    let lib_dir = lib_dir.to_string_lossy();
+    let env = [("PTXBENCH_CUDA_LIB_PATH", lib_dir.as_ref())];
+    let limits = Limits::NVRTC.from_env();
+    let finished = match super::run(&exe, &[SUBCOMMAND.as_ref()], &env, &body, limits) {
+        Ok(f) => f,
+        Err(SandboxError::TimedOut { limits, .. }) => {
+            return Err(CompileError::Source(format!(
+                "NVRTC did not finish within {} s and was killed (it runs under {})",
+                limits.wall.as_secs(),
+                limits.describe()
+            )));
+        }
+        Err(e) => return Err(CompileError::Harness(e.to_string())),
+    };
+    let reply = serde_json::from_slice::<Reply>(&finished.stdout);
+    match reply {
+        Ok(Reply::Compiled(out)) => Ok(out),
+        Ok(Reply::Failed {
+            status,
+            log,
+            options,
+        }) => Err(CompileError::Source(
+            NvrtcError::Compile {
+                status,
+                log,
+                options,
+            }
+            .to_string(),
+        )),
+        Ok(Reply::Internal(e)) => Err(CompileError::Harness(format!("NVRTC: {e}"))),
+        Err(_) => {
+            let how = finished
+                .abnormal_end()
+                .unwrap_or_else(|| format!("exited with {}", finished.status));
+            let tail: String = finished.stderr.chars().take(2000).collect();
+            Err(CompileError::Source(format!(
+                "NVRTC ended without a result: {how}\n{tail}"
+            )))
+        }
+    }
+}
+
+fn virtual_arch(arch: Arch) -> String {
+    format!("compute_{}", &arch.as_str()[3..])
+}
+
+/// The child's side: read a [`Job`] from stdin, compile, print the [`Reply`].
+pub fn serve() -> std::io::Result<()> {
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin(), &mut body)?;
+    let reply = match serde_json::from_slice::<Job>(&body) {
+        Err(e) => Reply::Internal(format!("bad job: {e}")),
+        Ok(job) => {
+            let options = cuda_nvrtc::candidate_options(&job.virtual_arch, &job.include_dirs);
+            match cuda_nvrtc::compile_with(&job.source, &job.name, &options) {
+                Ok(out) => Reply::Compiled(out),
+                Err(NvrtcError::Compile {
+                    status,
+                    log,
+                    options,
+                }) => Reply::Failed {
+                    status,
+                    log,
+                    options,
+                },
+                Err(e) => Reply::Internal(e.to_string()),
+            }
+        }
+    };
+    let json = serde_json::to_vec(&reply).map_err(std::io::Error::other)?;
+    use std::io::Write as _;
+    std::io::stdout().lock().write_all(&json)
+}

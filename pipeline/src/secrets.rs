@@ -1,0 +1,178 @@
+//! Secret values this process holds, and their redaction from any text that leaves it.
+//!
+//! Defence in depth behind the compiler sandbox: whatever a child process prints, whatever a
+//! prompt or a feedback message holds, is passed through [`redact`] before it is sent, stored
+//! or shown. The secrets are the values of environment variables whose names say they are
+//! secret (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*AUTH*`),
+//! and every value [`register`]ed (an endpoint's API key, whatever its variable is called).
+//! Values shorter than 8 characters are not treated as secrets: redacting them would mangle
+//! ordinary text and they protect nothing.
+
+use std::borrow::Cow;
+use std::sync::{OnceLock, RwLock};
+
+/// The shortest value treated as a secret.
+const MIN_LEN: usize = 8;
+
+/// What replaces a secret value.
+pub const REDACTED: &str = "[redacted]";
+
+/// A set of secret values.
+#[derive(Debug, Default)]
+pub struct Secrets {
+    values: Vec<String>,
+}
+
+impl Secrets {
+    /// The secrets of an environment given as (name, value) pairs.
+    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Secrets {
+        let mut s = Secrets::default();
+        for (name, value) in vars {
+            if is_secret_name(&name) {
+                s.add(value);
+            }
+        }
+        s
+    }
+
+    /// Adds a value (ignored when shorter than 8 characters).
+    pub fn add(&mut self, value: String) {
+        if value.len() >= MIN_LEN && !self.values.contains(&value) {
+            self.values.push(value);
+            // Longest first, so a secret that contains another is replaced whole.
+            self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        }
+    }
+
+    /// `text` with every secret value replaced by [`REDACTED`].
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for v in &self.values {
+            if out.contains(v.as_str()) {
+                out = Cow::Owned(out.replace(v.as_str(), REDACTED));
+            }
+        }
+        out
+    }
+
+    /// Whether `text` holds a secret value.
+    pub fn leaks(&self, text: &[u8]) -> bool {
+        self.values
+            .iter()
+            .any(|v| text.windows(v.len()).any(|w| w == v.as_bytes()))
+    }
+}
+
+fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+    ]
+    .iter()
+    .any(|w| upper.contains(w))
+}
+
+fn global() -> &'static RwLock<Secrets> {
+    static SECRETS: OnceLock<RwLock<Secrets>> = OnceLock::new();
+    SECRETS.get_or_init(|| {
+        let vars = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        RwLock::new(Secrets::from_vars(vars))
+    })
+}
+
+/// Treats `value` as a secret of this process from now on.
+pub fn register(value: &str) {
+    let mut s = global().write().unwrap_or_else(|e| e.into_inner());
+    s.add(value.to_string());
+}
+
+/// Removes from `cmd`'s environment every variable that is secret by its name or its value,
+/// for a child that needs the rest of this process's environment (the GPU worker).
+pub fn scrub(cmd: &mut std::process::Command) {
+    let s = global().read().unwrap_or_else(|e| e.into_inner());
+    for (name, value) in std::env::vars_os() {
+        let secret_name = name.to_str().is_none_or(is_secret_name);
+        if secret_name || s.leaks(value.as_encoded_bytes()) {
+            cmd.env_remove(name);
+        }
+    }
+}
+
+/// `text` with every secret value of this process replaced by [`REDACTED`].
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let s = global().read().unwrap_or_else(|e| e.into_inner());
+    match s.redact(text) {
+        Cow::Borrowed(_) => Cow::Borrowed(text),
+        Cow::Owned(o) => Cow::Owned(o),
+    }
+}
+
+/// Bytes with every secret value replaced; bytes that are not UTF-8 are redacted as text
+/// read lossily only when they hold a secret, and kept exactly otherwise.
+pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
+    let s = global().read().unwrap_or_else(|e| e.into_inner());
+    if !s.leaks(bytes) {
+        return bytes.to_vec();
+    }
+    s.redact(&String::from_utf8_lossy(bytes))
+        .into_owned()
+        .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn values_of_secret_names_are_redacted() {
+        let s = Secrets::from_vars(vars(&[
+            ("OPENAI_API_KEY", "sk-abcdefgh12345"),
+            ("GITHUB_TOKEN", "ghp_zzzzzzzzzz"),
+            ("HOME", "/home/someone-long"),
+            ("SHORT_KEY", "abc"),
+        ]));
+        let text = "key=sk-abcdefgh12345 tok=ghp_zzzzzzzzzz home=/home/someone-long abc";
+        assert_eq!(
+            s.redact(text),
+            "key=[redacted] tok=[redacted] home=/home/someone-long abc"
+        );
+        assert!(s.leaks(text.as_bytes()));
+        assert!(!s.leaks(b"nothing here"));
+    }
+
+    #[test]
+    fn a_secret_inside_another_is_replaced_whole() {
+        let mut s = Secrets::default();
+        s.add("secret-1234".into());
+        s.add("my-secret-12345678".into());
+        assert_eq!(s.redact("my-secret-12345678"), "[redacted]");
+    }
+
+    #[test]
+    fn registered_values_are_redacted_by_the_process() {
+        register("registered-value-for-the-test");
+        assert_eq!(
+            redact("a registered-value-for-the-test b"),
+            "a [redacted] b"
+        );
+        assert_eq!(
+            redact_bytes(b"x registered-value-for-the-test"),
+            b"x [redacted]".to_vec()
+        );
+        assert!(matches!(redact("clean"), Cow::Borrowed("clean")));
+    }
+}
