@@ -320,10 +320,14 @@ Multi-head attention forward that also returns the log-sum-exp of the scores: th
 FLOPs: {flops} (Q K^T and P V, two FLOPs per multiply-add{halved}). Bytes: Q, K, V read once,
 O and LSE written once.
 
-Tolerances. O: allclose, rtol 2e-2 and atol 2e-2. O is a convex combination of rows of V
-(|O| <= max |V|), a flash-style kernel rounds P to bf16 before the P V product (2^-9 relative per
-term) and O to bf16 at the end; 2e-2 leaves margin for both and still fails a wrong mask, scale
-or row. LSE: allclose, rtol 1e-3 and atol 1e-3. LSE comes from fp32 scores with an fp32 running
+Tolerances. O: allclose, rtol 2e-2 and atol 2e-2, and relative L2 error at most 8e-3. O is a
+convex combination of rows of V (|O| <= max |V|), a flash-style kernel rounds P to bf16 before
+the P V product (2^-9 relative per term) and O to bf16 at the end; 2e-2 leaves margin for both
+and still fails a wrong mask, scale or row. But 2e-2 is about the size of |O| itself, so the
+norm bound is what holds the precision: honest bf16 kernels (SIMT, Triton, wgmma; 1,244 checked
+outputs on the H200) reach at most 2.3e-3, a kernel that rounds P to e4m3 for the P V product
+about 2.4e-2 (simulated in fp64), so 8e-3 passes the first with 3.5x margin and fails the second
+by 3x. LSE: allclose, rtol 1e-3 and atol 1e-3. LSE comes from fp32 scores with an fp32 running
 max and sum, so a correct kernel is within about 1e-5; 1e-3 still fails a base-2 logarithm (off
 by a factor ln 2), a missing softmax scale or a dropped max term."""
 
@@ -400,7 +404,7 @@ def fwd_task(d, causal, perf):
         "    dtype: bf16\n"
         "    shape: [B, H, S, D]\n"
         '    description: "attention output"\n'
-        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02}\n"
+        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02, relnorm_max: 0.008}\n"
         "  LSE:\n"
         "    dtype: f32\n"
         "    shape: [B, H, S]\n"
@@ -543,7 +547,8 @@ FLOPs: 4*num_kv_indices*32*128. Bytes: K and V rows of every token read once, q 
 lse written, the page table read.
 
 Tolerances: output allclose, rtol 2e-2 and atol 2e-2 (a convex combination of V rows rounded to
-bf16); lse allclose, rtol 1e-3 and atol 1e-3 (fp32 scores; a base-2 lse fails by a factor ln 2).
+bf16) and relative L2 error at most 8e-3 (honest kernels: 2.3e-3; as for attention forward, the
+norm is what fails a lower-precision P V product); lse allclose, rtol 1e-3 and atol 1e-3 (fp32 scores; a base-2 lse fails by a factor ln 2).
 Baseline: cuDNN SDPA with paged K/V and one query (cuDNN reads a dense page table; the harness
 converts the CSR table once per input set, outside the timed launch)."""
 
@@ -674,7 +679,7 @@ def decode_task():
         "    dtype: bf16\n"
         "    shape: [batch_size, num_qo_heads, head_dim]\n"
         '    description: "attention output per query head"\n'
-        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02}\n"
+        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02, relnorm_max: 0.008}\n"
         "  lse:\n"
         "    dtype: f32\n"
         "    shape: [batch_size, num_qo_heads]\n"

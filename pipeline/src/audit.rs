@@ -332,6 +332,7 @@ mod tests {
                 guard_bytes_changed: 0,
                 input_bytes_changed: 0,
                 passed,
+                counted: false,
             }],
             timing: Some(Timing {
                 candidate: stats(cand_ms, 0.01),

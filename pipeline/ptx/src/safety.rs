@@ -53,6 +53,9 @@ pub enum SafetyKind {
     ExternCall,
     /// A call to a function that is neither defined here nor a driver builtin.
     UndefinedCall,
+    /// Module-scope `.global` memory used other than by loading from it: it persists from
+    /// one launch to the next, so a kernel could tell its first launch from later ones.
+    ModuleState,
 }
 
 impl SafetyKind {
@@ -63,6 +66,7 @@ impl SafetyKind {
             SafetyKind::DeviceRuntimeCall => "device_runtime_call",
             SafetyKind::ExternCall => "extern_call",
             SafetyKind::UndefinedCall => "undefined_call",
+            SafetyKind::ModuleState => "module_state",
         }
     }
 }
@@ -193,11 +197,119 @@ pub fn safety_issues(m: &Module) -> Vec<SafetyIssue> {
     for f in &m.functions {
         function_issues(f, &decls, &mut out);
     }
+    module_state_issues(m, &mut out);
     out
+}
+
+/// Module-scope `.global` variables used other than as the address of a load: stored to,
+/// updated atomically, or their address taken (`mov`, `cvta`, an initialiser of another
+/// variable), after which nothing bounds what writes them. Read-only tables (constant strings
+/// Triton emits, lookup tables) stay allowed.
+fn module_state_issues(m: &Module, out: &mut Vec<SafetyIssue>) {
+    let globals: Vec<(&str, u32)> = m
+        .globals
+        .iter()
+        .filter(|d| d.space == crate::module::StateSpace::Global)
+        .flat_map(|d| d.variables.iter().map(move |v| (v.name.as_str(), d.line)))
+        .collect();
+    if globals.is_empty() {
+        return;
+    }
+    let is_global = |w: &str| globals.iter().any(|(g, _)| *g == w);
+    for d in &m.globals {
+        for v in &d.variables {
+            let init = v.initializer.as_deref().unwrap_or("");
+            if let Some(g) = identifiers(init).find(|w| is_global(w)) {
+                out.push(SafetyIssue {
+                    line: d.line,
+                    kind: SafetyKind::ModuleState,
+                    message: format!(
+                        "`{}` holds the address of the module-scope `.global` variable `{g}`: module-scope memory a kernel can write persists between launches; keep state in a workspace the plan declares",
+                        v.name
+                    ),
+                });
+            }
+        }
+    }
+    for f in &m.functions {
+        for ins in &f.instructions {
+            let Some(g) = identifiers(&ins.operands).find(|w| is_global(w)) else {
+                continue;
+            };
+            // A load from the variable itself (`ld.global.u32 %r1, [table+4];`) only reads it.
+            let loads_only = ins.mnemonic() == "ld"
+                && ins.operands.split_once('[').is_some_and(|(before, addr)| {
+                    !identifiers(before).any(&is_global)
+                        && identifiers(addr).all(|w| w == g || !is_global(w))
+                });
+            if !loads_only {
+                out.push(SafetyIssue {
+                    line: ins.line,
+                    kind: SafetyKind::ModuleState,
+                    message: format!(
+                        "`{}` uses the module-scope `.global` variable `{g}` other than by loading from it (`{}`): module-scope memory a kernel can write persists between launches, so a kernel could tell its first launch from later ones; keep state in a workspace the plan declares (re-initialised before every launch sequence)",
+                        f.name, ins.opcode
+                    ),
+                });
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+
+    fn module_state(src: &str) -> Vec<SafetyIssue> {
+        let m = crate::parse(src).expect("parses");
+        safety_issues(&m)
+            .into_iter()
+            .filter(|i| i.kind == SafetyKind::ModuleState)
+            .collect()
+    }
+
+    const HEAD: &str = ".version 8.0\n.target sm_90a\n.address_size 64\n";
+
+    #[test]
+    fn issue_45_writable_module_state_is_refused() {
+        let writes = [
+            "st.global.u32 [flag], 1;",
+            "atom.global.add.u32 %r1, [flag], 1;",
+            "red.global.add.u32 [flag+4], 1;",
+            "mov.u64 %rd1, flag;",
+            "cvta.global.u64 %rd1, flag;",
+            "ld.global.u32 %r1, [flag]; st.global.u32 [flag], %r1;",
+        ];
+        for w in writes {
+            let src = format!(
+                "{HEAD}.global .align 4 .u32 flag[2];\n.visible .entry k() {{ .reg .b32 %r<2>; .reg .b64 %rd<2>; {w} ret; }}\n"
+            );
+            let issues = module_state(&src);
+            assert!(!issues.is_empty(), "not refused: {w}");
+            assert!(
+                issues[0].message.contains("`flag`"),
+                "{}",
+                issues[0].message
+            );
+            assert!(
+                issues[0].message.contains("workspace"),
+                "{}",
+                issues[0].message
+            );
+        }
+        // A pointer to it in another variable's initialiser is an address taken too.
+        let src = format!(
+            "{HEAD}.global .u32 flag;\n.global .u64 p = flag;\n.visible .entry k() {{ ret; }}\n"
+        );
+        assert_eq!(module_state(&src).len(), 1);
+    }
+
+    #[test]
+    fn read_only_tables_and_unused_strings_are_allowed() {
+        let src = format!(
+            "{HEAD}.global .align 1 .b8 _$_str[4] = {{95, 95, 67, 0}};\n.global .align 4 .u32 table[4] = {{1, 2, 3, 4}};\n.visible .entry k(.param .u64 out) {{ .reg .b32 %r<3>; .reg .b64 %rd<2>; ld.global.u32 %r1, [table+8]; ld.param.u64 %rd1, [out]; st.global.u32 [%rd1], %r1; ret; }}\n"
+        );
+        assert_eq!(module_state(&src), Vec::new());
+    }
     use super::*;
 
     #[test]

@@ -84,6 +84,10 @@ pub enum Command {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // This executable compiles candidates in the sandbox, whatever its file is called.
+    if let Ok(exe) = std::env::current_exe() {
+        crate::sandbox::serve_from(exe);
+    }
     let tasks_dir = cli.tasks.clone();
     match cli.command {
         Command::Tasks(c) => tasks::run(c, tasks_dir),

@@ -1,110 +1,234 @@
 //! Dynamic target evidence: the counted copy of the PTX (counters spliced in before every
-//! target instruction) run once, untimed, and its counters read back.
+//! target instruction) runs as one correctness trial of *every* workload, on fresh inputs, and
+//! its outputs are checked against the reference like any trial's: the launches whose
+//! instructions are counted are launches whose work is checked. The counters are read before
+//! and after, so each workload gets its own counts; the record's grade takes the worst.
+//!
+//! Nothing lets a kernel tell the counted launches from the others: module-scope memory that
+//! a kernel writes is refused at the static check (a fresh module would otherwise read as a
+//! "first launch"), and the counted trial runs after the workload's other trials, on the same
+//! kind of inputs.
 
 use std::collections::BTreeMap;
 
-use super::inputs::{allocate, fill_inputs, prepare_outputs, seed_for};
-use super::launch::run_plan;
-use super::support::Support;
 use super::verdict::Stop;
-use super::{CountedPtx, Direction, DynamicCounts, Request, SiteCount};
-use crate::candidate::bind::{self, ResolvedLaunch, ResolvedParam};
-use crate::candidate::plan::LaunchPlan;
-use crate::cuda::driver::Gpu;
-use crate::task::{Task, Workload, WorkloadKind};
+use super::{CountedPtx, Direction, DynamicCounts, Outcome, Request, SiteCount, Verdict};
+use crate::candidate::bind::{ResolvedLaunch, ResolvedParam};
+use crate::cuda::driver::{Gpu, Kernel, Module};
+use crate::task::{Task, Workload};
 
-/// Runs the counted copy of the PTX once on the first performance workload (the last selected
-/// workload if none is a performance one) and reads the counters back. A failure here is
-/// reported in the evidence, never as the candidate's verdict: the copy is our rewrite.
-pub fn count_targets(
-    gpu: &Gpu,
-    task: &Task,
-    plan: &LaunchPlan,
-    module: &ptxbench_ptx::Module,
-    counted: &CountedPtx,
-    req: &Request,
-) -> DynamicCounts {
-    let selected: Vec<&Workload> = task
-        .workloads
-        .iter()
-        .filter(|w| req.workloads.is_empty() || req.workloads.contains(&w.name))
-        .collect();
-    let w = selected
-        .iter()
-        .find(|w| w.kind == WorkloadKind::Performance)
-        .or(selected.last())
-        .copied();
-    let mut result = DynamicCounts {
-        method: "ptx-splice".into(),
-        workload: w.map(|w| w.name.clone()).unwrap_or_default(),
-        counts: Vec::new(),
-        sites: Vec::new(),
-        mma_flops: None,
-        mma_flop_share: None,
-        tma_load_bytes: None,
-        tma_byte_share: None,
-        other_flops: None,
-        other_flop_share: None,
-        notes: Vec::new(),
-        error: None,
-    };
-    let Some(w) = w else {
-        result.error = Some("no workload selected".into());
-        return result;
-    };
-    let run = || -> Result<Counted, String> {
-        let launches = bind::resolve(plan, module, task, w, req.arch).map_err(|p| {
-            p.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        })?;
-        let m = gpu
+/// The counted copy, compiled and loaded once per evaluation.
+pub struct CountedModule<'a> {
+    pub counted: &'a CountedPtx,
+    module: Module,
+    pub kernels: BTreeMap<String, Kernel>,
+}
+
+impl std::fmt::Debug for CountedModule<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountedModule")
+            .field("symbol", &self.counted.symbol)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> CountedModule<'a> {
+    /// Compiles the counted copy and loads the entries the plan launches. A failure here is
+    /// our rewrite's, not the candidate's: the caller records it and claims no evidence.
+    pub fn load(
+        gpu: &Gpu,
+        counted: &'a CountedPtx,
+        entries: impl Iterator<Item = &'a str>,
+        req: &Request,
+    ) -> Result<CountedModule<'a>, String> {
+        let module = gpu
             .compile(&counted.ptx, Some(req.arch))
             .map_err(|e| e.to_string())?
             .module;
         let mut kernels = BTreeMap::new();
-        for l in &launches {
-            let k = gpu.kernel(&m, &l.entry).map_err(|e| e.to_string())?;
-            kernels.insert(l.entry.clone(), k);
+        for entry in entries {
+            if !kernels.contains_key(entry) {
+                let k = gpu.kernel(&module, entry).map_err(|e| e.to_string())?;
+                kernels.insert(entry.to_string(), k);
+            }
         }
-        let env = task.bindings(w);
-        let stop = |s: Stop| s.0.message;
-        let support = Support::load(gpu).map_err(|e| e.to_string())?;
-        let set = allocate(gpu, task, plan, &env).map_err(stop)?;
-        fill_inputs(gpu, &support, task, w, &set, seed_for(req.seed, &w.name, 0)).map_err(stop)?;
-        prepare_outputs(gpu, task, &set).map_err(|e| e.to_string())?;
-        run_plan(gpu, &kernels, &launches, &set).map_err(stop)?;
-        // The other arithmetic: one slot per counted function, summed.
-        let work = match &counted.work {
-            None => None,
-            Some(w) => Some(
-                read_counters(gpu, &m, &w.symbol, w.functions.len())?
-                    .into_iter()
-                    .fold(0u64, u64::saturating_add),
-            ),
-        };
-        let counts = read_counters(gpu, &m, &counted.symbol, counted.sites.len())?;
-        Ok(Counted {
-            counts,
-            other_flops: work,
-            launches,
+        Ok(CountedModule {
+            counted,
+            module,
+            kernels,
         })
-    };
-    match run() {
-        Ok(read) => weigh(&mut result, task, w, module, counted, &read),
-        Err(e) => result.error = Some(e),
     }
-    result
+
+    /// The counters now: per site, then the other-arithmetic slots.
+    pub fn read(&self, gpu: &Gpu) -> Result<(Vec<u64>, Vec<u64>), Stop> {
+        let c = self.counted;
+        let sites = read_counters(gpu, &self.module, &c.symbol, c.sites.len());
+        let work = match &c.work {
+            None => Ok(Vec::new()),
+            Some(w) => read_counters(gpu, &self.module, &w.symbol, w.functions.len()),
+        };
+        let fail = |e: String| {
+            Stop::new(Outcome::failed(
+                Verdict::Other,
+                "counting",
+                format!("reading the counted copy's counters: {e}"),
+            ))
+        };
+        Ok((sites.map_err(fail)?, work.map_err(fail)?))
+    }
+
+    /// The evidence of one workload's counted launches, from the counters read before and
+    /// after them.
+    pub fn weigh_workload(
+        &self,
+        task: &Task,
+        w: &Workload,
+        module: &ptxbench_ptx::Module,
+        launches: &[ResolvedLaunch],
+        before: &(Vec<u64>, Vec<u64>),
+        after: &(Vec<u64>, Vec<u64>),
+    ) -> DynamicCounts {
+        let delta = |a: &[u64], b: &[u64]| -> Vec<u64> {
+            a.iter().zip(b).map(|(x, y)| y.wrapping_sub(*x)).collect()
+        };
+        let read = Counted {
+            counts: delta(&before.0, &after.0),
+            other_flops: self.counted.work.as_ref().map(|_| {
+                delta(&before.1, &after.1)
+                    .into_iter()
+                    .fold(0u64, u64::saturating_add)
+            }),
+            launches: launches.to_vec(),
+        };
+        let mut result = empty(&w.name);
+        weigh(&mut result, task, w, module, self.counted, &read);
+        result
+    }
+}
+
+/// Evidence that names its workload and nothing else yet.
+pub fn empty(workload: &str) -> DynamicCounts {
+    DynamicCounts {
+        method: "ptx-splice".into(),
+        workload: workload.to_string(),
+        ..DynamicCounts::default()
+    }
+}
+
+/// The evidence a record is graded on, from each workload's (is it a performance workload,
+/// its evidence): the worst over the performance workloads, or over all of them when none is
+/// one. Correctness workloads are counted and recorded too, but do not grade: at their tiny
+/// shapes (one row, one key) padding to a tile and the fixed work per tile dominate the task's
+/// FLOPs, so an honest tensor-core kernel shows an MMA share in the thousands and a softmax
+/// "other" share over 1 there. The performance workloads are the shapes that are timed and
+/// reported, so a kernel that changes its path with the shape is graded on those paths.
+pub fn graded(per_workload: &[(bool, DynamicCounts)]) -> Option<DynamicCounts> {
+    let perf: Vec<DynamicCounts> = per_workload
+        .iter()
+        .filter(|(p, _)| *p)
+        .map(|(_, d)| d.clone())
+        .collect();
+    if perf.is_empty() {
+        let all: Vec<DynamicCounts> = per_workload.iter().map(|(_, d)| d.clone()).collect();
+        return worst_of(&all);
+    }
+    let mut out = worst_of(&perf)?;
+    // An error on a correctness workload's counted run is still the result's error.
+    if out.error.is_none() {
+        out.error = per_workload
+            .iter()
+            .find_map(|(_, d)| d.error.as_ref().map(|e| format!("{}: {e}", d.workload)));
+    }
+    Some(out)
+}
+
+/// The worst of several workloads' evidence: the worst workload for each share (lowest target
+/// shares, highest other-arithmetic share), each family's lowest count (a family counts as
+/// executed only if it executed on every workload), and the sites of the workload with the
+/// lowest MMA (else TMA) share. An error on any workload is the result's error.
+pub fn worst_of(per_workload: &[DynamicCounts]) -> Option<DynamicCounts> {
+    let first = per_workload.first()?;
+    let min_by = |get: &dyn Fn(&DynamicCounts) -> Option<f64>| {
+        per_workload
+            .iter()
+            .filter_map(|d| get(d).map(|v| (v, d)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    let all_known =
+        |get: &dyn Fn(&DynamicCounts) -> Option<f64>| per_workload.iter().all(|d| get(d).is_some());
+    let mut out = first.clone();
+    out.workload = per_workload
+        .iter()
+        .map(|d| d.workload.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    out.counts = first
+        .counts
+        .iter()
+        .map(|(family, _)| {
+            let least = per_workload
+                .iter()
+                .map(|d| {
+                    d.counts
+                        .iter()
+                        .find(|(f, _)| f == family)
+                        .map_or(0, |(_, n)| *n)
+                })
+                .min()
+                .unwrap_or(0);
+            (family.clone(), least)
+        })
+        .collect();
+    let mma = min_by(&|d| d.mma_flop_share);
+    let tma = min_by(&|d| d.tma_byte_share);
+    let other = per_workload
+        .iter()
+        .filter_map(|d| d.other_flop_share.map(|v| (v, d)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    out.mma_flop_share = mma
+        .filter(|_| all_known(&|d| d.mma_flop_share))
+        .map(|(v, _)| v);
+    out.mma_flops = mma.and_then(|(_, d)| d.mma_flops);
+    out.tma_byte_share = tma
+        .filter(|_| all_known(&|d| d.tma_byte_share))
+        .map(|(v, _)| v);
+    out.tma_load_bytes = tma.and_then(|(_, d)| d.tma_load_bytes);
+    out.other_flop_share = other
+        .filter(|_| all_known(&|d| d.other_flop_share))
+        .map(|(v, _)| v);
+    out.other_flops = other.and_then(|(_, d)| d.other_flops);
+    if let Some((_, d)) = mma.or(tma) {
+        out.sites = d.sites.clone();
+    }
+    out.notes = Vec::new();
+    let mut named = |what: &str, d: Option<(f64, &DynamicCounts)>| {
+        if let Some((v, d)) = d {
+            out.notes
+                .push(format!("lowest {what}: {v:.4} on {}", d.workload));
+        }
+    };
+    if per_workload.len() > 1 {
+        named("MMA FLOP share", mma);
+        named("TMA byte share", tma);
+        if let Some((v, d)) = other {
+            out.notes.push(format!(
+                "highest other-arithmetic share: {v:.4} on {}",
+                d.workload
+            ));
+        }
+    }
+    for d in per_workload {
+        out.notes
+            .extend(d.notes.iter().map(|n| format!("{}: {n}", d.workload)));
+    }
+    out.error = per_workload
+        .iter()
+        .find_map(|d| d.error.as_ref().map(|e| format!("{}: {e}", d.workload)));
+    Some(out)
 }
 
 /// The first `n` u64 counters of the module global `symbol` (none read when `n` is 0).
-fn read_counters(
-    gpu: &Gpu,
-    m: &crate::cuda::driver::Module,
-    symbol: &str,
-    n: usize,
-) -> Result<Vec<u64>, String> {
+fn read_counters(gpu: &Gpu, m: &Module, symbol: &str, n: usize) -> Result<Vec<u64>, String> {
     let (ptr, bytes) = gpu.global(m, symbol).map_err(|e| e.to_string())?;
     if bytes < 8 * n {
         return Err(format!(
@@ -245,5 +369,57 @@ fn weigh(
         result.tma_byte_share = input_bytes
             .filter(|b| *b > 0)
             .map(|b| load_bytes / b as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(workload: &str, mma: f64, other: f64, wgmma: u64) -> DynamicCounts {
+        DynamicCounts {
+            mma_flop_share: Some(mma),
+            other_flop_share: Some(other),
+            counts: vec![("wgmma".into(), wgmma), ("tma".into(), 5)],
+            ..empty(workload)
+        }
+    }
+
+    #[test]
+    fn issue_45_the_grade_takes_the_worst_performance_workload() {
+        // A kernel on wgmma at M70 and on mma.sync at M8192: the small shape alone would pass.
+        let per = vec![
+            (false, counts("M1", 128.0, 0.5, 10)),
+            (true, counts("M70", 1.8, 0.0, 40)),
+            (true, counts("M8192", 0.0, 1.0, 0)),
+        ];
+        let g = graded(&per).expect("graded");
+        assert_eq!(g.mma_flop_share, Some(0.0));
+        assert_eq!(g.other_flop_share, Some(1.0));
+        // wgmma did not execute on every performance workload.
+        assert_eq!(g.counts[0], ("wgmma".to_string(), 0));
+        assert!(g.notes.iter().any(|n| n.contains("M8192")), "{:?}", g.notes);
+        assert_eq!(g.workload, "M70, M8192");
+    }
+
+    #[test]
+    fn correctness_workloads_grade_only_when_no_performance_workload_ran() {
+        let tiny = (false, counts("M1", 128.0, 0.54, 10));
+        let honest = (true, counts("M8192", 1.0, 0.004, 4000));
+        let g = graded(&[tiny.clone(), honest]).expect("graded");
+        assert_eq!(g.other_flop_share, Some(0.004));
+        let g = graded(&[tiny, (false, counts("M129", 1.98, 0.008, 20))]).expect("graded");
+        assert_eq!(g.other_flop_share, Some(0.54));
+        assert_eq!(g.mma_flop_share, Some(1.98));
+        assert!(graded(&[]).is_none());
+    }
+
+    #[test]
+    fn a_share_unknown_on_one_workload_is_unknown() {
+        let mut unknown = counts("M8192", 1.0, 0.0, 10);
+        unknown.other_flop_share = None;
+        let g = worst_of(&[counts("M70", 1.0, 0.01, 10), unknown]).expect("worst");
+        assert_eq!(g.other_flop_share, None);
+        assert_eq!(g.mma_flop_share, Some(1.0));
     }
 }

@@ -1,7 +1,7 @@
 //! One evaluation, in the worker process, step by step: JIT, launches by the plan
 //! ([`super::launch`]), the correctness protocol ([`super::inputs`], [`super::reference`],
-//! [`super::judge`]), timing ([`super::timing`]) and the dynamic evidence run
-//! ([`super::counting`]). Every failure of the candidate becomes an [`Outcome`] with its verdict; nothing
+//! [`super::judge`]), timing ([`super::timing`]) and the dynamic evidence: the counted copy
+//! runs as a checked trial of every workload ([`super::counting`]). Every failure of the candidate becomes an [`Outcome`] with its verdict; nothing
 //! here panics on a bad candidate.
 //!
 //! Correctness protocol, per workload and trial: fresh inputs from the task's distributions
@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::counting::count_targets;
+use super::counting::{self, CountedModule};
 use super::inputs::{allocate, fill_inputs, prepare_outputs, seed_for, snapshot_inputs};
 use super::judge::{check_trial, describe_failure};
 use super::launch::run_plan;
@@ -22,10 +22,11 @@ use super::reference::compute_reference;
 use super::support::Support;
 use super::timing;
 use super::verdict::Stop;
-use super::{KernelInfo, Outcome, Request, Verdict, WorkloadResult};
-use crate::candidate::bind;
+use super::{KernelInfo, Outcome, Request, Trial, Verdict, WorkloadResult};
+use crate::candidate::bind::{self, ResolvedLaunch};
 use crate::candidate::plan::LaunchPlan;
 use crate::cuda::driver::{Gpu, Kernel};
+use crate::expr::Bindings;
 use crate::task::{Task, Workload, WorkloadKind};
 
 /// Runs the whole evaluation in this process.
@@ -149,6 +150,12 @@ fn run(
         kernels.insert(l.entry.clone(), k);
     }
     clock.lap("jit");
+    // The counted copy: compiled once, run as a checked trial of every workload.
+    let counted = req
+        .counted
+        .as_ref()
+        .map(|c| CountedModule::load(gpu, c, plan.launches.iter().map(|l| l.entry.as_str()), req));
+    let mut per_workload = Vec::new();
     let scratch = gpu.alloc(256)?;
     let workloads: Vec<&Workload> = task
         .workloads
@@ -169,18 +176,34 @@ fn run(
             trials: Vec::new(),
             timing: None,
         };
-        for trial in 0..req.protocol.trials.max(1) {
+        let trials = req.protocol.trials.max(1);
+        let on = TrialOn {
+            gpu,
+            support,
+            scratch: &scratch,
+            task,
+            plan,
+            env: &env,
+            workload: w,
+            launches: &launches,
+        };
+        for trial in 0..=trials {
+            // The last trial runs the counted copy (when there is one): its launches are
+            // checked like every other trial's, after the workload's plain trials.
+            let (kernels_now, counter) = match (trial == trials, &counted) {
+                (false, _) => (&kernels, None),
+                (true, Some(Ok(cm))) => (&cm.kernels, Some(cm)),
+                (true, Some(Err(e))) => {
+                    let mut d = counting::empty(&w.name);
+                    d.error = Some(e.clone());
+                    per_workload.push((result.performance, d));
+                    break;
+                }
+                (true, None) => break,
+            };
             let seed = seed_for(req.seed, &w.name, trial);
-            let set = allocate(gpu, task, plan, &env)?;
-            fill_inputs(gpu, support, task, w, &set, seed)?;
-            let reference = compute_reference(gpu, support, task, &env, &set)?;
-            let snapshot = snapshot_inputs(gpu, task, &set)?;
-            prepare_outputs(gpu, task, &set)?;
-            run_plan(gpu, &kernels, &launches, &set)?;
-            gpu.sync()?;
-            let t = check_trial(
-                gpu, support, &scratch, task, &set, &reference, &snapshot, seed,
-            )?;
+            let (mut t, counts) = on.run(kernels_now, counter, seed)?;
+            t.counted = counter.is_some();
             let passed = t.passed;
             result.trials.push(t);
             if !passed {
@@ -190,11 +213,20 @@ fn run(
                     .map(describe_failure)
                     .unwrap_or_default();
                 outcome.workloads.push(result);
+                let which = if counter.is_some() {
+                    format!("trial {trial} (the counted copy)")
+                } else {
+                    format!("trial {trial}")
+                };
                 return Err(Stop::new(Outcome::failed(
                     Verdict::Numerical,
                     "correctness",
-                    format!("workload {} trial {trial}: {why}", w.name),
+                    format!("workload {} {which}: {why}", w.name),
                 )));
+            }
+            if let (Some(cm), Some((before, after))) = (counter, counts) {
+                let d = cm.weigh_workload(task, w, module, &launches, &before, &after);
+                per_workload.push((result.performance, d));
             }
         }
         clock.lap(&format!("correctness {}", w.name));
@@ -255,9 +287,9 @@ fn run(
         outcome.workloads.push(result);
     }
     outcome.baseline = baseline_info;
-    if let Some(counted) = &req.counted {
-        outcome.dynamic = Some(count_targets(gpu, task, plan, module, counted, req));
-        clock.lap("dynamic evidence");
+    outcome.dynamic = counting::graded(&per_workload);
+    if per_workload.len() > 1 {
+        outcome.dynamic_workloads = per_workload.into_iter().map(|(_, d)| d).collect();
     }
     outcome.min_speedup = outcome
         .workloads
@@ -267,4 +299,54 @@ fn run(
     outcome.verdict = Verdict::Correct;
     outcome.stage = "done".into();
     Ok(())
+}
+
+/// Counter readings before and after a counted trial's launches.
+type Readings = ((Vec<u64>, Vec<u64>), (Vec<u64>, Vec<u64>));
+
+/// What one correctness trial of a workload runs on.
+struct TrialOn<'a> {
+    gpu: &'a Gpu,
+    support: &'a Support,
+    scratch: &'a crate::cuda::driver::DeviceBuffer,
+    task: &'a Task,
+    plan: &'a LaunchPlan,
+    env: &'a Bindings,
+    workload: &'a Workload,
+    launches: &'a [ResolvedLaunch],
+}
+
+impl TrialOn<'_> {
+    /// One trial: fresh inputs from `seed`, the fp32 reference, the launches of `kernels`
+    /// (reading `counter` around them, when given), and every check.
+    fn run(
+        &self,
+        kernels: &BTreeMap<String, Kernel>,
+        counter: Option<&CountedModule<'_>>,
+        seed: u64,
+    ) -> Result<(Trial, Option<Readings>), Stop> {
+        let TrialOn {
+            gpu,
+            support,
+            scratch,
+            task,
+            plan,
+            env,
+            workload,
+            launches,
+        } = *self;
+        let set = allocate(gpu, task, plan, env)?;
+        fill_inputs(gpu, support, task, workload, &set, seed)?;
+        let reference = compute_reference(gpu, support, task, env, &set)?;
+        let snapshot = snapshot_inputs(gpu, task, &set)?;
+        prepare_outputs(gpu, task, &set)?;
+        let before = counter.map(|c| c.read(gpu)).transpose()?;
+        run_plan(gpu, kernels, launches, &set)?;
+        gpu.sync()?;
+        let after = counter.map(|c| c.read(gpu)).transpose()?;
+        let t = check_trial(
+            gpu, support, scratch, task, &set, &reference, &snapshot, seed,
+        )?;
+        Ok((t, before.zip(after)))
+    }
 }

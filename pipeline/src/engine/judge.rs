@@ -47,9 +47,9 @@ pub fn check_output(
         atol: 0.0,
     });
     let (rtol, atol) = match tol {
-        Tolerance::Allclose { rtol, atol } | Tolerance::AllcloseFraction { rtol, atol, .. } => {
-            (rtol, atol)
-        }
+        Tolerance::Allclose { rtol, atol }
+        | Tolerance::AllcloseFraction { rtol, atol, .. }
+        | Tolerance::AllcloseRelnorm { rtol, atol, .. } => (rtol, atol),
         Tolerance::Relnorm { .. } => (f64::INFINITY, f64::INFINITY),
     };
     let c = support.compare(gpu, scratch, got, reference.ptr(), numel, rtol, atol)?;
@@ -107,7 +107,18 @@ pub fn judge_comparison(name: &str, tol: &Tolerance, c: Comparison) -> OutputChe
                 c.max_abs_error,
                 c.relative_l2
             )),
-            Tolerance::Relnorm { max } if c.relative_l2.is_nan() || c.relative_l2 > max => {
+            Tolerance::AllcloseRelnorm { rtol, atol, .. } if c.violations > 0 => Some(format!(
+                "{}: {} of {} values outside atol {atol} + rtol {rtol} (first at index {}, max |error| {:.3e}, relative L2 error {:.3e})",
+                name,
+                c.violations,
+                c.elements,
+                c.first_violation.unwrap_or(0),
+                c.max_abs_error,
+                c.relative_l2
+            )),
+            Tolerance::Relnorm { max } | Tolerance::AllcloseRelnorm { max, .. }
+                if c.relative_l2.is_nan() || c.relative_l2 > max =>
+            {
                 Some(format!(
                     "{}: relative L2 error {:.3e} exceeds {max} (max |error| {:.3e})",
                     name, c.relative_l2, c.max_abs_error
@@ -120,6 +131,9 @@ pub fn judge_comparison(name: &str, tol: &Tolerance, c: Comparison) -> OutputChe
         output: name.to_string(),
         tolerance: match tol {
             Tolerance::Allclose { rtol, atol } => format!("allclose rtol {rtol} atol {atol}"),
+            Tolerance::AllcloseRelnorm { rtol, atol, max } => {
+                format!("allclose rtol {rtol} atol {atol}, relnorm max {max}")
+            }
             Tolerance::AllcloseFraction {
                 rtol,
                 atol,
@@ -184,6 +198,7 @@ pub fn check_trial(
         guard_bytes_changed,
         input_bytes_changed,
         passed,
+        counted: false,
     })
 }
 
@@ -286,6 +301,7 @@ mod tests {
             guard_bytes_changed: 8,
             input_bytes_changed: 2,
             passed: false,
+            counted: false,
         };
         let why = describe_failure(&t);
         assert!(

@@ -10,6 +10,14 @@
 //! the loop against the reference for exactly those launches' inputs; a mismatch is a
 //! numerical verdict at stage `timing`.
 //!
+//! The library cannot be timed on what the candidate left behind: after every candidate
+//! launch (outside the timed window) its inputs are compared byte for byte with a copy taken
+//! when they were drawn, and a change is a numerical verdict at stage `timing`, whichever
+//! launch made it; the library then runs on its own tensors, whose inputs are copied from
+//! that verified copy after the candidate finished. So neither side's data depends on the
+//! other's launch, and the order within a pair favours neither: each starts from a flushed L2,
+//! poisoned outputs and inputs equal to the drawn ones.
+//!
 //! A warm-up of pairs runs until both a count and a GPU time are reached, so clocks are
 //! steady; SM clocks and clock-event reasons are sampled during the loop. The speedup is the
 //! median of per-pair ratios with a 95% bootstrap interval ([`super::estimate`]); the loop
@@ -21,7 +29,9 @@ use std::collections::BTreeMap;
 
 use super::baseline::{Baseline, Planned, baseline_for, check_baseline, l2_flush_buffer};
 use super::estimate::{StopRule, paired_speedup};
-use super::inputs::{TensorSet, allocate, fill_inputs, prepare_outputs, refresh_inputs, seed_for};
+use super::inputs::{
+    TensorSet, allocate, fill_inputs, prepare_outputs, refresh_inputs, seed_for, snapshot_inputs,
+};
 use super::judge::check_stored;
 use super::launch::{encode_params, launch_encoded};
 use super::reference::compute_reference;
@@ -113,8 +123,14 @@ fn floor_of(gpu: &Gpu, task: &Task, w: &Workload) -> Option<super::Floor> {
 /// bound to the same set, the L2 flush buffer and the events.
 struct Bench<'a> {
     gpu: &'a Gpu,
+    support: &'a Support,
+    scratch: &'a DeviceBuffer,
     task: &'a Task,
     set: &'a TensorSet,
+    /// The inputs as drawn for the current pair (copied after every redraw).
+    drawn: &'a BTreeMap<String, DeviceBuffer>,
+    /// The library's own tensors.
+    library_set: &'a TensorSet,
     kernels: &'a BTreeMap<String, Kernel>,
     launches: &'a [ResolvedLaunch],
     encoded: &'a [Vec<crate::cuda::driver::ParamBytes>],
@@ -133,8 +149,12 @@ impl Bench<'_> {
     ) -> Result<(f64, Option<f64>), Stop> {
         let Bench {
             gpu,
+            support,
+            scratch,
             task,
             set,
+            drawn,
+            library_set,
             kernels,
             launches,
             encoded,
@@ -152,6 +172,24 @@ impl Bench<'_> {
             for (name, copy) in copies {
                 let (buf, ..) = &set.tensors[name];
                 gpu.copy(copy, buf)?;
+            }
+        }
+        // The candidate's inputs as drawn, or a verdict; then the library's copy of them.
+        for (name, copy) in drawn {
+            let (buf, ..) = &set.tensors[name];
+            let changed =
+                support.count_diff(gpu, scratch, buf.ptr(), copy.ptr(), buf.bytes() as u64)?;
+            if changed > 0 {
+                return Err(Stop::new(Outcome::failed(
+                    Verdict::Numerical,
+                    "timing",
+                    format!(
+                        "a timed launch changed {changed} bytes of the input {name} (inputs must be left as they are; the library is never timed on what a candidate left behind)"
+                    ),
+                )));
+            }
+            if baseline.is_some() {
+                gpu.copy(&library_set.tensors[name].0, copy)?;
             }
         }
         if let Some(b) = baseline {
@@ -196,14 +234,19 @@ pub fn time_workload(
             format!("encoding a tensor map: {e}"),
         ))
     })?;
+    // The inputs as drawn (refreshed before every pair), and the library's own tensors.
+    let drawn = snapshot_inputs(gpu, task, &set)?;
+    let library_set = allocate(gpu, task, plan, env)?;
+    copy_inputs(gpu, task, &drawn, &library_set)?;
     let mut planned = Planned::default();
-    let (baseline, info) = match baseline_for(gpu, support, task, env, &set, &mut planned)? {
+    let (baseline, info) = match baseline_for(gpu, support, task, env, &library_set, &mut planned)?
+    {
         Some((b, i)) => (Some(b), Some(i)),
         None => (None, None),
     };
     // The baseline's own outputs against the reference, once per workload.
     let baseline_check = match &baseline {
-        Some(b) => check_baseline(gpu, support, scratch, task, &set, &reference, b)?,
+        Some(b) => check_baseline(gpu, support, scratch, task, &library_set, &reference, b)?,
         None => Vec::new(),
     };
     drop(reference);
@@ -211,8 +254,12 @@ pub fn time_workload(
     let events = [gpu.event()?, gpu.event()?, gpu.event()?, gpu.event()?];
     let bench = Bench {
         gpu,
+        support,
+        scratch,
         task,
         set: &set,
+        drawn: &drawn,
+        library_set: &library_set,
         kernels,
         launches,
         encoded: &encoded,
@@ -256,6 +303,7 @@ pub fn time_workload(
     for n in 0u32.. {
         let seed = seed_for(req.seed, &stream, n + 1);
         refresh_inputs(gpu, support, task, &set, seed)?;
+        copy_from_set(gpu, task, &set, &drawn)?;
         let slot = reservoir.slot_for(n);
         let copies = match slot {
             Some(s) if s < reservoir.kept.len() => {
@@ -391,4 +439,30 @@ pub fn time_workload(
         },
         info,
     ))
+}
+
+/// Copies the drawn inputs into `to`'s input tensors.
+fn copy_inputs(
+    gpu: &Gpu,
+    task: &Task,
+    drawn: &BTreeMap<String, DeviceBuffer>,
+    to: &TensorSet,
+) -> Result<(), Stop> {
+    for t in &task.inputs {
+        gpu.copy(&to.tensors[&t.name].0, &drawn[&t.name])?;
+    }
+    Ok(())
+}
+
+/// Takes the set's inputs as drawn into `drawn`.
+fn copy_from_set(
+    gpu: &Gpu,
+    task: &Task,
+    set: &TensorSet,
+    drawn: &BTreeMap<String, DeviceBuffer>,
+) -> Result<(), Stop> {
+    for t in &task.inputs {
+        gpu.copy(&drawn[&t.name], &set.tensors[&t.name].0)?;
+    }
+    Ok(())
 }

@@ -623,9 +623,9 @@ $LOOP:\n  .loc 1 7 2\n  fma.rn.f32 %f1, %f2, %f3, %f1;\n  mad.lo.s32 %r1, %r2, %
         let s = splice_counting_work(WORK_PTX, &[Family::Wgmma]).expect("splices");
         let w = s.work.as_ref().expect("work counted");
         assert_eq!(w.functions, ["helper", "k"]);
-        // mul (helper), fma, the packed add and the mma.sync (k); not the integer mad, not the
+        // mul (helper), fma, the integer mad, the packed add and the mma.sync (k); not the
         // wgmma (a target site, found behind its `.loc` line).
-        assert_eq!(w.sites, 4);
+        assert_eq!(w.sites, 5);
         assert_eq!(s.sites, vec![1]);
         let t = &s.ptx;
         assert!(t.contains("[1]; .visible .global .align 8 .u64 ptxbench_work_counters[2];\n"));
@@ -638,7 +638,7 @@ $LOOP:\n  .loc 1 7 2\n  fma.rn.f32 %f1, %f2, %f3, %f1;\n  mad.lo.s32 %r1, %r2, %
         ));
         assert!(t.contains(".loc 1 10 4\n  red.global.add.u64 [ptxbench_work_counters+8]"));
         assert!(t.contains("@q add.u64 %ptxbench_work, %ptxbench_work, 2; @q add.rn.bf16x2"));
-        assert!(!t.contains("%ptxbench_work, 2; mad.lo"));
+        assert!(t.contains("%ptxbench_work, 2; mad.lo"));
         assert!(t.contains("%ptxbench_work, 128; mma.sync"));
         assert!(
             t.contains("red.global.add.u64 [ptxbench_evidence_counters+0], 1; wgmma.mma_async")

@@ -3,10 +3,10 @@
 //!
 //! Counting target MMA FLOPs alone cannot tell work from decoration: a SIMT GEMM that also
 //! runs enough wgmma on tiles it then ignores reaches any MMA share. So the copy also counts,
-//! per thread, the FLOPs of every floating-point `fma`/`mad`/`add`/`sub`/`mul` (scalar or
-//! packed), floating-point `red`/`atom` adds, `dp4a`/`dp2a`, and the MMA instructions that are
-//! not a target family (`mma.sync`, `mma.sp`, `wmma.mma`, at their dense shape's FLOPs over the
-//! 32 threads of a warp). "Correct on target" then also requires that these stay a small share
+//! per thread, the operations of every floating-point `fma`/`mad`/`add`/`sub`/`mul` (scalar
+//! or packed), integer multiplies and multiply-adds, `red`/`atom` adds, `dp4a`/`dp2a`, and
+//! the MMA instructions that are not a target family (`mma.sync`, `mma.sp`, `wmma.mma`, at
+//! their dense shape's FLOPs over the 32 threads of a warp); weights in [`flops_per_thread`]. "Correct on target" then also requires that these stay a small share
 //! of the task's FLOPs ([`crate::record::ON_TARGET_OTHER_SHARE`]): a real wgmma GEMM does an
 //! epilogue's worth (under 1%), a real attention kernel its softmax (a few %).
 //!
@@ -18,9 +18,8 @@
 //! thread and return keeps the copy fast enough for a SIMT kernel's billions of FMAs, where an
 //! atomic per instruction would not be.
 //!
-//! What it does not see: integer arithmetic (address math is integer, so it cannot be told
-//! from a floating-point multiply emulated on integers), transcendentals (`ex2`, `lg2`), and
-//! work done before the timed launches (the correctness and timing protocol's business).
+//! What it does not see: integer adds and shifts (address arithmetic is made of them),
+//! transcendentals (`ex2`, `lg2`), and `cp.reduce.async.bulk` (its size is a register).
 
 use ptxbench_ptx::{Family, Module};
 use serde::{Deserialize, Serialize};
@@ -41,8 +40,21 @@ pub struct WorkCounters {
     pub sites: u64,
 }
 
-/// The FLOPs one thread does in one execution of `opcode`, if it is arithmetic the copy
-/// counts (see the module docs); `None` for everything else, integer arithmetic included.
+/// The operations one thread does in one execution of `opcode`, if it is arithmetic the copy
+/// counts; `None` for everything else. The weights (the methodology page has them as a table):
+///
+/// | instruction | weight per thread |
+/// |---|---|
+/// | floating-point `fma`/`mad` (f16, bf16, f32, f64) | 2 per lane (`x2` packs: 2 lanes) |
+/// | floating-point `add`/`sub`/`mul` | 1 per lane |
+/// | integer `mad`/`mad24`/`mad.wide` | 2 |
+/// | integer `mul`/`mul24`/`mul.wide` | 1 |
+/// | `dp4a` / `dp2a` | 8 / 4 |
+/// | `red`/`atom` `.add` (float or integer) | 1 per lane and vector element |
+/// | `mma.sync`, `mma.sp`, `wmma.mma` (any shape) | 2·M·N·K / 32 |
+///
+/// Integer multiplies are counted although address arithmetic uses them: a tensor-core kernel
+/// does a few per tile, a kernel that does its GEMM in integers does them per element.
 pub fn flops_per_thread(opcode: &str) -> Option<u64> {
     let parts: Vec<&str> = opcode.split('.').collect();
     let float_lanes = parts.iter().skip(1).find_map(|p| match *p {
@@ -50,15 +62,23 @@ pub fn flops_per_thread(opcode: &str) -> Option<u64> {
         "f16x2" | "bf16x2" | "f32x2" => Some(2),
         _ => None,
     });
+    let integer = parts.iter().skip(1).any(|p| {
+        matches!(
+            *p,
+            "u16" | "u32" | "u64" | "s16" | "s32" | "s64" | "b16" | "b32" | "b64"
+        )
+    });
     match parts.first().copied()? {
-        "fma" | "mad" => float_lanes.map(|l| 2 * l),
-        "add" | "sub" | "mul" => float_lanes,
+        "fma" => float_lanes.map(|l| 2 * l),
+        "mad" | "mad24" => float_lanes.map(|l| 2 * l).or(integer.then_some(2)),
+        "mul" | "mul24" => float_lanes.or(integer.then_some(1)),
+        "add" | "sub" => float_lanes,
         "red" | "atom" if parts.contains(&"add") => {
             let vector = parts
                 .iter()
                 .find_map(|p| p.strip_prefix('v').and_then(|n| n.parse::<u64>().ok()))
                 .unwrap_or(1);
-            float_lanes.map(|l| l * vector)
+            float_lanes.or(integer.then_some(1)).map(|l| l * vector)
         }
         "mma" => warp_mma_flops(opcode),
         "wmma" if parts.get(1) == Some(&"mma") => warp_mma_flops(opcode),
@@ -163,7 +183,7 @@ mod tests {
 
     #[test]
     fn what_counts_and_how_much() {
-        let cases: [(&str, Option<u64>); 18] = [
+        let cases: [(&str, Option<u64>); 24] = [
             ("fma.rn.f32", Some(2)),
             ("fma.rn.ftz.sat.f32", Some(2)),
             ("fma.rn.bf16x2", Some(4)),
@@ -182,16 +202,22 @@ mod tests {
             ),
             ("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32", Some(256)),
             ("dp4a.s32.s32", Some(8)),
-            // Integer arithmetic (address math), moves, transcendentals and loads do not count.
-            ("mad.lo.s32", None),
-            ("mul.wide.u32", None),
+            // Integer multiplies count (a GEMM done in integers), adds do not (addresses).
+            ("mad.lo.s32", Some(2)),
+            ("mad.wide.u32", Some(2)),
+            ("mul.wide.u32", Some(1)),
+            ("mul24.lo.s32", Some(1)),
+            ("red.global.add.u32", Some(1)),
+            ("atom.global.v2.add.s32", Some(2)),
+            ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", Some(256)),
+            ("add.s32", None),
             ("ex2.approx.ftz.f32", None),
             ("wmma.load.a.sync.aligned.row.m16n16k16.global.f16", None),
         ];
         for (opcode, want) in cases {
             assert_eq!(flops_per_thread(opcode), want, "{opcode}");
         }
-        assert_eq!(flops_per_thread("red.global.add.u32"), None);
+        assert_eq!(flops_per_thread("shl.b32"), None);
         assert_eq!(flops_per_thread("max.f32"), None);
     }
 }

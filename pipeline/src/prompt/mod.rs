@@ -205,6 +205,9 @@ fn describe_tolerance(t: &Tolerance) -> String {
             "|out - ref| <= {atol} + {rtol} * |ref| for at least {}% of the elements, and no element NaN or infinite",
             min_match * 100.0
         ),
+        Tolerance::AllcloseRelnorm { rtol, atol, max } => format!(
+            "|out - ref| <= {atol} + {rtol} * |ref| elementwise, and relative L2 error ||out - ref|| / ||ref|| <= {max}"
+        ),
     }
 }
 

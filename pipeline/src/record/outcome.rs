@@ -278,6 +278,10 @@ pub struct Trial {
     /// Bytes of the inputs that differ after the launches (must be 0).
     pub input_bytes_changed: u64,
     pub passed: bool,
+    /// This trial ran the counted copy of the PTX (its launches are the ones whose target
+    /// work is counted); absent in records made before counted launches were checked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counted: bool,
 }
 
 /// Timing of one performance workload.
@@ -367,9 +371,14 @@ pub struct Outcome {
     pub min_speedup: Option<f64>,
     /// Seconds the worker spent, by stage.
     pub seconds: Vec<(String, f64)>,
-    /// Target families executed, from the counted PTX (absent when none was asked for).
+    /// Target work executed, from the counted PTX (absent when none was asked for): the
+    /// worst over the workloads (see `engine::counting::worst_of`), which the grade reads.
     #[serde(default)]
     pub dynamic: Option<DynamicCounts>,
+    /// The counted copy's evidence on each workload, when more than one was counted (absent
+    /// in records made when one workload was counted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dynamic_workloads: Vec<DynamicCounts>,
     /// Static SASS plus dynamic counts per required family (filled by the parent process).
     #[serde(default)]
     pub evidence: Option<super::evidence::TargetEvidence>,
@@ -392,6 +401,7 @@ impl Outcome {
             min_speedup: None,
             seconds: Vec::new(),
             dynamic: None,
+            dynamic_workloads: Vec::new(),
             evidence: None,
             cubin: None,
         }

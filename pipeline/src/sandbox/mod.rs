@@ -213,9 +213,19 @@ fn read_all(r: Option<&mut impl std::io::Read>) -> Vec<u8> {
     buf
 }
 
+/// The executable the command line registered as itself ([`serve_from`]).
+static EXECUTABLE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Registers this process's executable as the one that serves the sandbox's children: the
+/// `ptxbench` command line does this before it runs a command, whatever the file is called.
+pub fn serve_from(exe: PathBuf) {
+    let _ = EXECUTABLE.set(exe);
+}
+
 /// The `ptxbench` executable that serves the sandbox's own children (the NVRTC compiler):
-/// `PTXBENCH_EXE` where set, else this process when it is `ptxbench`, else a `ptxbench` next
-/// to this executable or one folder up (a test binary in cargo's `deps/`).
+/// `PTXBENCH_EXE` where set, else the executable the command line registered ([`serve_from`]),
+/// else a `ptxbench` next to this executable or one folder up (a test binary in cargo's
+/// `deps/`, which is not the command line).
 pub fn executable() -> Result<PathBuf, SandboxError> {
     let missing = |reason: String| SandboxError::Spawn {
         program: PathBuf::from("ptxbench"),
@@ -223,6 +233,9 @@ pub fn executable() -> Result<PathBuf, SandboxError> {
     };
     if let Some(p) = std::env::var_os("PTXBENCH_EXE") {
         return Ok(PathBuf::from(p));
+    }
+    if let Some(p) = EXECUTABLE.get() {
+        return Ok(p.clone());
     }
     let me = std::env::current_exe().map_err(|e| missing(format!("locating this program: {e}")))?;
     if me.file_name().is_some_and(|n| n == "ptxbench") {

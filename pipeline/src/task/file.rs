@@ -134,6 +134,9 @@ pub struct ToleranceFile {
     /// allclose only: the share of elements that must be within the bound (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_match: Option<f64>,
+    /// allclose only: a bound on the relative L2 error as well (`||got - ref|| / ||ref||`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relnorm_max: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -367,6 +370,7 @@ impl From<&Tolerance> for ToleranceFile {
                 atol: Some(atol),
                 max: None,
                 min_match: None,
+                relnorm_max: None,
             },
             Tolerance::AllcloseFraction {
                 rtol,
@@ -378,6 +382,7 @@ impl From<&Tolerance> for ToleranceFile {
                 atol: Some(atol),
                 max: None,
                 min_match: Some(min_match),
+                relnorm_max: None,
             },
             Tolerance::Relnorm { max } => ToleranceFile {
                 metric: "relnorm".into(),
@@ -385,6 +390,15 @@ impl From<&Tolerance> for ToleranceFile {
                 atol: None,
                 max: Some(max),
                 min_match: None,
+                relnorm_max: None,
+            },
+            Tolerance::AllcloseRelnorm { rtol, atol, max } => ToleranceFile {
+                metric: "allclose".into(),
+                rtol: Some(rtol),
+                atol: Some(atol),
+                max: None,
+                min_match: None,
+                relnorm_max: Some(max),
             },
         }
     }

@@ -548,13 +548,27 @@ impl Checker<'_> {
                 let rtol = self.need(field, "rtol", t.rtol, k);
                 let atol = self.need(field, "atol", t.atol, k);
                 self.forbid(field, "max", t.max, k);
-                bounds = vec![("rtol", rtol), ("atol", atol)];
-                match t.min_match {
-                    None => rtol
+                bounds = vec![
+                    ("rtol", rtol),
+                    ("atol", atol),
+                    ("relnorm_max", t.relnorm_max),
+                ];
+                match (t.min_match, t.relnorm_max) {
+                    (Some(_), Some(_)) => {
+                        self.bad(
+                            format!("{field}.relnorm_max"),
+                            "cannot be given with min_match (give one of them)",
+                        );
+                        None
+                    }
+                    (None, Some(max)) => rtol
+                        .zip(atol)
+                        .map(|(rtol, atol)| Tolerance::AllcloseRelnorm { rtol, atol, max }),
+                    (None, None) => rtol
                         .zip(atol)
                         .map(|(rtol, atol)| Tolerance::Allclose { rtol, atol }),
                     // Below 0.9 a kernel could skip a tenth of the work and pass.
-                    Some(m) if !(0.9..1.0).contains(&m) => {
+                    (Some(m), None) if !(0.9..1.0).contains(&m) => {
                         self.bad(
                             format!("{field}.min_match"),
                             format!(
@@ -563,7 +577,7 @@ impl Checker<'_> {
                         );
                         None
                     }
-                    Some(min_match) => {
+                    (Some(min_match), None) => {
                         rtol.zip(atol)
                             .map(|(rtol, atol)| Tolerance::AllcloseFraction {
                                 rtol,
@@ -578,6 +592,7 @@ impl Checker<'_> {
                 self.forbid(field, "rtol", t.rtol, k);
                 self.forbid(field, "atol", t.atol, k);
                 self.forbid(field, "min_match", t.min_match, k);
+                self.forbid(field, "relnorm_max", t.relnorm_max, k);
                 bounds = vec![("max", max)];
                 max.map(|max| Tolerance::Relnorm { max })
             }

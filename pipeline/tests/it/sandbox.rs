@@ -162,3 +162,27 @@ fn issue_41_ptxas_that_runs_out_of_memory_fails_the_check() {
     assert!(text.contains("ptxas"), "{text}");
     assert!(start.elapsed() < Duration::from_secs(120));
 }
+
+/// The command line compiles CUDA C++ in its sandbox whatever its file is called (a binary
+/// carried to a GPU machine as `/tmp/p` once found no `ptxbench` beside it and compiled nothing).
+#[test]
+fn issue_41_a_renamed_binary_still_compiles_cuda() {
+    if !cuda_tools("issue_41_a_renamed_binary_still_compiles_cuda") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let renamed = dir.path().join("p");
+    std::fs::copy(env!("CARGO_BIN_EXE_ptxbench"), &renamed).expect("copy");
+    let out = Command::new(&renamed)
+        .arg("--tasks")
+        .arg(root().join("tasks"))
+        .arg("check")
+        .arg(root().join("tasks/candidates/simt/gemm"))
+        .args(["--task", "gemm_n4096_k4096"])
+        .env_remove("PTXBENCH_EXE")
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("nvrtc "), "{text}");
+}

@@ -309,6 +309,7 @@ pub fn generate(
                                     guard_bytes_changed: 0,
                                     input_bytes_changed: 0,
                                     passed: ok,
+                                    counted: false,
                                 }],
                                 timing: None,
                             });

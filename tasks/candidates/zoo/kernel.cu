@@ -4,7 +4,7 @@
 //   0  correct but slow (no tricks)                       -> correct, no target evidence
 //   1  skips the work when the inputs look special        -> correct: inputs are never special
 //   2  writes only part of the output                     -> numerical (poisoned NaN remains)
-//   3  skips the work on later launches (module global)   -> numerical (a later launch)
+//   3  (moved to second_launch.cu: it needs module memory) 
 //   4  writes past the end of the output                  -> numerical (guard bytes)
 //   5  modifies an input                                  -> numerical (inputs checked)
 //   6  reads uninitialised shared memory                  -> numerical (stale data)
@@ -13,16 +13,16 @@
 // (endless loop, trap, illegal address and oversized shared memory: tasks/candidates/simt/ and
 // the plan oversized_shared.yaml here.) Tricks that need more than a mode, each file's header
 // says how and why:
-//   cache.cu    output cache keyed on an input fingerprint   -> correct (inputs never repeat)
-//               output cache keyed on the pointers           -> numerical (stale, stage timing)
+//   second_launch.cu  skips the work on later launches       -> compilation: writable module
+//                     (a module-scope counter)                   memory is refused (suite 1.3)
+//   cache.cu    output cache keyed on an input fingerprint   -> compilation: refused likewise
+//               output cache keyed on the pointers           -> compilation: refused likewise
 //   token.cu    one TMA load and one wgmma per CTA, ignored  -> correct; wgmma and TMA executed,
 //                                                               mma_flop_share 1/64
 //   l2.cu       L2 evict_last hints: cache-policy loads, or  -> correct (a measurement against
 //               evict_last prefetches (+ a control)             its control)
 //   evict_last_wgmma.cu  the reference GEMM, evict_last TMA -> correct (against wgmma-gemm)
 #include <cuda_bf16.h>
-
-__device__ unsigned long long zoo_threads_done;
 
 __device__ __forceinline__ void wgmma_tile(unsigned long long da, unsigned long long db,
                                            int accumulate, float* d) {
@@ -66,14 +66,11 @@ extern "C" __global__ void gemm_zoo(const __nv_bfloat16* __restrict__ A,
     return;
   }
   if (mode == 2 && col >= N / 2) return;
-  if (mode == 3 && *(volatile unsigned long long*)&zoo_threads_done >= (unsigned long long)M * N)
-    return;
   float acc = 0.0f;
   for (unsigned k = 0; k < K; ++k)
     acc += __bfloat162float(A[(size_t)row * K + k]) * __bfloat162float(B[(size_t)col * K + k]);
   if (mode == 6) acc += stale[threadIdx.x];
   C[(size_t)row * N + col] = __float2bfloat16(acc);
-  if (mode == 3) atomicAdd(&zoo_threads_done, 1ull);
   if (mode == 4 && row == M - 1) C[(size_t)M * N + col] = __float2bfloat16(acc);
   if (mode == 5 && row == 0 && col == 0) ((__nv_bfloat16*)A)[0] = __float2bfloat16(acc);
 }
