@@ -96,10 +96,16 @@ fn issue_15_import_stores_only_the_manifests_closure() {
         .map(|i| object_entry(format!("unreferenced {i}").as_bytes()))
         .collect();
     let blob = b"referenced blob".to_vec();
-    let run = format!(
-        r#"{{"schema":"ptxbench.run/1","log_digest":"{}"}}"#,
-        Digest::of(&blob)
-    );
+    // A run object that decodes (an import refuses one that does not), whose list is `blob`.
+    let run = serde_json::to_string(&ptxbench::record::RunObject {
+        schema: ptxbench::record::RUN_SCHEMA.into(),
+        name: "r".into(),
+        arch: ptxbench::arch::Arch::Sm90a,
+        list_digest: Digest::of(&blob),
+        suite_hash: Digest::of(b"suite"),
+        record_digests: Vec::new(),
+    })
+    .expect("json");
     entries.push(object_entry(&blob));
     entries.push(object_entry(run.as_bytes()));
     entries.push((
