@@ -107,7 +107,7 @@ pub fn write_bundle(
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    crate::scratch::sweep(dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, None)
+    crate::scratch::sweep(dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, &[])
         .map_err(|e| io(dir, e))?;
     let tmp = new_file_temp(dir, TEMP_PREFIX).map_err(|e| io(dir, e))?;
     let manifest_entry = format!("{MANIFESTS_PREFIX}{file_name}");
