@@ -755,7 +755,8 @@ fn write_manifest(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ImportE
     fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     crate::scratch::sweep(dir, MANIFEST_TEMP_PREFIX, crate::scratch::STALE_AFTER, &[])
         .map_err(|e| io(dir, e))?;
-    let mut tmp = super::new_file_temp(dir, MANIFEST_TEMP_PREFIX).map_err(|e| io(dir, e))?;
+    let mut tmp =
+        crate::destination::new_file_temp(dir, MANIFEST_TEMP_PREFIX).map_err(|e| io(dir, e))?;
     tmp.write_all(bytes).map_err(|e| io(target, e))?;
     tmp.as_file().sync_all().map_err(|e| io(target, e))?;
     match tmp.persist_noclobber(target) {

@@ -5,9 +5,9 @@
 //! `manifests/<name>.yaml`, nothing else. [`write_bundle`] is deterministic: entries sorted by
 //! name, fixed timestamps (1980-01-01), fixed permissions (0644), deflate at a fixed level, no
 //! extra fields, so the same manifest and store give byte-identical zips. It refuses to bundle
-//! an incomplete closure, and writes the zip through a locked temp file and a rename; the zip
-//! gets the permissions of any new file (0666 less the umask). Temp files of a killed earlier
-//! bundle beside the output are swept first.
+//! an incomplete closure, and writes the zip through a locked temp file and a rename
+//! ([`crate::destination`]: an output that is not a regular file is refused; the zip gets the
+//! permissions of any new file; temp files of a killed earlier bundle beside it are swept).
 //!
 //! This module sits above both [`crate::store`] and [`crate::manifest`]: the store knows nothing
 //! of manifests.
@@ -47,6 +47,8 @@ pub enum BundleError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    Destination(#[from] crate::destination::DestinationError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -103,13 +105,7 @@ pub fn write_bundle(
             problems: closure.problems,
         });
     }
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    crate::scratch::sweep(dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, &[])
-        .map_err(|e| io(dir, e))?;
-    let tmp = new_file_temp(dir, TEMP_PREFIX).map_err(|e| io(dir, e))?;
+    let tmp = crate::destination::temp_for(out, TEMP_PREFIX)?;
     let manifest_entry = format!("{MANIFESTS_PREFIX}{file_name}");
     let buffered = write_zip(
         store,
@@ -121,7 +117,7 @@ pub fn write_bundle(
     )?;
     let tmp = buffered.into_inner().map_err(|e| io(out, e.into_error()))?;
     tmp.as_file().sync_all().map_err(|e| io(out, e))?;
-    tmp.persist(out).map_err(|e| io(out, e.error))?;
+    crate::destination::persist(tmp, out)?;
     Ok(BundleSummary {
         objects: closure.objects.len(),
         bytes: closure.bytes,
@@ -254,19 +250,6 @@ pub fn run_bundle(
             manifest_entry,
         },
     })
-}
-
-/// A locked temp file in `dir` created with the permissions of any new file (0666 less the
-/// umask), not the owner-only mode of a temp file: it is renamed into a file others read.
-pub(crate) fn new_file_temp(dir: &Path, prefix: &str) -> std::io::Result<tempfile::NamedTempFile> {
-    let mut b = tempfile::Builder::new();
-    b.prefix(prefix);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        b.permissions(fs::Permissions::from_mode(0o666));
-    }
-    b.tempfile_in(dir).and_then(crate::scratch::lock)
 }
 
 fn entry_options(len: u64) -> SimpleFileOptions {

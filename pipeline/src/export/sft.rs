@@ -346,15 +346,15 @@ pub fn select(
     Ok((out, cov))
 }
 
-/// Writes the examples as JSON lines or Parquet (atomically: temp file, then rename).
+/// Writes the examples as JSON lines or Parquet (atomically: temp file, then rename; see
+/// [`crate::destination`]).
 pub fn write_examples(examples: &[Example], path: &Path) -> anyhow::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("a temp file in {}", dir.display()))?;
+    let mut tmp = crate::destination::temp_for(path, crate::metrics::export::TEMP_PREFIX)?;
     let parquet = path.extension().and_then(|e| e.to_str()) == Some("parquet");
     if parquet {
         use polars::prelude::*;
@@ -385,9 +385,7 @@ pub fn write_examples(examples: &[Example], path: &Path) -> anyhow::Result<()> {
         }
         w.flush()?;
     }
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("writing {}", path.display()))?;
+    crate::destination::persist(tmp, path)?;
     Ok(())
 }
 

@@ -145,23 +145,24 @@ pub fn write_frame(
     Ok(())
 }
 
-/// Writes the results table of `metrics` to the file `path` (replaced atomically).
+/// Name prefix of the temp file an export is written to (beside it; a killed export's is
+/// removed by the next export there).
+pub const TEMP_PREFIX: &str = ".ptxbench-export-";
+
+/// Writes the results table of `metrics` to the file `path` (replaced atomically; see
+/// [`crate::destination`]).
 pub fn write_results(metrics: &Metrics, format: Format, path: &Path) -> Result<(), MetricsError> {
     let io = |source| MetricsError::Io {
         path: path.to_path_buf(),
         source,
     };
     let mut frame = results_frame(metrics)?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    let mut tmp = crate::destination::temp_for(path, TEMP_PREFIX)?;
     {
         let mut buf = std::io::BufWriter::new(tmp.as_file_mut());
         write_frame(&mut frame, format, &mut buf)?;
         buf.flush().map_err(io)?;
     }
-    tmp.persist(path).map_err(|e| io(e.error))?;
+    crate::destination::persist(tmp, path)?;
     Ok(())
 }
