@@ -24,6 +24,13 @@ pub enum DestinationError {
         #[source]
         source: std::io::Error,
     },
+    /// Writing the content failed (a full disk: "No space left on device").
+    #[error("writing {path} failed: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// What the file at `path` is, if it exists and is not a regular file.
@@ -120,6 +127,112 @@ pub(crate) fn new_file_temp(dir: &Path, prefix: &str) -> std::io::Result<tempfil
         b.permissions(fs::Permissions::from_mode(0o666));
     }
     b.tempfile_in(dir).and_then(crate::scratch::lock)
+}
+
+/// A writer that keeps the first error of the writer inside it, and after that writes nothing
+/// more but goes on as if it did (counting the position and length it would have). A library
+/// that writes on after a failure then reports nothing of its own: the zip writer's finishing
+/// on drop (which prints `ZipWriter::drop: ...` to stderr when it fails), a Parquet writer
+/// (which says "File out of specification" when its footer cannot be written). The error to
+/// report is [`FirstError::error`], the real one, such as a full disk.
+#[derive(Debug)]
+pub struct FirstError<W> {
+    inner: W,
+    error: Option<std::io::Error>,
+    /// Where the next byte would go, and the length written so far.
+    position: u64,
+    len: u64,
+}
+
+impl<W> FirstError<W> {
+    /// Wraps `inner`, empty and at its start (a new file or buffer).
+    pub fn new(inner: W) -> FirstError<W> {
+        FirstError {
+            inner,
+            error: None,
+            position: 0,
+            len: 0,
+        }
+    }
+
+    /// The first error the inner writer gave, if any.
+    pub fn take_error(&mut self) -> Option<std::io::Error> {
+        self.error.take()
+    }
+
+    /// Whether the inner writer failed.
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    pub fn into_inner(self) -> W {
+        self.inner
+    }
+
+    /// Keeps `e` as the first failure (an interrupted call is not one: it is returned as it
+    /// is, to be retried) and returns the error of this call.
+    fn keep(&mut self, e: std::io::Error) -> std::io::Error {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return e;
+        }
+        let copy = std::io::Error::new(e.kind(), e.to_string());
+        self.error.get_or_insert(e);
+        copy
+    }
+
+    fn advance(&mut self, n: usize) {
+        self.position += n as u64;
+        self.len = self.len.max(self.position);
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for FirstError<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.error.is_none() {
+            match self.inner.write(buf) {
+                Ok(n) => {
+                    self.advance(n);
+                    return Ok(n);
+                }
+                Err(e) => return Err(self.keep(e)),
+            }
+        }
+        self.advance(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.error.is_none()
+            && let Err(e) = self.inner.flush()
+        {
+            return Err(self.keep(e));
+        }
+        Ok(())
+    }
+}
+
+impl<W: std::io::Seek> std::io::Seek for FirstError<W> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        use std::io::SeekFrom;
+        if self.error.is_none() {
+            match self.inner.seek(to) {
+                Ok(p) => {
+                    self.position = p;
+                    return Ok(p);
+                }
+                Err(e) => return Err(self.keep(e)),
+            }
+        }
+        let base = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::Current(d) => self.position.checked_add_signed(d),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+        };
+        self.position = base.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start")
+        })?;
+        Ok(self.position)
+    }
 }
 
 #[cfg(test)]

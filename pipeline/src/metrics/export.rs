@@ -158,11 +158,87 @@ pub fn write_results(metrics: &Metrics, format: Format, path: &Path) -> Result<(
     };
     let mut frame = results_frame(metrics)?;
     let mut tmp = crate::destination::temp_for(path, TEMP_PREFIX)?;
-    {
-        let mut buf = std::io::BufWriter::new(tmp.as_file_mut());
-        write_frame(&mut frame, format, &mut buf)?;
-        buf.flush().map_err(io)?;
-    }
+    write_frame_to(
+        &mut frame,
+        format,
+        std::io::BufWriter::new(tmp.as_file_mut()),
+        path,
+    )?;
+    tmp.as_file().sync_all().map_err(io)?;
     crate::destination::persist(tmp, path)?;
     Ok(())
+}
+
+/// [`write_frame`] into `w` (the file `path` is written through it), flushed. When writing
+/// fails (a full disk), the error is the writer's own, naming `path`, never what the encoder
+/// makes of the failure (Parquet's "File out of specification").
+fn write_frame_to<W: Write>(
+    frame: &mut DataFrame,
+    format: Format,
+    w: W,
+    path: &Path,
+) -> Result<(), MetricsError> {
+    let mut w = crate::destination::FirstError::new(w);
+    let written = write_frame(frame, format, &mut w);
+    let flushed = w.flush();
+    if let Some(source) = w.take_error() {
+        return Err(crate::destination::DestinationError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+        .into());
+    }
+    written?;
+    flushed.map_err(|source| MetricsError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A disk that holds `room` bytes, then fails as a full one does.
+    struct Full {
+        written: usize,
+        room: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.written + buf.len() > self.room {
+                return Err(std::io::Error::from_raw_os_error(28));
+            }
+            self.written += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn issue_41_a_full_disk_is_reported_as_a_failed_write_naming_the_file() {
+        let column = Column::new(
+            "entry".into(),
+            (0..2000).map(|i| format!("entry {i}")).collect::<Vec<_>>(),
+        );
+        for format in [Format::Parquet, Format::Csv] {
+            let mut frame = DataFrame::new(2000, vec![column.clone()]).expect("frame");
+            let full = Full {
+                written: 0,
+                room: 1000,
+            };
+            let e = write_frame_to(&mut frame, format, full, Path::new("out/results.parquet"))
+                .expect_err("the disk is full");
+            let text = e.to_string();
+            assert!(
+                text.contains("writing out/results.parquet failed")
+                    && text.contains("No space left on device")
+                    && !text.contains("specification"),
+                "{format:?}: {text}"
+            );
+        }
+    }
 }
