@@ -12,6 +12,7 @@ pub mod candidate;
 pub mod check;
 pub mod cmd;
 pub mod cuda;
+pub mod destination;
 pub mod digest;
 pub mod engine;
 pub mod entropy;

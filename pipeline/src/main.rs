@@ -5,6 +5,12 @@
 //! no panic message, and the unwinding still runs every destructor, so temp files are removed.
 //! Rust ignores SIGPIPE, so the write fails with `BrokenPipe`: either as an error that reaches
 //! `main` or as the panic of `println!`, and both are caught here.
+//!
+//! Any other failure to write standard output (a full disk, `> /dev/full`) ends the command
+//! with one line, `error: cannot write to standard output: ...`, and exit status 2: commands
+//! print through `cmd::write_stdout`, which returns the error; a `println!` left elsewhere
+//! panics, and that panic is caught here and reported the same way; output still buffered
+//! when the command returns is flushed, and a failure there is reported too.
 
 use std::process::ExitCode;
 
@@ -23,12 +29,17 @@ const BROKEN_PIPE_EXIT: u8 = 141;
 fn main() -> ExitCode {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !is_broken_pipe_panic(info.payload()) {
+        if stdout_failure(info.payload()).is_none() {
             default_hook(info);
         }
     }));
     let cli = Cli::parse();
-    match std::panic::catch_unwind(|| ptxbench::cmd::run(cli)) {
+    let result = std::panic::catch_unwind(|| -> anyhow::Result<ExitCode> {
+        let code = ptxbench::cmd::run(cli)?;
+        flush_stdout()?;
+        Ok(code)
+    });
+    match result {
         Ok(Ok(code)) => code,
         Ok(Err(err)) if is_broken_pipe_error(&err) => ExitCode::from(BROKEN_PIPE_EXIT),
         Ok(Err(err)) => {
@@ -38,8 +49,25 @@ fn main() -> ExitCode {
             }
             ExitCode::from(2)
         }
-        Err(payload) if is_broken_pipe_panic(payload.as_ref()) => ExitCode::from(BROKEN_PIPE_EXIT),
-        Err(payload) => std::panic::resume_unwind(payload),
+        Err(payload) => match stdout_failure(payload.as_ref()) {
+            Some(StdoutFailure::BrokenPipe) => ExitCode::from(BROKEN_PIPE_EXIT),
+            Some(StdoutFailure::Other { stream, why }) => {
+                eprintln_quietly(&format!("error: cannot write to standard {stream}: {why}"));
+                ExitCode::from(2)
+            }
+            None => std::panic::resume_unwind(payload),
+        },
+    }
+}
+
+/// Flushes what is still buffered for standard output (Rust's own flush at exit ignores
+/// errors); a failure is one line, as in `ptxbench::cmd::write_stdout`.
+fn flush_stdout() -> anyhow::Result<()> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().flush() {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        Err(e) => Err(anyhow::anyhow!("cannot write to standard output: {e}")),
     }
 }
 
@@ -56,12 +84,36 @@ fn is_broken_pipe_error(err: &anyhow::Error) -> bool {
     })
 }
 
-/// Whether a panic is `print!`'s "failed printing to stdout: Broken pipe".
-fn is_broken_pipe_panic(payload: &(dyn std::any::Any + Send)) -> bool {
+/// Why `print!` or `eprint!` panicked.
+enum StdoutFailure {
+    BrokenPipe,
+    /// Any other error: the stream (`output`, `error`) and the error.
+    Other {
+        stream: &'static str,
+        why: String,
+    },
+}
+
+/// Whether a panic is `print!`'s failure to write ("failed printing to stdout: ..."), and why.
+fn stdout_failure(payload: &(dyn std::any::Any + Send)) -> Option<StdoutFailure> {
     let message = payload
         .downcast_ref::<String>()
         .map(String::as_str)
         .or_else(|| payload.downcast_ref::<&str>().copied())
         .unwrap_or("");
-    message.starts_with("failed printing to std") && message.contains("Broken pipe")
+    let (stream, why) = match message.strip_prefix("failed printing to stdout: ") {
+        Some(why) => ("output", why),
+        None => (
+            "error",
+            message.strip_prefix("failed printing to stderr: ")?,
+        ),
+    };
+    Some(if why.contains("Broken pipe") {
+        StdoutFailure::BrokenPipe
+    } else {
+        StdoutFailure::Other {
+            stream,
+            why: why.to_string(),
+        }
+    })
 }

@@ -60,17 +60,17 @@ pub fn leftovers(dir: &Path, prefix: &str, older_than: Duration) -> io::Result<V
     Ok(out)
 }
 
-/// Removes the stale entries of `dir` named `prefix*` (see [`leftovers`]), except `keep`;
-/// returns what was removed. An entry that vanishes meanwhile is not an error.
+/// Removes the stale entries of `dir` named `prefix*` (see [`leftovers`]), except those in
+/// `keep`; returns what was removed. An entry that vanishes meanwhile is not an error.
 pub fn sweep(
     dir: &Path,
     prefix: &str,
     older_than: Duration,
-    keep: Option<&Path>,
+    keep: &[PathBuf],
 ) -> io::Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     for l in leftovers(dir, prefix, older_than)? {
-        if !l.stale || keep.is_some_and(|k| k == l.path) {
+        if !l.stale || keep.contains(&l.path) {
             continue;
         }
         // Hold the lock while removing, so that no writer can take the entry over meanwhile.
@@ -131,13 +131,13 @@ mod tests {
         // Age 0: only the lock decides.
         let found = leftovers(d.path(), ".tmp-", Duration::ZERO).expect("list");
         assert_eq!(found.len(), 2);
-        let removed = sweep(d.path(), ".tmp-", Duration::ZERO, None).expect("sweep");
+        let removed = sweep(d.path(), ".tmp-", Duration::ZERO, &[]).expect("sweep");
         assert_eq!(removed, vec![dead.clone()]);
         assert!(live.path().exists() && d.path().join("object").exists());
         // A fresh unlocked file is not stale yet.
         fs::write(&dead, b"half").expect("write");
         assert!(
-            sweep(d.path(), ".tmp-", Duration::from_secs(3600), None)
+            sweep(d.path(), ".tmp-", Duration::from_secs(3600), &[])
                 .expect("sweep")
                 .is_empty()
         );
@@ -154,7 +154,7 @@ mod tests {
             fs::write(p.join("sub/page.html"), b"x").expect("write");
         }
         let _held = lock_dir(&live).expect("lock");
-        let removed = sweep(d.path(), ".stage-", Duration::ZERO, None).expect("sweep");
+        let removed = sweep(d.path(), ".stage-", Duration::ZERO, &[]).expect("sweep");
         assert_eq!(removed, vec![dead]);
         assert!(live.join("sub/page.html").exists());
     }

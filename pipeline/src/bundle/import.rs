@@ -5,8 +5,12 @@
 //! nothing: entry count, archive and entry sizes, compression ratio (zip bombs), names
 //! (absolute, `..`, backslashes, anything outside the two forms of [`super`]), symlinks,
 //! directories, encryption, duplicate names, that every entry's bytes hash to its name and match
-//! its declared size, that the manifest is within [`MANIFEST_LIMIT`] and parses, and that its
-//! closure is complete within the bundle and the store. Entries that the manifest's closure
+//! its declared size, that the manifest is within [`MANIFEST_LIMIT`] and parses, that its
+//! closure is complete within the bundle and the store, that each root is an object of the kind
+//! the manifest names it as (a run under `runs`, ...), and that every record, run, task and suite
+//! object of the closure decodes. Every typed object is parsed for its references whatever its
+//! size (up to the entry limit, [`ImportLimits::max_entry_bytes`]); only plain blobs are hashed
+//! as a stream. Entries that the manifest's closure
 //! does not reach are skipped (and counted), never stored. The second pass streams each closure
 //! object into the store (children before parents), each re-hashed against its name, so an
 //! object is never replaced by other bytes; a stored copy whose bytes do not hash to its name
@@ -24,11 +28,12 @@ use zip::ZipArchive;
 use super::{ARTIFACTS_PREFIX, MANIFESTS_PREFIX, manifest_name_ok};
 use crate::digest::Digest;
 use crate::manifest::{Manifest, ManifestError};
-use crate::store::object::{self, Reference};
+use crate::store::object::{self, ObjectKind, Reference};
 use crate::store::{Store, StoreError};
 
-/// Entries larger than this are hashed as a stream and not parsed as typed objects.
-const WHOLE_READ_LIMIT: u64 = 64 << 20;
+/// The most incomplete references, wrong roots or undecodable objects an error lists by name
+/// (the rest are counted): a run naming 100,000 missing records gives a readable message.
+pub const LISTED_AT_MOST: usize = 20;
 /// The largest manifest entry read (a manifest lists digests; 16 MiB is ~200,000 of them).
 pub const MANIFEST_LIMIT: u64 = 16 << 20;
 /// Name prefix of the temp file a manifest is written to.
@@ -204,15 +209,57 @@ pub enum ImportError {
         #[source]
         source: ManifestError,
     },
-    #[error("{path}: the closure is incomplete: {}", .missing.iter().map(|(d, who)| format!("{d} (referred to by {who})")).collect::<Vec<_>>().join("; "))]
+    #[error("{path}: the closure is incomplete: {} missing: {}", .missing.len(), listed(.missing.iter().map(|(d, who)| format!("{d} (referred to by {who})"))))]
     Incomplete {
         path: PathBuf,
         missing: Vec<(Digest, String)>,
+    },
+    #[error("{path}: {} manifest root(s) of the wrong kind: {}", .roots.len(), listed(.roots.iter().map(|r| r.to_string())))]
+    WrongKind {
+        path: PathBuf,
+        roots: Vec<WrongRoot>,
+    },
+    #[error("{path}: {} object(s) that this ptxbench cannot decode: {}", .objects.len(), listed(.objects.iter().map(|(d, e)| format!("{d}: {e}"))))]
+    Undecodable {
+        path: PathBuf,
+        /// Each object and why it does not decode, sorted by digest.
+        objects: Vec<(Digest, String)>,
     },
     #[error("{existing} already exists with different content; not replacing it")]
     ManifestConflict { existing: PathBuf },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// A manifest root that is not the kind of object the manifest names it as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrongRoot {
+    pub digest: Digest,
+    /// Where the manifest names it (`manifests/m.yaml: runs[0]`).
+    pub label: String,
+    pub expected: ObjectKind,
+    /// The schema found, or "a plain blob".
+    pub found: String,
+}
+
+impl std::fmt::Display for WrongRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}) should be a {} object, found {}",
+            self.digest, self.label, self.expected, self.found
+        )
+    }
+}
+
+/// The first [`LISTED_AT_MOST`] of `items`, joined by `; `, and how many more there are.
+fn listed(items: impl ExactSizeIterator<Item = String>) -> String {
+    let more = items.len().saturating_sub(LISTED_AT_MOST);
+    let mut out = items.take(LISTED_AT_MOST).collect::<Vec<_>>().join("; ");
+    if more > 0 {
+        out.push_str(&format!("; and {more} more"));
+    }
+    out
 }
 
 /// One checked entry of the first pass.
@@ -221,6 +268,10 @@ struct Entry {
     name: String,
     size: u64,
     references: Vec<Reference>,
+    /// The schema of a typed object (`None`: a plain blob).
+    schema: Option<String>,
+    /// Why a record, run, task or suite object does not decode, if it does not.
+    undecodable: Option<String>,
 }
 
 /// Imports the bundle at `zip_path` into `store`, writing its manifest into `manifests_dir`.
@@ -370,9 +421,15 @@ pub fn import_bundle(
         if actual != digest {
             return Err(ImportError::HashMismatch { path, name, actual });
         }
-        let references = match bytes {
-            Some(b) if object::looks_like_object(&b) => match object::parse_object(&b) {
-                Ok(o) => o.references,
+        let (references, schema, undecodable) = match bytes {
+            Some(b) => match object::parse_object(&b) {
+                Ok(o) => {
+                    let undecodable = match crate::record::decode_object(&digest, &b) {
+                        Some(Err(e)) => Some(e.to_string()),
+                        _ => None,
+                    };
+                    (o.references, Some(o.schema.to_string()), undecodable)
+                }
                 Err(e) => {
                     return Err(ImportError::Malformed {
                         path,
@@ -381,7 +438,7 @@ pub fn import_bundle(
                     });
                 }
             },
-            _ => Vec::new(),
+            None => (Vec::new(), None, None),
         };
         entries.insert(
             digest,
@@ -390,6 +447,8 @@ pub fn import_bundle(
                 name,
                 size: len,
                 references,
+                schema,
+                undecodable,
             },
         );
     }
@@ -431,9 +490,30 @@ pub fn import_bundle(
         })?;
 
     // The manifest's closure, within the bundle and the store; it must be complete.
-    let (wanted, missing) = reach(store, &entries, &manifest, &manifest_label);
+    let Reached {
+        wanted,
+        missing,
+        wrong_roots,
+    } = reach(store, &entries, &manifest, &manifest_label);
     if !missing.is_empty() {
         return Err(ImportError::Incomplete { path, missing });
+    }
+    if !wrong_roots.is_empty() {
+        return Err(ImportError::WrongKind {
+            path,
+            roots: wrong_roots,
+        });
+    }
+    let undecodable: Vec<(Digest, String)> = entries
+        .iter()
+        .filter(|(d, _)| wanted.contains(d))
+        .filter_map(|(d, e)| Some((*d, e.undecodable.clone()?)))
+        .collect();
+    if !undecodable.is_empty() {
+        return Err(ImportError::Undecodable {
+            path,
+            objects: undecodable,
+        });
     }
     let skipped: Vec<Digest> = entries
         .keys()
@@ -500,67 +580,104 @@ fn entry_label<R: Read + std::io::Seek>(archive: &ZipArchive<R>, i: usize) -> St
     }
 }
 
+/// What the manifest's roots reach through the bundle's entries and the store's objects.
+struct Reached {
+    wanted: BTreeSet<Digest>,
+    /// What is missing from both, with who refers to it.
+    missing: Vec<(Digest, String)>,
+    /// Roots that are not the kind of object the manifest names them as.
+    wrong_roots: Vec<WrongRoot>,
+}
+
 /// Everything the manifest's roots reach through the bundle's entries and the store's objects,
-/// and what is missing from both (with who refers to it).
+/// what is missing from both (with who refers to it), and the roots of the wrong kind.
 fn reach(
     store: &Store,
     entries: &BTreeMap<Digest, Entry>,
     manifest: &Manifest,
     label: &Path,
-) -> (BTreeSet<Digest>, Vec<(Digest, String)>) {
+) -> Reached {
     let mut wanted = BTreeSet::new();
     let mut missing = Vec::new();
-    let mut stack: Vec<(Digest, String)> = manifest
+    let mut wrong_roots = Vec::new();
+    let mut stack: Vec<(Digest, String, Option<ObjectKind>)> = manifest
         .roots(label)
         .into_iter()
-        .map(|r| (r.digest, r.label))
+        .map(|r| (r.digest, r.label, r.expect))
         .rev()
         .collect();
-    while let Some((d, who)) = stack.pop() {
+    while let Some((d, who, expect)) = stack.pop() {
+        // The object's schema (`None`: a plain blob) and references.
+        let (schema, references) = if let Some(e) = entries.get(&d) {
+            (e.schema.clone(), e.references.clone())
+        } else if store.contains(&d) {
+            // Already stored: walk through it to the bundle's entries beneath.
+            match store.get_object(&d) {
+                Ok(o) => (Some(o.schema.to_string()), o.references),
+                Err(_) => (None, Vec::new()),
+            }
+        } else {
+            if wanted.insert(d) {
+                missing.push((d, who));
+            }
+            continue;
+        };
+        if let Some(expected) = expect {
+            let kind = schema
+                .as_deref()
+                .and_then(|s| s.parse::<object::Schema>().ok())
+                .map(|s| s.kind);
+            if kind.as_ref() != Some(&expected) {
+                wrong_roots.push(WrongRoot {
+                    digest: d,
+                    label: who.clone(),
+                    expected,
+                    found: schema.unwrap_or_else(|| "a plain blob".to_string()),
+                });
+            }
+        }
         if !wanted.insert(d) {
             continue;
         }
-        let references = if let Some(e) = entries.get(&d) {
-            e.references.clone()
-        } else if store.contains(&d) {
-            // Already stored: walk through it to the bundle's entries beneath.
-            store
-                .get_object(&d)
-                .map(|o| o.references)
-                .unwrap_or_default()
-        } else {
-            missing.push((d, who));
-            continue;
-        };
         for r in references.into_iter().rev() {
             let who = format!("object {d} field `{}`", r.field);
-            stack.push((r.digest, who));
+            stack.push((r.digest, who, None));
         }
     }
     missing.sort();
-    (wanted, missing)
+    Reached {
+        wanted,
+        missing,
+        wrong_roots,
+    }
 }
 
-/// Hashes an entry (at most `limit` + 1 bytes are read); keeps the bytes when small.
+/// Hashes an entry (at most `limit` + 1 bytes are read); keeps the whole bytes of a typed
+/// object (one that starts with [`object::OBJECT_PREFIX`]), whatever its size, so that its
+/// references are read; streams any other blob.
 fn read_entry(f: impl Read, limit: u64) -> std::io::Result<(Digest, u64, Option<Vec<u8>>)> {
     let mut f = f.take(limit.saturating_add(1));
-    let mut hasher = blake3::Hasher::new();
     let mut head = Vec::new();
-    (&mut f).take(WHOLE_READ_LIMIT).read_to_end(&mut head)?;
+    (&mut f)
+        .take(object::OBJECT_PREFIX.len() as u64)
+        .read_to_end(&mut head)?;
+    if object::looks_like_object(&head) {
+        f.read_to_end(&mut head)?;
+        return Ok((Digest::of(&head), head.len() as u64, Some(head)));
+    }
+    let mut hasher = blake3::Hasher::new();
     hasher.update(&head);
     let mut len = head.len() as u64;
     let mut buf = vec![0u8; 256 * 1024];
-    let mut whole = true;
     loop {
         let n = f.read(&mut buf)?;
         if n == 0 {
             break;
         }
-        whole = false;
         hasher.update(&buf[..n]);
         len += n as u64;
     }
-    Ok((Digest::from_hasher(&hasher), len, whole.then_some(head)))
+    Ok((Digest::from_hasher(&hasher), len, None))
 }
 
 /// `artifacts/v1/blake3/ab/cd/<hex>` with a consistent shard → the digest.
@@ -636,9 +753,10 @@ fn write_manifest(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ImportE
         source,
     };
     fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    crate::scratch::sweep(dir, MANIFEST_TEMP_PREFIX, crate::scratch::STALE_AFTER, None)
+    crate::scratch::sweep(dir, MANIFEST_TEMP_PREFIX, crate::scratch::STALE_AFTER, &[])
         .map_err(|e| io(dir, e))?;
-    let mut tmp = super::new_file_temp(dir, MANIFEST_TEMP_PREFIX).map_err(|e| io(dir, e))?;
+    let mut tmp =
+        crate::destination::new_file_temp(dir, MANIFEST_TEMP_PREFIX).map_err(|e| io(dir, e))?;
     tmp.write_all(bytes).map_err(|e| io(target, e))?;
     tmp.as_file().sync_all().map_err(|e| io(target, e))?;
     match tmp.persist_noclobber(target) {

@@ -5,9 +5,9 @@
 //! `manifests/<name>.yaml`, nothing else. [`write_bundle`] is deterministic: entries sorted by
 //! name, fixed timestamps (1980-01-01), fixed permissions (0644), deflate at a fixed level, no
 //! extra fields, so the same manifest and store give byte-identical zips. It refuses to bundle
-//! an incomplete closure, and writes the zip through a locked temp file and a rename; the zip
-//! gets the permissions of any new file (0666 less the umask). Temp files of a killed earlier
-//! bundle beside the output are swept first.
+//! an incomplete closure, and writes the zip through a locked temp file and a rename
+//! ([`crate::destination`]: an output that is not a regular file is refused; the zip gets the
+//! permissions of any new file; temp files of a killed earlier bundle beside it are swept).
 //!
 //! This module sits above both [`crate::store`] and [`crate::manifest`]: the store knows nothing
 //! of manifests.
@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use zip::write::SimpleFileOptions;
 
+use crate::destination::{DestinationError, FirstError};
 use crate::manifest::{Manifest, ManifestError};
 use crate::store::closure::{self, Problem};
 use crate::store::{Store, StoreError};
@@ -47,6 +48,8 @@ pub enum BundleError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    Destination(#[from] crate::destination::DestinationError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -69,12 +72,37 @@ pub enum BundleError {
         run: crate::digest::Digest,
         message: String,
     },
-    #[error("the closure of {manifest} is incomplete ({} problems); run `ptxbench verify`:\n{}",
-        .problems.len(), .problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))]
+    #[error("the closure of {manifest} is incomplete ({} problems); `ptxbench verify {manifest}` lists them all:\n{}",
+        .problems.len(), first_problems(.problems))]
     Incomplete {
         manifest: PathBuf,
         problems: Vec<Problem>,
     },
+}
+
+/// The first [`import::LISTED_AT_MOST`] problems, one a line (with at most as many referrers
+/// each), and how many more there are: a run naming 100,000 missing records gives a message of
+/// a few kilobytes, not megabytes.
+fn first_problems(problems: &[Problem]) -> String {
+    let most = import::LISTED_AT_MOST;
+    let mut lines: Vec<String> = problems
+        .iter()
+        .take(most)
+        .map(|p| {
+            let mut shown = p.clone();
+            let more = shown.referrers.len().saturating_sub(most);
+            shown.referrers.truncate(most);
+            let mut line = shown.to_string();
+            if more > 0 {
+                line.push_str(&format!("\n    and {more} more referrers"));
+            }
+            line
+        })
+        .collect();
+    if problems.len() > most {
+        lines.push(format!("and {} more", problems.len() - most));
+    }
+    lines.join("\n")
 }
 
 /// Writes the bundle of the manifest at `manifest_path` (its closure in `store`) to `out`.
@@ -103,13 +131,7 @@ pub fn write_bundle(
             problems: closure.problems,
         });
     }
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    crate::scratch::sweep(dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, None)
-        .map_err(|e| io(dir, e))?;
-    let tmp = new_file_temp(dir, TEMP_PREFIX).map_err(|e| io(dir, e))?;
+    let tmp = crate::destination::temp_for(out, TEMP_PREFIX)?;
     let manifest_entry = format!("{MANIFESTS_PREFIX}{file_name}");
     let buffered = write_zip(
         store,
@@ -119,9 +141,17 @@ pub fn write_bundle(
         std::io::BufWriter::new(tmp),
         out,
     )?;
-    let tmp = buffered.into_inner().map_err(|e| io(out, e.into_error()))?;
-    tmp.as_file().sync_all().map_err(|e| io(out, e))?;
-    tmp.persist(out).map_err(|e| io(out, e.error))?;
+    let write_failed = |source| {
+        BundleError::Destination(DestinationError::Write {
+            path: out.to_path_buf(),
+            source,
+        })
+    };
+    let tmp = buffered
+        .into_inner()
+        .map_err(|e| write_failed(e.into_error()))?;
+    tmp.as_file().sync_all().map_err(write_failed)?;
+    crate::destination::persist(tmp, out)?;
     Ok(BundleSummary {
         objects: closure.objects.len(),
         bytes: closure.bytes,
@@ -132,6 +162,10 @@ pub fn write_bundle(
 /// Writes the zip of `objects` (read from `store`) and the manifest entry to `w`, entries in
 /// name order with fixed metadata (see the module documentation); `out` names the bundle in
 /// errors. Returns the writer.
+///
+/// The zip goes through a [`FirstError`]: when writing fails (a full disk), the error is the
+/// writer's own, naming `out`, and the zip writer's attempt to finish the archive when it
+/// drops (which prints its own failure to stderr) writes nothing and so fails at nothing.
 fn write_zip<W: Write + std::io::Seek>(
     store: &Store,
     objects: &std::collections::BTreeSet<crate::digest::Digest>,
@@ -140,16 +174,37 @@ fn write_zip<W: Write + std::io::Seek>(
     w: W,
     out: &Path,
 ) -> Result<W, BundleError> {
-    let io = |source| BundleError::Io {
+    let mut zip = zip::ZipWriter::new(FirstError::new(w));
+    // On an error `zip` drops here, and its finishing writes nothing more.
+    add_entries(&mut zip, store, objects, manifest_entry, manifest_text, out)?;
+    let w = zip.finish().map_err(|source| BundleError::Zip {
         path: out.to_path_buf(),
+        entry: "(central directory)".into(),
         source,
+    })?;
+    Ok(w.into_inner())
+}
+
+/// Adds the entries of [`write_zip`] to `zip`.
+fn add_entries<W: Write + std::io::Seek>(
+    zip: &mut zip::ZipWriter<W>,
+    store: &Store,
+    objects: &std::collections::BTreeSet<crate::digest::Digest>,
+    manifest_entry: &str,
+    manifest_text: &[u8],
+    out: &Path,
+) -> Result<(), BundleError> {
+    let io = |source| {
+        BundleError::Destination(DestinationError::Write {
+            path: out.to_path_buf(),
+            source,
+        })
     };
     let zerr = |entry: &str, source| BundleError::Zip {
         path: out.to_path_buf(),
         entry: entry.to_string(),
         source,
     };
-    let mut zip = zip::ZipWriter::new(w);
     // Object entry names sort in digest order and all sort before `manifests/`.
     for digest in objects {
         let bytes = store.get(digest)?;
@@ -161,7 +216,7 @@ fn write_zip<W: Write + std::io::Seek>(
     zip.start_file(manifest_entry, entry_options(manifest_text.len() as u64))
         .map_err(|e| zerr(manifest_entry, e))?;
     zip.write_all(manifest_text).map_err(io)?;
-    zip.finish().map_err(|e| zerr("(central directory)", e))
+    Ok(())
 }
 
 /// The bundle of one run of a manifest, made in memory: the zip's bytes and what it holds.
@@ -256,19 +311,6 @@ pub fn run_bundle(
     })
 }
 
-/// A locked temp file in `dir` created with the permissions of any new file (0666 less the
-/// umask), not the owner-only mode of a temp file: it is renamed into a file others read.
-pub(crate) fn new_file_temp(dir: &Path, prefix: &str) -> std::io::Result<tempfile::NamedTempFile> {
-    let mut b = tempfile::Builder::new();
-    b.prefix(prefix);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        b.permissions(fs::Permissions::from_mode(0o666));
-    }
-    b.tempfile_in(dir).and_then(crate::scratch::lock)
-}
-
 fn entry_options(len: u64) -> SimpleFileOptions {
     SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
@@ -286,4 +328,74 @@ fn manifest_name_ok(name: &str) -> bool {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A disk that holds `room` bytes, then fails as a full one does.
+    #[derive(Debug)]
+    struct Full {
+        bytes: std::io::Cursor<Vec<u8>>,
+        room: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.bytes.get_ref().len() + buf.len() > self.room {
+                return Err(std::io::Error::from_raw_os_error(28));
+            }
+            self.bytes.write(buf)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl std::io::Seek for Full {
+        fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+            self.bytes.seek(to)
+        }
+    }
+
+    #[test]
+    fn issue_41_a_full_disk_is_one_error_naming_the_bundle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("artifacts"));
+        let objects = (0..20u32)
+            .map(|i| store.put(&vec![i as u8; 4096]).expect("put"))
+            .collect();
+        let full = Full {
+            bytes: std::io::Cursor::new(Vec::new()),
+            room: 1000,
+        };
+        let out = Path::new("lb.zip");
+        let e = write_zip(&store, &objects, "manifests/m.yaml", b"m", full, out)
+            .expect_err("the disk is full");
+        let text = e.to_string();
+        assert!(
+            text.contains("lb.zip") && text.contains("No space left on device"),
+            "{text}"
+        );
+        // What the zip writer does when it drops after the failure (finishing the archive,
+        // printing `ZipWriter::drop: ...` if that fails) now succeeds, writing nothing.
+        let full = Full {
+            bytes: std::io::Cursor::new(Vec::new()),
+            room: 100,
+        };
+        let mut zip = zip::ZipWriter::new(FirstError::new(full));
+        let stored =
+            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        zip.start_file("a", stored).expect("start");
+        assert!(zip.write_all(&[7u8; 5000]).is_err());
+        let mut w = zip
+            .finish()
+            .expect("finishing after the failure fails at nothing");
+        assert_eq!(
+            w.take_error().and_then(|e| e.raw_os_error()),
+            Some(28),
+            "the first error is kept"
+        );
+    }
 }

@@ -2,7 +2,8 @@
 //!
 //! A candidate folder holds `kernel.ptx` or `kernel.cu` (CUDA C++ device code with inline PTX)
 //! and `plan.yaml`; any other path is read as a model response and the two blocks are extracted
-//! from it ([`extract`]).
+//! from it ([`extract`]). A symbolic link among them is followed (the candidate is what it
+//! names); one that names nothing, or no file, is an error saying so.
 
 pub mod bind;
 pub mod extract;
@@ -23,6 +24,44 @@ pub struct Candidate {
     pub plan_source: String,
     /// How extraction resolved ambiguities (empty for a folder).
     pub notes: Vec<String>,
+}
+
+/// Whether the file `path` of a candidate folder is there: absent is `false`, a file (or a
+/// symbolic link to one) `true`; anything else (a folder, a link to nothing) is an error naming
+/// it and what it is.
+fn present(path: &Path) -> Result<bool, CandidateError> {
+    let layout = |reason: String| CandidateError::Layout {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(CandidateError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    if meta.is_file() {
+        return Ok(true);
+    }
+    if !meta.file_type().is_symlink() {
+        return Err(layout("is not a file".into()));
+    }
+    let target = std::fs::read_link(path)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(true),
+        Ok(_) => Err(layout(format!(
+            "is a symbolic link to {target}, which is not a file"
+        ))),
+        Err(e) => Err(layout(format!(
+            "is a symbolic link to {target}, which cannot be read: {e}"
+        ))),
+    }
 }
 
 /// The `plan_source` of a plan extracted from a model response.
@@ -102,7 +141,7 @@ impl Candidate {
         if path.is_dir() {
             let ptx = path.join("kernel.ptx");
             let cu = path.join("kernel.cu");
-            let (lang, kernel_path) = match (ptx.is_file(), cu.is_file()) {
+            let (lang, kernel_path) = match (present(&ptx)?, present(&cu)?) {
                 (true, false) => (KernelLang::Ptx, ptx),
                 (false, true) => (KernelLang::Cuda, cu),
                 (true, true) => {
@@ -119,7 +158,7 @@ impl Candidate {
                 }
             };
             let plan_path = path.join("plan.yaml");
-            if !plan_path.is_file() {
+            if !present(&plan_path)? {
                 return Err(CandidateError::Layout {
                     path: path.to_path_buf(),
                     reason: "a candidate folder needs plan.yaml (the launch plan)".into(),

@@ -40,9 +40,9 @@ pub fn run(a: CheckArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", check::render_text(&report));
+        out!("{}", check::render_text(&report))?;
     }
     Ok(if report.ok() {
         ExitCode::SUCCESS

@@ -66,7 +66,7 @@ pub fn run(a: EvidenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             "no kernel entries found in {}",
             a.input.display()
         );
-        println!("{}", ncu::kernel_regex(entries.iter().map(String::as_str)));
+        outln!("{}", ncu::kernel_regex(entries.iter().map(String::as_str)))?;
         return Ok(ExitCode::SUCCESS);
     }
     let ncu_report = match &a.ncu_csv {
@@ -104,9 +104,9 @@ pub fn run(a: EvidenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         ncu: ncu_report,
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", render_text(&report));
+        out!("{}", render_text(&report))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,21 @@
 //! Subcommands, one file each. This is the CLI edge: errors become `anyhow` with context here.
+//!
+//! What a command prints for its user goes through `out!` and `outln!`, which return an
+//! error instead of panicking when standard output cannot be written ([`write_stdout`]).
+
+/// `print!` that returns a `Result` (see [`write_stdout`]) instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` that returns a `Result` (see [`write_stdout`]) instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
 
 mod audit;
 mod baseline;
@@ -143,4 +160,18 @@ fn load_suite(flag: Option<PathBuf>) -> anyhow::Result<Suite> {
 
 fn read_text(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Writes `args` to standard output and flushes it. A closed pipe keeps its `io::Error`
+/// (`main` ends the command quietly with status 141); any other failure (a full disk,
+/// `> /dev/full`) is one line naming standard output and why, which `main` prints before
+/// exiting with status 2.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        Err(e) => Err(anyhow::anyhow!("cannot write to standard output: {e}")),
+    }
 }

@@ -27,6 +27,6 @@ pub fn run(a: PromptArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("no task `{}` in the suite", a.task))?;
     let variant = Variant::new(a.variant).map_err(anyhow::Error::msg)?;
     let text = prompt::render(task, a.arch, variant).map_err(anyhow::Error::msg)?;
-    print!("{text}");
+    out!("{text}")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -65,7 +65,7 @@ pub fn run(cmd: TasksCommand, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
                         })
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                outln!("{}", serde_json::to_string_pretty(&rows)?)?;
                 return Ok(ExitCode::SUCCESS);
             }
             let mut table = Table::new();
@@ -88,13 +88,13 @@ pub fn run(cmd: TasksCommand, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
                         .join(" "),
                 ]);
             }
-            println!("{table}");
-            println!(
+            outln!("{table}")?;
+            outln!(
                 "suite {} · {} tasks · digest {}",
                 suite.version,
                 suite.tasks.len(),
                 suite.digest()
-            );
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         TasksCommand::Show { id, json } => {
@@ -106,10 +106,10 @@ pub fn run(cmd: TasksCommand, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
                 )
             })?;
             if json {
-                println!("{}", serde_json::to_string_pretty(t)?);
+                outln!("{}", serde_json::to_string_pretty(t)?)?;
             } else {
-                print!("{}", task::describe(t));
-                println!("digest: {}", t.digest());
+                out!("{}", task::describe(t))?;
+                outln!("digest: {}", t.digest())?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -119,16 +119,16 @@ pub fn run(cmd: TasksCommand, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
             if problems.is_empty() {
                 let suite = task::Suite::load(&dir)
                     .with_context(|| format!("loading {}", dir.display()))?;
-                println!(
+                outln!(
                     "ok: {} tasks, suite {} digest {}",
                     suite.tasks.len(),
                     suite.version,
                     suite.digest()
-                );
+                )?;
                 Ok(ExitCode::SUCCESS)
             } else {
                 for p in &problems {
-                    println!("{p}");
+                    outln!("{p}")?;
                 }
                 eprintln!("{} problem(s) in {}", problems.len(), dir.display());
                 Ok(ExitCode::from(1))
@@ -145,15 +145,15 @@ pub fn run(cmd: TasksCommand, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
                 )
             })?;
             for (id, (d, _)) in &stored.tasks {
-                println!("task  {d}  {id}");
+                outln!("task  {d}  {id}")?;
             }
-            println!(
+            outln!(
                 "suite {}  {} (suite hash {}, {} tasks)",
                 stored.digest,
                 suite.version,
                 stored.suite_hash,
                 stored.tasks.len()
-            );
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         TasksCommand::Import {
@@ -180,7 +180,7 @@ pub fn run(cmd: TasksCommand, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
                         .with_context(|| format!("writing {}", path.display()))?;
                     eprintln!("wrote {}", path.display());
                 }
-                None => print!("{yaml}"),
+                None => out!("{yaml}")?,
             }
             Ok(ExitCode::SUCCESS)
         }

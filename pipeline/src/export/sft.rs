@@ -346,16 +346,45 @@ pub fn select(
     Ok((out, cov))
 }
 
-/// Writes the examples as JSON lines or Parquet (atomically: temp file, then rename).
+/// Writes the examples as JSON lines or Parquet (atomically: temp file, then rename; see
+/// [`crate::destination`]).
 pub fn write_examples(examples: &[Example], path: &Path) -> anyhow::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("a temp file in {}", dir.display()))?;
+    let mut tmp = crate::destination::temp_for(path, crate::metrics::export::TEMP_PREFIX)?;
     let parquet = path.extension().and_then(|e| e.to_str()) == Some("parquet");
+    // Through a `FirstError`: a failed write (a full disk) is reported as itself, naming the
+    // file, not as what the encoder makes of it.
+    let mut w = crate::destination::FirstError::new(std::io::BufWriter::new(tmp.as_file_mut()));
+    let written = write_to(examples, parquet, &mut w, path);
+    let flushed = w.flush();
+    if let Some(source) = w.take_error() {
+        return Err(crate::destination::DestinationError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+        .into());
+    }
+    written?;
+    flushed.with_context(|| format!("writing {}", path.display()))?;
+    drop(w);
+    tmp.as_file()
+        .sync_all()
+        .with_context(|| format!("writing {}", path.display()))?;
+    crate::destination::persist(tmp, path)?;
+    Ok(())
+}
+
+/// Encodes the examples into `w`: Parquet, or JSON lines; `path` names the file in errors.
+fn write_to(
+    examples: &[Example],
+    parquet: bool,
+    w: &mut dyn std::io::Write,
+    path: &Path,
+) -> anyhow::Result<()> {
     if parquet {
         use polars::prelude::*;
         use polars_io::SerReader as _;
@@ -374,20 +403,15 @@ pub fn write_examples(examples: &[Example], path: &Path) -> anyhow::Result<()> {
                 .finish()
                 .map_err(|e| anyhow::anyhow!("building the Parquet table: {e}"))?
         };
-        ParquetWriter::new(tmp.as_file_mut())
+        ParquetWriter::new(w)
             .finish(&mut frame)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     } else {
-        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
         for e in examples {
-            serde_json::to_writer(&mut w, e)?;
+            serde_json::to_writer(&mut *w, e)?;
             w.write_all(b"\n")?;
         }
-        w.flush()?;
     }
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 

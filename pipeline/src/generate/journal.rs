@@ -88,7 +88,7 @@ impl Journal {
     /// of killed runs and counts their in-flight reservations as spent.
     pub fn load(dir: &Path) -> Result<Journal, JournalError> {
         let path = dir.join(JOURNAL_FILE);
-        crate::scratch::sweep(dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, None).map_err(
+        crate::scratch::sweep(dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, &[]).map_err(
             |source| JournalError::Io {
                 path: dir.to_path_buf(),
                 source,

@@ -145,23 +145,100 @@ pub fn write_frame(
     Ok(())
 }
 
-/// Writes the results table of `metrics` to the file `path` (replaced atomically).
+/// Name prefix of the temp file an export is written to (beside it; a killed export's is
+/// removed by the next export there).
+pub const TEMP_PREFIX: &str = ".ptxbench-export-";
+
+/// Writes the results table of `metrics` to the file `path` (replaced atomically; see
+/// [`crate::destination`]).
 pub fn write_results(metrics: &Metrics, format: Format, path: &Path) -> Result<(), MetricsError> {
     let io = |source| MetricsError::Io {
         path: path.to_path_buf(),
         source,
     };
     let mut frame = results_frame(metrics)?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    {
-        let mut buf = std::io::BufWriter::new(tmp.as_file_mut());
-        write_frame(&mut frame, format, &mut buf)?;
-        buf.flush().map_err(io)?;
-    }
-    tmp.persist(path).map_err(|e| io(e.error))?;
+    let mut tmp = crate::destination::temp_for(path, TEMP_PREFIX)?;
+    write_frame_to(
+        &mut frame,
+        format,
+        std::io::BufWriter::new(tmp.as_file_mut()),
+        path,
+    )?;
+    tmp.as_file().sync_all().map_err(io)?;
+    crate::destination::persist(tmp, path)?;
     Ok(())
+}
+
+/// [`write_frame`] into `w` (the file `path` is written through it), flushed. When writing
+/// fails (a full disk), the error is the writer's own, naming `path`, never what the encoder
+/// makes of the failure (Parquet's "File out of specification").
+fn write_frame_to<W: Write>(
+    frame: &mut DataFrame,
+    format: Format,
+    w: W,
+    path: &Path,
+) -> Result<(), MetricsError> {
+    let mut w = crate::destination::FirstError::new(w);
+    let written = write_frame(frame, format, &mut w);
+    let flushed = w.flush();
+    if let Some(source) = w.take_error() {
+        return Err(crate::destination::DestinationError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+        .into());
+    }
+    written?;
+    flushed.map_err(|source| MetricsError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A disk that holds `room` bytes, then fails as a full one does.
+    struct Full {
+        written: usize,
+        room: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.written + buf.len() > self.room {
+                return Err(std::io::Error::from_raw_os_error(28));
+            }
+            self.written += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn issue_41_a_full_disk_is_reported_as_a_failed_write_naming_the_file() {
+        let column = Column::new(
+            "entry".into(),
+            (0..2000).map(|i| format!("entry {i}")).collect::<Vec<_>>(),
+        );
+        for format in [Format::Parquet, Format::Csv] {
+            let mut frame = DataFrame::new(2000, vec![column.clone()]).expect("frame");
+            let full = Full {
+                written: 0,
+                room: 1000,
+            };
+            let e = write_frame_to(&mut frame, format, full, Path::new("out/results.parquet"))
+                .expect_err("the disk is full");
+            let text = e.to_string();
+            assert!(
+                text.contains("writing out/results.parquet failed")
+                    && text.contains("No space left on device")
+                    && !text.contains("specification"),
+                "{format:?}: {text}"
+            );
+        }
+    }
 }

@@ -44,6 +44,8 @@ pub enum MetricsError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Destination(#[from] crate::destination::DestinationError),
     #[error("internal: unexpected {0} in an aggregate")]
     Internal(String),
 }

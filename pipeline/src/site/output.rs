@@ -12,6 +12,13 @@
 //! to the disk and out of the page cache in batches, so a large site is not held in memory.
 //! The staging folders (`.ptxbench-site-*`) are locked while their build lives
 //! ([`crate::scratch`]); a build first removes those that a killed build left beside the output.
+//!
+//! The previous site is never lost. A rebuild moves it into `.ptxbench-site-old-*/<name>` (the
+//! output's own name) before it moves the new one in; a build killed between the two renames
+//! leaves it there, and the next build puts it back as the output before anything else (and
+//! never removes a previous site whose output is missing). Builds beside one another take turns
+//! for those steps (an exclusive lock on the output's parent folder), so two builds into one new
+//! output both succeed, the later one's site winning; a build that fails removes its staging.
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -41,6 +48,8 @@ pub const DRAIN_BYTES: u64 = 32 << 20;
 pub const MARKER: &str = ".ptxbench-site";
 /// The name prefix of staging folders beside the output.
 pub const STAGING_PREFIX: &str = ".ptxbench-site-";
+/// The name prefix of the folder a previous site is moved into while the new one moves in.
+pub const OLD_PREFIX: &str = ".ptxbench-site-old-";
 const MARKER_TEXT: &str =
     "Built by `ptxbench site`; the whole folder is replaced by the next build.\n";
 
@@ -95,6 +104,77 @@ fn check_replaceable(out: &Path) -> Result<bool, SiteError> {
             }
         }
     }
+}
+
+/// Waits for this build's turn among the builds beside one another: an exclusive lock on the
+/// output's parent folder, held while the handle lives (released by the kernel if the process
+/// dies).
+fn take_turn(parent: &Path) -> Result<fs::File, SiteError> {
+    crate::scratch::lock_dir(parent).map_err(|e| SiteError::Output {
+        path: parent.to_path_buf(),
+        message: format!("cannot lock the folder for the site's swap: {e}"),
+    })
+}
+
+/// The previous sites that killed builds left in `.ptxbench-site-old-*` folders beside the
+/// output (each `(its folder, its site, the output it was)`); only folders no build holds.
+fn previous_sites(parent: &Path) -> Result<Vec<(PathBuf, PathBuf, PathBuf)>, SiteError> {
+    let mut out = Vec::new();
+    let old = crate::scratch::leftovers(parent, OLD_PREFIX, crate::scratch::STALE_AFTER)
+        .map_err(|e| io(parent, e))?;
+    for l in old.into_iter().filter(|l| l.stale) {
+        let Ok(entries) = fs::read_dir(&l.path) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let site = entry.path();
+            if site.join(MARKER).is_file() {
+                out.push((l.path.clone(), site, parent.join(entry.file_name())));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Puts the previous site of `out` back where a build killed between its two renames left it
+/// moved out (`.ptxbench-site-old-*/<name>`), when `out` is missing; the newest if several.
+fn restore_previous(parent: &Path, out: &Path, name: &std::ffi::OsStr) -> Result<(), SiteError> {
+    if fs::symlink_metadata(out).is_ok() {
+        return Ok(());
+    }
+    let mut ours: Vec<(std::time::SystemTime, PathBuf, PathBuf)> = previous_sites(parent)?
+        .into_iter()
+        .filter(|(_, site, _)| site.file_name() == Some(name))
+        .map(|(folder, site, _)| {
+            let at = fs::metadata(site.join(MARKER))
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            (at, site, folder)
+        })
+        .collect();
+    ours.sort();
+    if let Some((_, site, folder)) = ours.pop() {
+        fs::rename(&site, out).map_err(|e| SiteError::Output {
+            path: out.to_path_buf(),
+            message: format!(
+                "cannot restore the previous site from {}: {e}",
+                site.display()
+            ),
+        })?;
+        // Its folder, now empty, goes (one that holds more stays for the sweep to judge).
+        let _ = fs::remove_dir(&folder);
+    }
+    Ok(())
+}
+
+/// The `.ptxbench-site-old-*` folders that hold the only copy of a site: its output is missing.
+/// They are never swept.
+fn only_copies(parent: &Path) -> Result<Vec<PathBuf>, SiteError> {
+    Ok(previous_sites(parent)?
+        .into_iter()
+        .filter(|(_, _, output)| fs::symlink_metadata(output).is_err())
+        .map(|(folder, _, _)| folder)
+        .collect())
 }
 
 /// The folders a build writes into. On Linux each folder is opened once and every file is
@@ -503,19 +583,28 @@ pub fn write_site_draining(
     out: &Path,
     drain_after: u64,
 ) -> Result<Written, SiteError> {
-    let exists = check_replaceable(out)?;
+    check_replaceable(out)?;
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    let name = out.file_name().ok_or_else(|| SiteError::Output {
+        path: out.to_path_buf(),
+        message: "has no folder name of its own; name the output folder".into(),
+    })?;
     fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
-    crate::scratch::sweep(
-        &parent,
-        STAGING_PREFIX,
-        crate::scratch::STALE_AFTER,
-        Some(out),
-    )
-    .map_err(|e| io(&parent, e))?;
+    {
+        let _turn = take_turn(&parent)?;
+        restore_previous(&parent, out, name)?;
+        let keep = only_copies(&parent)?;
+        crate::scratch::sweep(
+            &parent,
+            STAGING_PREFIX,
+            crate::scratch::STALE_AFTER,
+            &[keep, vec![out.to_path_buf()]].concat(),
+        )
+        .map_err(|e| io(&parent, e))?;
+    }
     let staging = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(&parent)
@@ -561,21 +650,32 @@ pub fn write_site_draining(
         use std::os::unix::fs::PermissionsExt as _;
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).map_err(|e| io(&dir, e))?;
     }
-    let built = staging.keep();
+    // Another build may have made or replaced the output meanwhile: checked again, in turn.
+    let _turn = take_turn(&parent)?;
+    let exists = check_replaceable(out)?;
     if exists {
         let old = tempfile::Builder::new()
-            .prefix(&format!("{STAGING_PREFIX}old-"))
+            .prefix(OLD_PREFIX)
             .tempdir_in(&parent)
             .map_err(|e| io(&parent, e))?;
         let _old_lock = crate::scratch::lock_dir(old.path()).map_err(|e| io(old.path(), e))?;
-        let old_path = old.path().join("site");
+        let old_path = old.path().join(name);
         fs::rename(out, &old_path).map_err(|e| io(out, e))?;
-        fs::rename(&built, out).map_err(|e| io(out, e))?;
+        if let Err(e) = fs::rename(&dir, out) {
+            // The previous site goes back (the staging folder is removed when it drops); if it
+            // cannot, its folder is kept for the next build to restore.
+            if fs::rename(&old_path, out).is_err() {
+                let _ = old.keep();
+            }
+            return Err(io(out, e));
+        }
         // `old` is removed with the previous site in it when it drops.
         drop(old);
     } else {
-        fs::rename(&built, out).map_err(|e| io(out, e))?;
+        fs::rename(&dir, out).map_err(|e| io(out, e))?;
     }
+    // Moved into place: nothing left to remove.
+    let _ = staging.keep();
     Ok(written)
 }
 

@@ -95,9 +95,31 @@ pub fn link_parts(from: &str, parts: &[&str]) -> String {
     out
 }
 
+/// The longest slug: a page's file name (`<slug>.html`) stays far under the 255 bytes a file
+/// system allows.
+pub const SLUG_MAX: usize = 96;
+
 /// A file-name-safe form of a name: lowercase ASCII letters and digits, other runs of
-/// characters become one `-`. Never empty.
+/// characters become one `-`. Never empty, at most [`SLUG_MAX`] bytes: a longer one is cut
+/// and ends in `-` and a short hash of the whole name, so it stays distinct and the same on
+/// every build.
 pub fn slug(name: &str) -> String {
+    let mut out = full_slug(name);
+    if out.len() > SLUG_MAX {
+        let hash = Digest::of(name.as_bytes()).short(8);
+        // ASCII only: any byte index is a character boundary.
+        out.truncate(SLUG_MAX - hash.len() - 1);
+        while out.ends_with('-') {
+            out.pop();
+        }
+        out.push('-');
+        out.push_str(&hash);
+    }
+    out
+}
+
+/// [`slug`] without the length bound.
+fn full_slug(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         if c.is_ascii_alphanumeric() || c == '_' {
@@ -170,5 +192,20 @@ mod tests {
         assert_ne!(m["A b"], m["a-b"]);
         assert_eq!(m["c"], "c");
         assert!(m["A b"].starts_with("a-b-"));
+    }
+
+    #[test]
+    fn issue_41_long_names_get_bounded_distinct_stable_slugs() {
+        let long = "Model ".repeat(50);
+        let other = format!("{long}v2");
+        let s = slug(&long);
+        assert!(s.len() <= SLUG_MAX, "{} bytes", s.len());
+        assert!(s.starts_with("model-model-"), "{s}");
+        assert!(s.ends_with(&Digest::of(long.as_bytes()).short(8)), "{s}");
+        assert_eq!(s, slug(&long));
+        assert_ne!(s, slug(&other));
+        assert!(task(&"t".repeat(300)).len() < 120);
+        // Short names keep their slug.
+        assert_eq!(slug(&"a".repeat(SLUG_MAX)), "a".repeat(SLUG_MAX));
     }
 }

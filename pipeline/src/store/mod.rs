@@ -169,7 +169,7 @@ impl Store {
     /// returns them.
     pub fn sweep_temp(&self) -> Result<Vec<PathBuf>, StoreError> {
         let dir = self.temp_dir();
-        crate::scratch::sweep(&dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, None)
+        crate::scratch::sweep(&dir, TEMP_PREFIX, crate::scratch::STALE_AFTER, &[])
             .map_err(|e| StoreError::io(&dir, e))
     }
 

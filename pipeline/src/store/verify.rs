@@ -17,7 +17,8 @@ use crate::store::closure::{Problem, ProblemKind, Referrer};
 use crate::store::object;
 use crate::store::{Store, StoreError};
 
-/// Objects larger than this are hashed in a stream and never parsed as typed objects.
+/// Plain blobs larger than this are hashed in a stream; a typed object is read whole, whatever
+/// its size, so that its references are checked.
 const WHOLE_READ_LIMIT: u64 = 64 << 20;
 
 /// The outcome of [`verify_store`].
@@ -215,8 +216,10 @@ fn check_file(
             Err(e) => return unreadable(e),
         };
         buf.extend_from_slice(&chunk[..n]);
-        if buf.len() as u64 >= WHOLE_READ_LIMIT {
-            // Large blob: hash as a stream; never parsed as a typed object.
+        if buf.len() as u64 >= WHOLE_READ_LIMIT
+            && (hasher.is_some() || !object::looks_like_object(buf))
+        {
+            // Large plain blob: hash as a stream.
             let h = hasher.get_or_insert_with(blake3::Hasher::new);
             h.update(buf);
             streamed += buf.len() as u64;

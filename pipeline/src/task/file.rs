@@ -152,6 +152,7 @@ pub struct WorkloadFile {
     pub name: String,
     /// `correctness` or `performance`.
     pub kind: String,
+    #[serde(deserialize_with = "integer_axes")]
     pub axes: OrderedMap<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
@@ -249,6 +250,58 @@ impl Serialize for Text {
             Ok(v) if v.to_string() == self.0 => s.serialize_i64(v),
             _ => s.serialize_str(&self.0),
         }
+    }
+}
+
+/// The axis values of a workload (`axes: {M: 77}`), each an integer: one beyond the range of
+/// `i64` (which YAML reads as a float) is out of range, said so.
+fn integer_axes<'de, D: Deserializer<'de>>(d: D) -> Result<OrderedMap<i64>, D::Error> {
+    let axes = OrderedMap::<AxisValue>::deserialize(d)?;
+    Ok(axes.0.into_iter().map(|(k, v)| (k, v.0)).collect())
+}
+
+/// One integer axis value (see [`integer_axes`]).
+struct AxisValue(i64);
+
+impl<'de> Deserialize<'de> for AxisValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct AxisVisitor;
+        fn out_of_range<E: de::Error>(v: impl fmt::Display) -> E {
+            E::custom(format!(
+                "{v} is out of range for an integer axis ({} to {})",
+                i64::MIN,
+                i64::MAX
+            ))
+        }
+        impl Visitor<'_> for AxisVisitor {
+            type Value = AxisValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<AxisValue, E> {
+                Ok(AxisValue(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<AxisValue, E> {
+                i64::try_from(v).map(AxisValue).map_err(|_| out_of_range(v))
+            }
+            fn visit_i128<E: de::Error>(self, v: i128) -> Result<AxisValue, E> {
+                i64::try_from(v).map(AxisValue).map_err(|_| out_of_range(v))
+            }
+            fn visit_u128<E: de::Error>(self, v: u128) -> Result<AxisValue, E> {
+                i64::try_from(v).map(AxisValue).map_err(|_| out_of_range(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<AxisValue, E> {
+                // YAML reads an integer too large for 64 bits as a float; print it whole.
+                if v.is_finite() && v.fract() == 0.0 {
+                    Err(out_of_range(format!("{v:.0}")))
+                } else {
+                    Err(E::custom(format!(
+                        "{v} is not an integer; an axis is an integer"
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(AxisVisitor)
     }
 }
 

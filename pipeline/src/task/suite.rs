@@ -3,7 +3,8 @@
 //! every file and reports every problem; the suite's digest is derived from its tasks' digests.
 //!
 //! Only `*.yaml` files directly inside a family directory are tasks; other directories
-//! (candidates, reference kernels, tooling), other files and deeper levels are left alone.
+//! (candidates, reference kernels, tooling), other files and deeper levels are left alone. A
+//! task file or family directory that is a symbolic link is a problem, reported, not followed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -181,11 +182,30 @@ fn load_tasks(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Task> {
         };
         let path = entry.path();
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let rel = path.strip_prefix(dir).unwrap_or(path).to_path_buf();
+        let parent = rel.parent().and_then(|p| p.to_str()).unwrap_or("");
+        if entry.file_type().is_symlink() {
+            // A link is not followed (the suite is the files in it), and never skipped quietly.
+            let family = entry.depth() == 1 && family_dirs.contains(&rel.to_str().unwrap_or(""));
+            let task = entry.depth() == 2
+                && family_dirs.contains(&parent)
+                && matches!(ext, "yaml" | "yml");
+            if family || task {
+                let what = if family { "family folder" } else { "task file" };
+                problems.push(Problem::new(
+                    path,
+                    "",
+                    format!(
+                        "is a symbolic link; a {what} must be a plain {} in the suite, so links are not read (copy it here)",
+                        if family { "folder" } else { "file" }
+                    ),
+                ));
+            }
+            continue;
+        }
         if !entry.file_type().is_file() || !matches!(ext, "yaml" | "yml") {
             continue;
         }
-        let rel = path.strip_prefix(dir).unwrap_or(path).to_path_buf();
-        let parent = rel.parent().and_then(|p| p.to_str()).unwrap_or("");
         if entry.depth() == 2 && !family_dirs.contains(&parent) {
             // Not a family directory: candidates, reference kernels, tooling.
             continue;

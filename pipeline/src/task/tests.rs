@@ -681,3 +681,46 @@ fn a_workload_too_large_for_a_gpu_is_a_problem() {
         "{text:?}"
     );
 }
+
+#[test]
+fn issue_41_an_axis_value_beyond_64_bits_is_out_of_range_not_a_float() {
+    let tmp = copy_suite();
+    let file = tmp.path().join("gemm/gemm_n128_k2048.yaml");
+    edit(&file, "axes: {M: 1}", "axes: {M: 18446744073709551616}");
+    let err = Suite::load(tmp.path()).expect_err("refused");
+    let p = err
+        .problems
+        .iter()
+        .find(|p| p.file == file && p.field == "workloads[0].axes.M")
+        .unwrap_or_else(|| panic!("no problem at the axis: {err}"));
+    assert!(
+        p.reason
+            .contains("18446744073709551616 is out of range for an integer axis")
+            && !p.reason.contains("floating"),
+        "{p}"
+    );
+    edit(&file, "axes: {M: 18446744073709551616}", "axes: {M: 1.5}");
+    let err = Suite::load(tmp.path()).expect_err("refused");
+    assert!(
+        err.problems
+            .iter()
+            .any(|p| p.field == "workloads[0].axes.M" && p.reason.contains("not an integer")),
+        "{err}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn issue_41_a_symlinked_task_file_is_reported_not_skipped() {
+    let tmp = copy_suite();
+    let root = tmp.path();
+    let file = root.join("gemm/gemm_n128_k2048.yaml");
+    let elsewhere = root.join("gemm_n128_k2048.elsewhere");
+    std::fs::rename(&file, &elsewhere).expect("move");
+    std::os::unix::fs::symlink(&elsewhere, &file).expect("symlink");
+    let err = Suite::load(root).expect_err("a linked task file is a problem");
+    assert_eq!(err.problems.len(), 1, "{err}");
+    assert_eq!(err.problems[0].file, file);
+    assert!(err.problems[0].reason.contains("symbolic link"), "{err}");
+    assert_eq!(check_dir(root), err.problems);
+}

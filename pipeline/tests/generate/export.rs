@@ -180,3 +180,37 @@ fn sft_exports_verified_and_repair_conditioned_examples() {
     let report = export(&store, &run, "kernelgen", &capped, &["--cap", "0"]);
     assert!(report.contains("over the per-task cap of 0: 1"), "{report}");
 }
+
+/// `export sft --out`: a symbolic link is refused and kept; the file gets a new file's
+/// permissions (not a temp file's 0600); no temp file stays beside it.
+#[cfg(unix)]
+#[test]
+fn issue_41_sft_export_checks_its_output_and_gets_ordinary_permissions() {
+    use ptxbench::export::sft::write_examples;
+    use std::os::unix::fs::PermissionsExt as _;
+    let work = tempfile::tempdir().expect("work");
+    let target = work.path().join("precious.txt");
+    std::fs::write(&target, "keep me").expect("write");
+    let link = work.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let e = write_examples(&[], &link).expect_err("refused");
+    assert!(
+        e.to_string().contains("link.jsonl") && e.to_string().contains("symbolic link"),
+        "{e}"
+    );
+    assert!(std::fs::symlink_metadata(&link).expect("kept").is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "keep me");
+    let out = work.path().join("sft.jsonl");
+    write_examples(&[], &out).expect("writes");
+    let probe = work.path().join("probe");
+    std::fs::File::create(&probe).expect("create");
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode(&out), mode(&probe), "export mode {:o}", mode(&out));
+    let hidden: Vec<_> = std::fs::read_dir(work.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "{hidden:?}");
+}

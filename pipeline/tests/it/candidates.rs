@@ -126,3 +126,32 @@ fn a_response_that_is_cut_off_is_an_extraction_failure() {
         "{err}"
     );
 }
+
+/// A symbolic link in a candidate folder is followed; one to nothing is an error saying that
+/// the file is a link and where it points, not that the folder lacks a kernel.
+#[cfg(unix)]
+#[test]
+fn issue_41_a_symlinked_kernel_is_followed_and_a_dangling_one_named() {
+    let simt = root().join("tasks/candidates/simt/gemm");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(simt.join("plan.yaml"), dir.path().join("plan.yaml")).expect("copy");
+    let kernel = dir.path().join("kernel.cu");
+    std::os::unix::fs::symlink(simt.join("kernel.cu"), &kernel).expect("symlink");
+    let c = Candidate::load(dir.path()).expect("a link to the kernel loads");
+    assert_eq!(
+        c.kernel,
+        std::fs::read_to_string(simt.join("kernel.cu")).expect("read")
+    );
+    std::fs::remove_file(&kernel).expect("rm");
+    let nowhere = dir.path().join("moved-away.ptx");
+    std::os::unix::fs::symlink(&nowhere, dir.path().join("kernel.ptx")).expect("symlink");
+    let e = Candidate::load(dir.path()).expect_err("a link to nothing");
+    let text = e.to_string();
+    assert!(
+        text.contains("kernel.ptx")
+            && text.contains("symbolic link")
+            && text.contains("moved-away.ptx")
+            && !text.contains("needs kernel.ptx or kernel.cu"),
+        "{text}"
+    );
+}

@@ -208,3 +208,63 @@ fn issue_15_plan_yaml_errors_name_the_file() {
     assert!(text.contains(&plan.display().to_string()), "{text}");
     assert!(!text.contains("(yaml)"), "{text}");
 }
+
+/// Standard output on a full disk (`> /dev/full`): every command ends with one line naming
+/// standard output and exit status 2, never a panic.
+#[cfg(target_os = "linux")]
+#[test]
+fn issue_41_a_full_stdout_is_an_error_not_a_panic() {
+    let cand = crate::root().join("tasks/candidates/simt/gemm");
+    let cand = cand.to_str().expect("utf-8");
+    let store = tempfile::tempdir().expect("tempdir");
+    let store = store.path().join("artifacts");
+    let store = store.to_str().expect("utf-8");
+    let check = |json: bool| {
+        let mut args = vec![
+            "check",
+            cand,
+            "--task",
+            "gemm_n4096_k4096",
+            "--arch",
+            "sm_90a",
+        ];
+        if json {
+            args.push("--json");
+        }
+        args
+    };
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["tasks", "list"],
+        vec!["tasks", "list", "--json"],
+        vec!["tasks", "show", "gemm_n7168_k5120"],
+        vec!["tasks", "check"],
+        vec!["tasks", "store", "--store", store],
+        vec!["prompt", "gemm_n7168_k5120", "--arch", "sm_90a"],
+        check(false),
+        check(true),
+        vec!["evidence", cand, "--task", "gemm_n4096_k4096"],
+    ];
+    for args in commands {
+        let full = std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+            .arg("--tasks")
+            .arg(crate::root().join("tasks"))
+            .args(&args)
+            .stdout(full)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let last = err.lines().last().unwrap_or("");
+        assert!(
+            last.starts_with("error: cannot write to standard output: ")
+                && last.contains("No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+}

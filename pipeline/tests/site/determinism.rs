@@ -252,3 +252,102 @@ fn a_symbolic_link_in_the_store_gives_the_site_its_bytes() {
         all.values().map(Vec::len).sum::<usize>() as u64
     );
 }
+
+/// What stays beside `dir`'s outputs: names starting with `.ptxbench-site`.
+fn leftovers(dir: &Path) -> Vec<String> {
+    let mut left: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".ptxbench-site"))
+        .collect();
+    left.sort();
+    left
+}
+
+/// A rebuild killed between its two renames left the previous site in its `old` folder and no
+/// output: the next build puts it back first, so a build that then fails leaves it in place.
+#[test]
+fn issue_41_a_rebuild_killed_between_its_renames_loses_no_site() {
+    let (dir, input) = fixture_input();
+    let out = dir.path().join("public");
+    write_site(&input, &out).expect("first build");
+    let first = tree(&out);
+    // The killed rebuild's state, older than a live build's.
+    let old = dir.path().join(".ptxbench-site-old-killed");
+    std::fs::create_dir(&old).expect("mkdir");
+    std::fs::rename(&out, old.join("public")).expect("move out");
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::open(&old)
+        .and_then(|f| f.set_modified(an_hour_ago))
+        .expect("age it");
+    // A stored record the build copies is gone: this build fails after it started.
+    let record = input.records[0].digest;
+    std::fs::remove_file(input.store.path_of(&record)).expect("remove a record");
+    let e = write_site(&input, &out).expect_err("fails");
+    assert!(e.to_string().contains(&record.to_string()), "{e}");
+    assert_eq!(tree(&out), first, "the previous site is the output again");
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+}
+
+/// Two builds into one new output at once both succeed and leave no staging folder.
+#[test]
+fn issue_41_two_builds_into_one_new_output_both_succeed() {
+    let (dir, input) = fixture_input();
+    for round in 0..3 {
+        let out = dir.path().join(format!("new-{round}"));
+        let start = std::sync::Barrier::new(2);
+        let results: Vec<_> = std::thread::scope(|s| {
+            let builds: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        write_site(&input, &out).map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            builds
+                .into_iter()
+                .map(|b| b.join().expect("no panic"))
+                .collect()
+        });
+        for r in results {
+            r.expect("both builds succeed");
+        }
+        assert!(out.join("index.html").is_file() && out.join(MARKER).is_file());
+        assert!(
+            leftovers(dir.path()).is_empty(),
+            "{:?}",
+            leftovers(dir.path())
+        );
+    }
+}
+
+/// A record whose entry and task names are 300 characters long gets pages with bounded
+/// file names, the same on every build.
+#[test]
+fn issue_41_names_of_300_characters_give_bounded_file_names() {
+    let (dir, mut input) = fixture_input();
+    let entry = "Entry with a very long name ".repeat(11);
+    let task = "t".repeat(300);
+    input.records[0].record.entry = entry.clone();
+    input.records[0].record.task = task.clone();
+    let out = dir.path().join("public");
+    write_site(&input, &out).expect("builds");
+    let files = tree(&out);
+    let longest = files
+        .keys()
+        .filter_map(|p| p.rsplit('/').next())
+        .map(str::len)
+        .max()
+        .expect("files");
+    assert!(longest <= 120, "a file name of {longest} bytes");
+    let entry_page = ptxbench::site::paths::entry(&ptxbench::site::paths::slug(&entry));
+    assert!(files.contains_key(&entry_page), "{entry_page}");
+    assert!(files.contains_key(&ptxbench::site::paths::task(&task)));
+    write_site(&input, &out).expect("builds again");
+    assert_eq!(tree(&out), files);
+}

@@ -256,3 +256,58 @@ fn results_export_to_csv_and_parquet() {
     assert_eq!(&bytes[..4], b"PAR1");
     assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
 }
+
+/// `export results -o`: a symbolic link or FIFO is refused and kept; a temp file a killed
+/// export left is removed by the next export; the file gets a new file's permissions.
+#[cfg(unix)]
+#[test]
+fn issue_41_results_export_checks_its_output_and_sweeps_killed_exports() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (dir, input) = fixture_input();
+    let ctx = Context::new(&input).expect("context");
+    let write = |p: &std::path::Path| {
+        metrics::export::write_results(&ctx.metrics, metrics::export::Format::Csv, p)
+    };
+    let target = dir.path().join("precious.txt");
+    std::fs::write(&target, "keep me").expect("write");
+    let link = dir.path().join("link.csv");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let e = write(&link).expect_err("refused");
+    assert!(
+        e.to_string().contains("link.csv") && e.to_string().contains("symbolic link"),
+        "{e}"
+    );
+    assert!(std::fs::symlink_metadata(&link).expect("kept").is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "keep me");
+    let fifo = dir.path().join("fifo.csv");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let e = write(&fifo).expect_err("refused");
+    assert!(e.to_string().contains("FIFO"), "{e}");
+
+    // What a killed export left: its temp file, an hour old.
+    let leftover = dir
+        .path()
+        .join(format!("{}killed", metrics::export::TEMP_PREFIX));
+    std::fs::write(&leftover, "half").expect("write");
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&leftover)
+        .and_then(|f| f.set_modified(an_hour_ago))
+        .expect("age it");
+    let csv = dir.path().join("results.csv");
+    write(&csv).expect("writes");
+    assert!(
+        !leftover.exists(),
+        "the killed export's temp file is removed"
+    );
+    let probe = dir.path().join("probe");
+    std::fs::File::create(&probe).expect("create");
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode(&csv), mode(&probe), "export mode {:o}", mode(&csv));
+}

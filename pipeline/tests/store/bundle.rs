@@ -81,3 +81,34 @@ fn bundling_an_incomplete_closure_is_refused() {
     }
     assert!(!zip.exists());
 }
+
+/// A run naming thousands of missing records: the error lists the first of them and counts
+/// the rest, instead of megabytes of lines.
+#[test]
+fn issue_41_an_incomplete_closure_is_reported_in_a_bounded_message() {
+    let (dir, store) = new_store();
+    let ghosts: Vec<ptxbench::digest::Digest> = (0..5000u32)
+        .map(|i| ptxbench::digest::Digest::of(&i.to_le_bytes()))
+        .collect();
+    // Stored as bytes: `put_object` refuses a run whose records are missing.
+    let run = ptxbench::record::RunObject {
+        schema: ptxbench::record::RUN_SCHEMA.into(),
+        name: "many".into(),
+        arch: ptxbench::arch::Arch::Sm90a,
+        list_digest: store.put(b"a run list\n").expect("put"),
+        suite_hash: ptxbench::digest::Digest::of(b"suite"),
+        record_digests: ghosts,
+    };
+    let run = store
+        .put(&serde_json::to_vec(&run).expect("json"))
+        .expect("put run");
+    let manifest = write_manifest(&store, "m.yaml", &manifest_text(&[run]));
+    let e = write_bundle(&store, &manifest, &dir.path().join("x.zip")).expect_err("refused");
+    let text = e.to_string();
+    assert!(matches!(&e, BundleError::Incomplete { problems, .. } if problems.len() == 5000));
+    assert!(text.len() < 10_000, "{} bytes", text.len());
+    assert!(
+        text.contains("5000 problems") && text.contains("and 4980 more"),
+        "{text}"
+    );
+}

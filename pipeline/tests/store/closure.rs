@@ -1,5 +1,6 @@
 //! Closures and whole-store verification: every problem object with who refers to it.
 
+use ptxbench::digest::Digest;
 use ptxbench::manifest::Manifest;
 use ptxbench::store::ObjectKind;
 use ptxbench::store::closure::{ProblemKind, Referrer, Root, closure};
@@ -112,4 +113,27 @@ fn stray_files_are_reported_not_failed() {
     let report = verify_store(&store, 1).expect("verify");
     assert!(report.ok());
     assert_eq!(report.strays.len(), 1);
+}
+
+/// A typed object over 64 MiB is read whole by a whole-store verify, so a reference it holds
+/// to a missing object is reported.
+#[test]
+fn issue_41_verify_reads_the_references_of_a_large_object() {
+    let (_dir, store) = new_store();
+    let ghost = Digest::of(b"never stored");
+    let big = format!(
+        r#"{{"schema":"ptxbench.sample/1","ptx_digest":"{ghost}","padding":"{}"}}"#,
+        "x".repeat((64 << 20) + 1000)
+    );
+    let d = store.put(big.as_bytes()).expect("put");
+    let report = verify_store(&store, 2).expect("verify");
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert_eq!(report.problems[0].digest, ghost);
+    assert_eq!(
+        report.problems[0].referrers,
+        [Referrer::Object {
+            digest: d,
+            field: "ptx_digest".into()
+        }]
+    );
 }

@@ -96,10 +96,16 @@ fn issue_15_import_stores_only_the_manifests_closure() {
         .map(|i| object_entry(format!("unreferenced {i}").as_bytes()))
         .collect();
     let blob = b"referenced blob".to_vec();
-    let run = format!(
-        r#"{{"schema":"ptxbench.run/1","log_digest":"{}"}}"#,
-        Digest::of(&blob)
-    );
+    // A run object that decodes (an import refuses one that does not), whose list is `blob`.
+    let run = serde_json::to_string(&ptxbench::record::RunObject {
+        schema: ptxbench::record::RUN_SCHEMA.into(),
+        name: "r".into(),
+        arch: ptxbench::arch::Arch::Sm90a,
+        list_digest: Digest::of(&blob),
+        suite_hash: Digest::of(b"suite"),
+        record_digests: Vec::new(),
+    })
+    .expect("json");
     entries.push(object_entry(&blob));
     entries.push(object_entry(run.as_bytes()));
     entries.push((
@@ -262,4 +268,50 @@ fn issue_15_bundle_is_written_with_ordinary_permissions() {
         "bundle mode {mode:o}, a new file {ordinary:o}"
     );
     assert_ne!(mode, 0o600);
+}
+
+/// `bundle -o` onto a symbolic link, a FIFO or a folder is refused naming the path and what
+/// it is, and leaves it as it was.
+#[test]
+fn issue_41_bundle_refuses_an_output_that_is_not_a_regular_file() {
+    let (dir, store) = new_store();
+    let (run, _, _) = sample_run(&store, "b", 1);
+    let manifest = write_manifest(&store, "m.yaml", &manifest_text(&[run]));
+    let target = dir.path().join("precious.txt");
+    std::fs::write(&target, "keep me").expect("write");
+    let link = dir.path().join("link.zip");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let fifo = dir.path().join("fifo.zip");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let folder = dir.path().join("folder.zip");
+    std::fs::create_dir(&folder).expect("mkdir");
+    for (out, what) in [
+        (&link, "a symbolic link"),
+        (&fifo, "a FIFO"),
+        (&folder, "a folder"),
+    ] {
+        let e = write_bundle(&store, &manifest, out).expect_err("refused");
+        let text = e.to_string();
+        assert!(
+            text.contains(&out.display().to_string()) && text.contains(what),
+            "{text}"
+        );
+        assert!(
+            std::fs::symlink_metadata(out).is_ok(),
+            "{} kept",
+            out.display()
+        );
+    }
+    assert!(std::fs::symlink_metadata(&link).expect("link").is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "keep me");
+    let temp: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(temp.is_empty(), "{temp:?}");
 }

@@ -241,3 +241,136 @@ fn existing_different_manifest_is_not_replaced() {
         "other"
     );
 }
+
+/// A run object of `name` naming `records`, as a bundle entry and its digest (its list is the
+/// blob `b"a run list\n"`).
+fn run_entry(name: &str, records: &[Digest]) -> ((String, Vec<u8>), Digest) {
+    let run = ptxbench::record::RunObject {
+        schema: ptxbench::record::RUN_SCHEMA.into(),
+        name: name.to_string(),
+        arch: ptxbench::arch::Arch::Sm90a,
+        list_digest: Digest::of(b"a run list\n"),
+        suite_hash: Digest::of(b"suite"),
+        record_digests: records.to_vec(),
+    };
+    let bytes = serde_json::to_vec(&run).expect("json");
+    let d = Digest::of(&bytes);
+    (object_entry(&bytes), d)
+}
+
+fn manifest_of(runs: &[Digest]) -> (String, Vec<u8>) {
+    ("manifests/m.yaml".into(), manifest_text(runs).into_bytes())
+}
+
+/// A run object over 64 MiB (its name is long) names a record the bundle lacks: its references
+/// are read like a small object's, and the import is refused naming the missing record.
+#[test]
+fn issue_41_a_large_run_object_naming_a_missing_record_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join("z.zip");
+    let ghost = Digest::of(b"a record nobody stored");
+    let (entry, run) = run_entry(&"x".repeat((64 << 20) + 1000), &[ghost]);
+    assert!(entry.1.len() > 64 << 20);
+    crate::zip_of(
+        &zip,
+        &[entry, object_entry(b"a run list\n"), manifest_of(&[run])],
+        zip::CompressionMethod::Stored,
+    );
+    match refused(&zip, &ImportLimits::default()) {
+        ImportError::Incomplete { missing, .. } => {
+            assert_eq!(missing.len(), 1);
+            assert_eq!(missing[0].0, ghost);
+            assert!(missing[0].1.contains(&run.to_string()), "{:?}", missing[0]);
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn issue_41_a_manifest_root_of_the_wrong_kind_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join("z.zip");
+    // Under `runs`: a plain blob, and a typed object that is not a run.
+    let blob = object_entry(b"not a run at all\n");
+    let other = br#"{"schema":"ptxbench.sample/1","speedup":1.5}"#;
+    let (blob_d, other_d) = (Digest::of(&blob.1), Digest::of(other));
+    make_zip(
+        &zip,
+        &[blob, object_entry(other), manifest_of(&[blob_d, other_d])],
+    );
+    let err = refused(&zip, &ImportLimits::default());
+    let text = err.to_string();
+    match err {
+        ImportError::WrongKind { roots, .. } => {
+            let found: Vec<(Digest, &str)> =
+                roots.iter().map(|r| (r.digest, r.found.as_str())).collect();
+            assert_eq!(
+                found,
+                [(blob_d, "a plain blob"), (other_d, "ptxbench.sample/1")]
+            );
+        }
+        other => panic!("{other}"),
+    }
+    assert!(
+        text.contains(&blob_d.to_string()) && text.contains("runs[0]") && text.contains("run"),
+        "{text}"
+    );
+}
+
+#[test]
+fn issue_41_a_run_object_that_does_not_decode_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join("z.zip");
+    // A run object without its name, arch, list and suite: its references are fine.
+    let run = br#"{"schema":"ptxbench.run/1","record_digests":[]}"#;
+    let run_d = Digest::of(run);
+    make_zip(&zip, &[object_entry(run), manifest_of(&[run_d])]);
+    // A store that already holds objects keeps them all.
+    let (_d, store) = crate::new_store();
+    let (kept, _, _) = crate::sample_run(&store, "kept", 2);
+    let before = store.list().expect("list");
+    let err = import_bundle(
+        &store,
+        &manifests_dir(&store),
+        &zip,
+        &ImportLimits::default(),
+    )
+    .expect_err("refused");
+    let text = err.to_string();
+    match err {
+        ImportError::Undecodable { objects, .. } => {
+            assert_eq!(objects.len(), 1);
+            assert_eq!(objects[0].0, run_d);
+        }
+        other => panic!("{other}"),
+    }
+    assert!(
+        text.contains(&run_d.to_string()) && text.contains("name"),
+        "{text}"
+    );
+    assert_eq!(store.list().expect("list"), before);
+    assert!(store.is_sound(&kept).expect("sound"));
+    assert!(!manifests_dir(&store).exists());
+}
+
+/// A run naming thousands of missing records gives an error of a few lines: the first of them
+/// by name, and a count.
+#[test]
+fn issue_41_an_incomplete_closure_lists_a_bounded_number_of_missing_objects() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join("z.zip");
+    let ghosts: Vec<Digest> = (0..5000u32).map(|i| Digest::of(&i.to_le_bytes())).collect();
+    let (entry, run) = run_entry("many", &ghosts);
+    make_zip(
+        &zip,
+        &[entry, object_entry(b"a run list\n"), manifest_of(&[run])],
+    );
+    let err = refused(&zip, &ImportLimits::default());
+    let text = err.to_string();
+    assert!(matches!(err, ImportError::Incomplete { ref missing, .. } if missing.len() == 5000));
+    assert!(text.len() < 10_000, "{} bytes", text.len());
+    assert!(
+        text.contains("5000 missing") && text.contains("and 4980 more"),
+        "{text}"
+    );
+}
