@@ -10,7 +10,8 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::audit;
-use crate::engine::{Request, Verdict, worker};
+use crate::engine::Verdict;
+use crate::engine::evaluator::{Evaluator, Job};
 use crate::record;
 use crate::store::Store;
 
@@ -45,24 +46,20 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
     let ptx = String::from_utf8(store.get(&ptx_digest)?).context("the stored PTX is not UTF-8")?;
     let plan = String::from_utf8(store.get(&record.plan_digest)?)
         .context("the stored plan is not UTF-8")?;
-    let req = Request {
-        task: task.object.clone(),
+    let job = Job {
         arch: record.arch,
-        ptx,
-        plan,
         seed: record.seed,
         protocol: record.protocol.clone(),
         workloads: record.workloads_selected.clone(),
         no_timing: false,
-        counted: None,
-        gpu: a.gpu,
     };
+    let req = Evaluator::request(&task.task, task.object.clone(), ptx, plan, &job);
     eprintln!(
         "re-running record {digest} ({} on {}, seed {}) against task object {}",
         record.entry, record.task, record.seed, task.digest
     );
-    let exe = std::env::current_exe()?;
-    let now = worker::run_isolated(&exe, &req, Duration::from_secs(a.timeout));
+    let evaluator = Evaluator::this_executable()?;
+    let now = evaluator.run(&req, a.gpu, Duration::from_secs(a.timeout));
     if now.verdict == Verdict::Other && now.device.is_none() {
         anyhow::bail!("could not re-run the evaluation here: {}", now.message);
     }

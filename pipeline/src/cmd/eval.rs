@@ -11,8 +11,8 @@ use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 
 use crate::arch::Arch;
 use crate::candidate::Candidate;
-use crate::check::{self, CheckOptions};
-use crate::engine::{Outcome, Protocol, Request, Verdict, worker};
+use crate::engine::evaluator::{Evaluator, Job};
+use crate::engine::{Outcome, Protocol, Verdict};
 use crate::record::TaskObject;
 
 #[derive(Debug, Args)]
@@ -49,51 +49,32 @@ pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let task = suite
         .get(&a.task)
         .with_context(|| format!("no task `{}` in the suite", a.task))?;
-    let opts = CheckOptions {
-        arch: a.arch,
-        compile_for: Vec::new(),
-    };
-    let report = match Candidate::load(&a.candidate) {
-        Ok(c) => (check::check(&c, task, &opts), Some(c)),
-        Err(e) if e.is_extraction() => {
-            (check::extraction_failed(task, a.arch, e.to_string()), None)
-        }
+    let candidate = match Candidate::load(&a.candidate) {
+        Ok(c) => Ok(c),
+        Err(e) if e.is_extraction() => Err(e.to_string()),
         Err(e) => return Err(e.into()),
     };
-    let (report, candidate) = report;
-    let outcome = match (check::static_outcome(&report), candidate) {
-        (Some(o), _) => o,
-        (None, None) => Outcome::failed(Verdict::Other, "static", "no candidate was loaded"),
-        (None, Some(c)) => {
-            let ptx = report.ptx.clone().unwrap_or_default();
-            let seed = match a.seed {
-                Some(s) => s,
-                None => crate::runner::seed::draw()?,
-            };
-            eprintln!("seed {seed}");
-            let counted = crate::engine::target_evidence::counted_copy(task, a.arch, &ptx)
-                .unwrap_or_else(|e| {
-                    eprintln!("warning: no dynamic target evidence: {e}");
-                    None
-                });
-            let req = Request {
-                task: TaskObject::from_suite(&suite, task)?,
-                arch: a.arch,
-                ptx,
-                plan: c.plan,
-                seed,
-                protocol: Protocol::default(),
-                workloads: a.workloads.clone(),
-                no_timing: a.no_timing,
-                counted,
-                gpu: a.gpu,
-            };
-            let exe = std::env::current_exe().context("locating the ptxbench executable")?;
-            let mut o = worker::run_isolated(&exe, &req, Duration::from_secs(a.timeout));
-            o.evidence = crate::engine::target_evidence::evidence_of(task, a.arch, &o);
-            o
-        }
+    let seed = match a.seed {
+        Some(s) => s,
+        None => crate::runner::seed::draw()?,
     };
+    eprintln!("seed {seed}");
+    let job = Job {
+        arch: a.arch,
+        seed,
+        protocol: Protocol::default(),
+        workloads: a.workloads.clone(),
+        no_timing: a.no_timing,
+    };
+    let object = TaskObject::from_suite(&suite, task)?;
+    let prepared = Evaluator::prepare(
+        candidate.as_ref().map_err(Clone::clone),
+        task,
+        &object,
+        &job,
+    );
+    let evaluator = Evaluator::this_executable().context("locating the ptxbench executable")?;
+    let outcome = evaluator.finish(&prepared.work, a.gpu, Duration::from_secs(a.timeout));
     if a.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {

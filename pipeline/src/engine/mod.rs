@@ -9,6 +9,7 @@ pub mod baseline;
 pub mod counting;
 pub mod estimate;
 pub mod evaluate;
+pub mod evaluator;
 pub mod floor;
 pub mod inputs;
 pub mod judge;
@@ -55,6 +56,9 @@ pub struct Request {
     /// (untimed) to prove which target families executed.
     #[serde(default)]
     pub counted: Option<CountedPtx>,
+    /// Why there is no counted copy, when the task asks for one and it could not be made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_counted_copy: Option<String>,
 }
 
 /// The instrumented copy of a candidate's PTX: `symbol` is a `.global .u64` array with one

@@ -25,11 +25,12 @@ use super::feedback;
 use super::journal::{Journal, JournalError, Spend, TurnEntry, turn_key};
 use super::manifest::{GenManifest, SpendLimits};
 use crate::candidate::{Candidate, KernelLang};
-use crate::check::{self, CheckOptions, CheckReport};
 use crate::digest::Digest;
-use crate::engine::{Outcome, Protocol, Request, Verdict, worker};
+use crate::engine::evaluator::{Evaluator, Job, Prepared, Work};
+use crate::engine::{Outcome, Protocol, Request, Verdict};
+use crate::record::measured::Measured;
 use crate::record::task::store_suite;
-use crate::record::{RECORD_SCHEMA, Record, Role, TaskObject};
+use crate::record::{Role, TaskObject};
 use crate::store::{Store, StoreError};
 use crate::task::Suite;
 
@@ -465,70 +466,61 @@ fn one_turn(
     let (exchange_digest, completion) = exchange(ctx, client, spec, turn, &body)?;
     let content = completion.content.clone();
 
-    // Static check (CPU), then the engine.
-    let opts = CheckOptions {
+    // The evaluator: its static check on the CPU, then (unless --no-eval) a free GPU.
+    let extracted = Candidate::from_response(&content);
+    let candidate = extracted.as_ref().ok();
+    let job = Job {
         arch: spec.arch,
-        compile_for: Vec::new(),
+        seed: spec.seed,
+        protocol: Protocol::default(),
+        workloads: m.eval.workloads.clone(),
+        no_timing: m.eval.no_timing,
     };
-    let (report, candidate) = match Candidate::from_response(&content) {
-        Ok(c) => (check::check(&c, task, &opts), Some(c)),
-        Err(e) => (
-            check::extraction_failed(task, spec.arch, e.to_string()),
-            None,
-        ),
-    };
-    let outcome = match (check::static_outcome(&report), &candidate) {
-        (Some(o), _) => o,
-        (None, None) => Outcome::failed(Verdict::Other, "static", "no candidate was extracted"),
-        (None, Some(_)) if ctx.no_eval => Outcome::failed(
+    let object =
+        TaskObject::from_suite(ctx.suite, task).map_err(|e| TurnError::Failed(e.to_string()))?;
+    let Prepared { report, work } = Evaluator::prepare(
+        extracted.as_ref().map_err(ToString::to_string),
+        task,
+        &object,
+        &job,
+    );
+    let outcome = match &work {
+        Work::Decided(o) => (**o).clone(),
+        Work::Evaluate(_) if ctx.no_eval => Outcome::failed(
             Verdict::Other,
             "not-evaluated",
             "not evaluated (--no-eval): evaluate it later with `ptxbench run`",
         ),
-        (None, Some(c)) => evaluate(ctx, spec, &report, c),
+        Work::Evaluate(req) => evaluate(ctx, req),
     };
 
-    let put_text = |t: &str| ctx.store.put(t.as_bytes());
     let prompt_bytes =
         serde_json::to_vec(messages).map_err(|e| TurnError::Failed(e.to_string()))?;
     let stored = store_suite(ctx.store, ctx.suite).map_err(|e| TurnError::Failed(e.to_string()))?;
-    let record = Record {
-        schema: RECORD_SCHEMA.into(),
-        entry: model.entry().to_string(),
+    let record_digest = Measured {
+        entry: model.entry(),
         role: Role::Entry,
-        model: Some(model.name.clone()),
+        model: Some(&model.name),
         evaluation: None,
-        task: spec.task.clone(),
+        task: &spec.task,
         task_hash: task.digest(),
-        task_digest: stored.task(&spec.task),
-        suite_hash: stored.suite_hash,
-        suite_digest: Some(stored.digest),
         arch: spec.arch,
-        provenance: "measured".into(),
-        kernel_source_digest: match &candidate {
-            Some(c) if c.lang == KernelLang::Cuda => Some(put_text(&c.kernel)?),
-            _ => None,
-        },
-        ptx_digest: report.ptx.as_deref().map(put_text).transpose()?,
-        plan_digest: put_text(candidate.as_ref().map_or("", |c| c.plan.as_str()))?,
-        cubin_digest: outcome
-            .cubin
-            .as_deref()
-            .map(|b| ctx.store.put(b))
-            .transpose()?,
-        prompt_digest: Some(ctx.store.put(&prompt_bytes)?),
-        response_digest: Some(put_text(&content)?),
-        turn: Some(turn),
-        previous_digest: previous,
         seed: spec.seed,
-        protocol: Protocol::default(),
-        workloads_selected: m.eval.workloads.clone(),
+        protocol: &job.protocol,
+        workloads: &job.workloads,
         expected: None,
-        verdict: outcome.verdict,
-        min_speedup: outcome.min_speedup,
-        outcome: outcome.clone(),
-    };
-    let record_digest = ctx.store.put_object(&record)?;
+        source: candidate
+            .filter(|c| c.lang == KernelLang::Cuda)
+            .map(|c| c.kernel.as_str()),
+        ptx: report.ptx.as_deref(),
+        plan: candidate.map_or("", |c| c.plan.as_str()),
+        prompt: Some(&prompt_bytes),
+        response: Some(&content),
+        turn: Some(turn),
+        previous,
+    }
+    .store(ctx.store, &stored, outcome.clone())
+    .map_err(|e| TurnError::Failed(format!("storing the record: {e}")))?;
 
     let stop = if outcome.verdict == Verdict::Other && outcome.stage == "not-evaluated" {
         Some(STOP_NOT_EVALUATED.to_string())
@@ -570,46 +562,14 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-/// Runs the engine on a free GPU (one evaluation per GPU at a time).
-fn evaluate(ctx: &Context, spec: &TrajectorySpec, report: &CheckReport, c: &Candidate) -> Outcome {
-    let e = &ctx.manifest.eval;
-    let ptx = report.ptx.clone().unwrap_or_default();
-    // The counted copy proves which target families execute; without it, none is claimed.
-    let task = ctx.suite.get(&spec.task);
-    let counted = task.and_then(|t| {
-        crate::engine::target_evidence::counted_copy(t, spec.arch, &ptx)
-            .ok()
-            .flatten()
-    });
-    let definition = match task.map(|t| TaskObject::from_suite(ctx.suite, t)) {
-        Some(Ok(o)) => o,
-        Some(Err(e)) => return Outcome::failed(Verdict::Other, "static", e.to_string()),
-        None => {
-            let message = format!("no task {} in the suite", spec.task);
-            return Outcome::failed(Verdict::Other, "static", message);
-        }
-    };
-    let mut req = Request {
-        task: definition,
-        arch: spec.arch,
-        ptx,
-        plan: c.plan.clone(),
-        seed: spec.seed,
-        protocol: Protocol::default(),
-        workloads: e.workloads.clone(),
-        no_timing: e.no_timing,
-        gpu: 0,
-        counted,
-    };
+/// Runs the evaluator's request on a free GPU (one evaluation per GPU at a time).
+fn evaluate(ctx: &Context, req: &Request) -> Outcome {
+    let evaluator = Evaluator::new(ctx.exe.clone());
+    let timeout = Duration::from_secs(ctx.manifest.eval.timeout_s);
     loop {
         for (gpu, lock) in ctx.gpus.iter().enumerate() {
             if let Ok(_guard) = lock.try_lock() {
-                req.gpu = gpu;
-                let mut o = worker::run_isolated(&ctx.exe, &req, Duration::from_secs(e.timeout_s));
-                if let Some(t) = task {
-                    o.evidence = crate::engine::target_evidence::evidence_of(t, spec.arch, &o);
-                }
-                return o;
+                return evaluator.run(req, gpu, timeout);
             }
         }
         std::thread::sleep(Duration::from_millis(50));

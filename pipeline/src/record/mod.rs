@@ -16,6 +16,7 @@
 //! way bytes become a [`Record`].
 
 pub mod evidence;
+pub mod measured;
 pub mod outcome;
 pub mod stats;
 pub mod task;

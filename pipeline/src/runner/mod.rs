@@ -194,15 +194,9 @@ pub fn run(
     pool::evaluate_all(
         todo_pairs.into_iter().map(|(_, p)| p).collect(),
         gpus,
-        exe,
+        &crate::engine::evaluator::Evaluator::new(exe.to_path_buf()),
         progress,
-        &|pair, mut outcome| {
-            if matches!(pair.work, Work::Evaluate(_))
-                && let Some(task) = suite.get(&pair.task)
-            {
-                outcome.evidence =
-                    crate::engine::target_evidence::evidence_of(task, settings.arch, &outcome);
-            }
+        &|pair, outcome| {
             let stored = publisher.record(pair, outcome);
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
             let (index, made, failures) = &mut *s;

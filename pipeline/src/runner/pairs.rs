@@ -8,11 +8,11 @@ use std::time::Duration;
 use super::list::RunList;
 use crate::arch::Arch;
 use crate::candidate::{Candidate, CandidateError, KernelLang};
-use crate::check::{self, CheckOptions};
 use crate::digest::Digest;
-use crate::engine::Request;
+pub use crate::engine::evaluator::Work;
+use crate::engine::evaluator::{Evaluator, Job, Prepared};
 use crate::record::task::SuiteObjects;
-use crate::record::{Outcome, Protocol, Role, Verdict};
+use crate::record::{Protocol, Role, Verdict};
 use crate::task::{Suite, Task, glob_match};
 
 /// One evaluation of one candidate on one task.
@@ -47,15 +47,6 @@ impl Pair {
         h.update(self.evaluation.as_bytes());
         Digest::from_hasher(&h)
     }
-}
-
-/// What is left to do for a pair.
-#[derive(Debug, Clone)]
-pub enum Work {
-    /// Run it on a GPU.
-    Evaluate(Box<Request>),
-    /// The static check already decided it (extraction, compilation, a refused plan).
-    Decided(Box<Outcome>),
 }
 
 /// What every pair of a run shares.
@@ -162,39 +153,15 @@ pub fn expand(
                 .ok_or_else(|| PairError::NotStored {
                     task: task.id.to_string(),
                 })?;
-            let opts = CheckOptions {
+            let job = Job {
                 arch: settings.arch,
-                compile_for: Vec::new(),
+                seed: settings.seed,
+                protocol: settings.protocol.clone(),
+                workloads: e.workloads.clone(),
+                no_timing: e.no_timing,
             };
-            let report = check::check(&cand, task, &opts);
+            let Prepared { report, work } = Evaluator::prepare(Ok(&cand), task, object, &job);
             let plan_digest = Digest::of(cand.plan.as_bytes());
-            let work = match (check::static_outcome(&report), &report.ptx) {
-                (Some(o), _) => Work::Decided(Box::new(o)),
-                (None, ptx) => {
-                    let ptx = ptx.clone().unwrap_or_default();
-                    let counted =
-                        crate::engine::target_evidence::counted_copy(task, settings.arch, &ptx)
-                            .unwrap_or_else(|err| {
-                                eprintln!(
-                                    "warning: {} on {}: no dynamic target evidence: {err}",
-                                    e.name, task.id
-                                );
-                                None
-                            });
-                    Work::Evaluate(Box::new(Request {
-                        task: object.clone(),
-                        arch: settings.arch,
-                        ptx,
-                        plan: cand.plan.clone(),
-                        seed: settings.seed,
-                        protocol: settings.protocol.clone(),
-                        workloads: e.workloads.clone(),
-                        no_timing: e.no_timing,
-                        counted,
-                        gpu: 0,
-                    }))
-                }
-            };
             pairs.push(Pair {
                 key: key(
                     report.ptx_digest,

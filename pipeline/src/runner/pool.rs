@@ -1,11 +1,10 @@
-//! The worker pool: one thread per GPU, each taking the next pair and running it in an
-//! isolated worker process on its GPU (timing needs the GPU alone).
+//! The worker pool: one thread per GPU, each taking the next pair and running it on its GPU
+//! through the evaluator (timing needs the GPU alone).
 
-use std::path::Path;
 use std::sync::Mutex;
 
-use super::pairs::{Pair, Work};
-use crate::engine::worker;
+use super::pairs::Pair;
+use crate::engine::evaluator::Evaluator;
 use crate::record::Outcome;
 
 /// Evaluates every pair of `todo` on GPUs `0..gpus` and hands each outcome to `done` (from the
@@ -14,7 +13,7 @@ use crate::record::Outcome;
 pub fn evaluate_all(
     todo: Vec<Pair>,
     gpus: usize,
-    exe: &Path,
+    evaluator: &Evaluator,
     progress: &indicatif::ProgressBar,
     done: &(dyn Fn(&Pair, Outcome) + Sync),
 ) {
@@ -27,14 +26,7 @@ pub fn evaluate_all(
                     let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
                     let Some(pair) = next else { break };
                     progress.set_message(format!("{} on {}", pair.evaluation, pair.task));
-                    let outcome = match &pair.work {
-                        Work::Decided(o) => (**o).clone(),
-                        Work::Evaluate(req) => {
-                            let mut req = (**req).clone();
-                            req.gpu = gpu;
-                            worker::run_isolated(exe, &req, pair.timeout)
-                        }
-                    };
+                    let outcome = evaluator.finish(&pair.work, gpu, pair.timeout);
                     done(&pair, outcome);
                     progress.inc(1);
                 }

@@ -5,8 +5,9 @@
 use super::list::RunList;
 use super::pairs::{Pair, Settings};
 use crate::digest::Digest;
+use crate::record::measured::Measured;
 use crate::record::task::SuiteObjects;
-use crate::record::{self, Outcome, RECORD_SCHEMA, RUN_SCHEMA, Record, RecordError, RunObject};
+use crate::record::{self, Outcome, RECORD_SCHEMA, RUN_SCHEMA, RecordError, RunObject};
 use crate::store::Store;
 
 /// Makes and stores the records of one run.
@@ -20,43 +21,27 @@ pub struct Publisher<'a> {
 impl Publisher<'_> {
     /// Stores `pair`'s record of `outcome` and everything it names.
     pub fn record(&self, pair: &Pair, outcome: Outcome) -> Result<Digest, RecordError> {
-        let put_text =
-            |t: &Option<String>| t.as_ref().map(|t| self.store.put(t.as_bytes())).transpose();
-        let cubin_digest = outcome
-            .cubin
-            .as_deref()
-            .map(|c| self.store.put(c))
-            .transpose()?;
-        let record = Record {
-            schema: RECORD_SCHEMA.into(),
-            entry: pair.entry.clone(),
+        Measured {
+            entry: &pair.entry,
             role: pair.role,
             model: None,
-            evaluation: Some(pair.evaluation.clone()),
-            task: pair.task.clone(),
+            evaluation: Some(&pair.evaluation),
+            task: &pair.task,
             task_hash: pair.task_hash,
-            task_digest: self.suite.task(&pair.task),
-            suite_hash: self.suite.suite_hash,
-            suite_digest: Some(self.suite.digest),
             arch: self.settings.arch,
-            provenance: "measured".into(),
-            kernel_source_digest: put_text(&pair.source)?,
-            ptx_digest: put_text(&pair.ptx)?,
-            plan_digest: self.store.put(pair.plan.as_bytes())?,
-            cubin_digest,
-            prompt_digest: None,
-            response_digest: None,
-            turn: None,
-            previous_digest: None,
             seed: self.settings.seed,
-            protocol: self.settings.protocol.clone(),
-            workloads_selected: pair.workloads.clone(),
+            protocol: &self.settings.protocol,
+            workloads: &pair.workloads,
             expected: pair.expected,
-            verdict: outcome.verdict,
-            min_speedup: outcome.min_speedup,
-            outcome,
-        };
-        record::put_record(self.store, &record)
+            source: pair.source.as_deref(),
+            ptx: pair.ptx.as_deref(),
+            plan: &pair.plan,
+            prompt: None,
+            response: None,
+            turn: None,
+            previous: None,
+        }
+        .store(self.store, self.suite, outcome)
     }
 
     /// The record an earlier start made for `pair`, with the labels the list gives it now

@@ -3,6 +3,7 @@
 mod audit;
 mod candidates;
 mod cli;
+mod evaluator;
 mod evidence;
 mod plan_errors;
 mod prompts;

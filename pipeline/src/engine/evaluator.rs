@@ -1,0 +1,160 @@
+//! The one evaluator: the sequence that turns a candidate into an outcome, written once.
+//!
+//! static check (CPU: extraction, NVRTC in the sandbox, PTX screening, the plan bound for every
+//! workload) → the counted copy of the PTX → the worker's request → the isolated worker on a
+//! GPU (correctness trials with the counted copy checked on every workload, timing against the
+//! library) → the target evidence (SASS of the cubin and the counts). `eval`, `run`,
+//! `generate` and `audit` call [`Evaluator`] and nothing else of this sequence, so a change to
+//! the protocol lands here once. The CPU part ([`Evaluator::prepare`]) and the GPU part
+//! ([`Evaluator::run`]) are separate calls because a run list checks every pair before it
+//! hands the GPU work to one thread per GPU.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::target_evidence::{counted_copy, evidence_of};
+use super::{Outcome, Protocol, Request, Verdict, worker};
+use crate::arch::Arch;
+use crate::candidate::Candidate;
+use crate::check::{self, CheckOptions, CheckReport};
+use crate::record::TaskObject;
+use crate::task::Task;
+
+/// What an evaluation is asked, besides the candidate and the task.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub arch: Arch,
+    /// Base seed of every trial's and timed pair's inputs.
+    pub seed: u64,
+    pub protocol: Protocol,
+    /// Only these workloads (all when empty).
+    pub workloads: Vec<String>,
+    /// Correctness and evidence only.
+    pub no_timing: bool,
+}
+
+/// What is left to do for a candidate after the static check.
+#[derive(Debug, Clone)]
+pub enum Work {
+    /// Run it on a GPU.
+    Evaluate(Box<Request>),
+    /// The static check already decided it (extraction, compilation, a refused plan).
+    Decided(Box<Outcome>),
+}
+
+/// A candidate after the static check: the report (with the PTX it checked) and the work
+/// left. A request made without a counted copy says why (`Request::no_counted_copy`), and the
+/// outcome's evidence repeats it, so no caller can drop the reason.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub report: CheckReport,
+    pub work: Work,
+}
+
+/// Runs evaluations in isolated worker processes of one `ptxbench` executable.
+#[derive(Debug, Clone)]
+pub struct Evaluator {
+    exe: PathBuf,
+}
+
+impl Evaluator {
+    /// An evaluator whose workers are `exe worker …` processes.
+    pub fn new(exe: PathBuf) -> Evaluator {
+        Evaluator { exe }
+    }
+
+    /// An evaluator whose workers are this executable.
+    pub fn this_executable() -> std::io::Result<Evaluator> {
+        Ok(Evaluator::new(std::env::current_exe()?))
+    }
+
+    /// The CPU part: the static check of `candidate` (or the extraction failure in its place)
+    /// and, when it passes, the worker's request with the counted copy of the PTX.
+    pub fn prepare(
+        candidate: Result<&Candidate, String>,
+        task: &Task,
+        object: &TaskObject,
+        job: &Job,
+    ) -> Prepared {
+        let report = match &candidate {
+            Ok(c) => check::check(
+                c,
+                task,
+                &CheckOptions {
+                    arch: job.arch,
+                    compile_for: Vec::new(),
+                },
+            ),
+            Err(reason) => check::extraction_failed(task, job.arch, reason.clone()),
+        };
+        let work = match (check::static_outcome(&report), &candidate, &report.ptx) {
+            (Some(o), ..) => Work::Decided(Box::new(o)),
+            (None, Ok(c), Some(ptx)) => Work::Evaluate(Box::new(Evaluator::request(
+                task,
+                object.clone(),
+                ptx.clone(),
+                c.plan.clone(),
+                job,
+            ))),
+            (None, ..) => Work::Decided(Box::new(Outcome::failed(
+                Verdict::Other,
+                "static",
+                "no candidate was extracted",
+            ))),
+        };
+        Prepared { report, work }
+    }
+
+    /// The request for PTX that already passed the static check (a stored record's, for an
+    /// audit): the counted copy is made here, so every evaluation counts its target work alike.
+    pub fn request(
+        task: &Task,
+        object: TaskObject,
+        ptx: String,
+        plan: String,
+        job: &Job,
+    ) -> Request {
+        let (counted, no_counted_copy) = match counted_copy(task, job.arch, &ptx) {
+            Ok(c) => (c, None),
+            Err(e) => (None, Some(e)),
+        };
+        Request {
+            task: object,
+            arch: job.arch,
+            ptx,
+            plan,
+            seed: job.seed,
+            protocol: job.protocol.clone(),
+            workloads: job.workloads.clone(),
+            no_timing: job.no_timing,
+            gpu: 0,
+            counted,
+            no_counted_copy,
+        }
+    }
+
+    /// The GPU part: `req` in an isolated worker on `gpu`, killed after `timeout`, then its
+    /// target evidence (the SASS of its cubin and the counts the worker read).
+    pub fn run(&self, req: &Request, gpu: usize, timeout: Duration) -> Outcome {
+        let mut req = req.clone();
+        req.gpu = gpu;
+        let mut outcome = worker::run_isolated(&self.exe, &req, timeout);
+        if let Ok(task) = req.task.validate_exactly() {
+            outcome.evidence = evidence_of(&task, req.arch, &outcome);
+        }
+        if let (Some(why), Some(ev)) = (&req.no_counted_copy, outcome.evidence.as_mut()) {
+            ev.notes.push(format!(
+                "no counted copy of the PTX was made, so no execution is claimed: {why}"
+            ));
+        }
+        outcome
+    }
+
+    /// Finishes prepared work: a decided outcome as it is, a request run on `gpu`.
+    pub fn finish(&self, work: &Work, gpu: usize, timeout: Duration) -> Outcome {
+        match work {
+            Work::Decided(o) => (**o).clone(),
+            Work::Evaluate(req) => self.run(req, gpu, timeout),
+        }
+    }
+}
