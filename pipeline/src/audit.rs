@@ -322,7 +322,7 @@ mod tests {
     }
 
     fn outcome(verdict: Verdict, passed: bool, cand_ms: f64) -> Outcome {
-        let mut o = Outcome::failed(verdict, "done", "");
+        let mut o = Outcome::failed(verdict, crate::record::Stage::Done, "");
         o.workloads = vec![WorkloadResult {
             workload: "M8192".into(),
             performance: true,

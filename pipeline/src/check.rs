@@ -6,6 +6,7 @@
 //! installed, the compile result for each architecture. Missing target families are warnings,
 //! as the paper's lint: a correct kernel is never failed for them here.
 
+use crate::record::Stage;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -431,7 +432,7 @@ pub fn static_outcome(report: &CheckReport) -> Option<crate::engine::Outcome> {
         return report.ptx.is_none().then(|| {
             Outcome::failed(
                 Verdict::Other,
-                "static",
+                Stage::Static,
                 format!("no PTX to run: {}", report.warnings.join("; ")),
             )
         });
@@ -441,5 +442,9 @@ pub fn static_outcome(report: &CheckReport) -> Option<crate::engine::Outcome> {
         FailureClass::Compilation => Verdict::Compilation,
         FailureClass::Launch => Verdict::Runtime,
     };
-    Some(Outcome::failed(verdict, "static", f.reasons.join("\n")))
+    Some(Outcome::failed(
+        verdict,
+        Stage::Static,
+        f.reasons.join("\n"),
+    ))
 }

@@ -18,7 +18,8 @@
 //! - fp8 forward ([`Sdpa::forward_fp8`]): the frontend's sdpa_fp8 pattern, e4m3 Q/K/V/O with
 //!   per-tensor descales (see [`SdpaKind::tensors`] for what is bound and what is internal).
 //!
-//! [`super::cudnn_check::check_graphs`] runs the two newer graphs once against a CPU reference.
+//! Every graph's outputs are checked against the harness's fp32 reference once per timed
+//! workload (`engine::baseline::check_baseline`, recorded as the timing's `baseline_check`).
 //!
 //! Q, K, V, O, dO, dQ, dK, dV are bf16 `[B,H,S,D]` row-major; the LSE is fp32 `[B,H,S]`. K (and
 //! V in the backward pass) enter the graph as transposed views, as the backend expects.

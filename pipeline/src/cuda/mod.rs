@@ -8,7 +8,6 @@
 
 pub mod cublaslt;
 pub mod cudnn;
-pub mod cudnn_check;
 pub mod driver;
 pub mod library;
 pub mod nvml;

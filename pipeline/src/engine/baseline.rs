@@ -2,6 +2,7 @@
 //! backward), bound to a tensor set, checked once against the fp32 reference, and timed alone
 //! for `ptxbench baseline`.
 
+use crate::record::Stage;
 use std::rc::Rc;
 
 use super::Stats;
@@ -40,7 +41,7 @@ pub(super) enum Baseline {
 fn baseline_error(what: &str, e: impl std::fmt::Display) -> Stop {
     Stop::new(Outcome::failed(
         Verdict::Other,
-        "timing",
+        Stage::Timing,
         format!("baseline{what}: {e}"),
     ))
 }

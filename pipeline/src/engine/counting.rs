@@ -9,6 +9,7 @@
 //! "first launch"), and the counted trial runs after the workload's other trials, on the same
 //! kind of inputs.
 
+use crate::record::Stage;
 use std::collections::BTreeMap;
 
 use super::verdict::Stop;
@@ -70,7 +71,7 @@ impl<'a> CountedModule<'a> {
         let fail = |e: String| {
             Stop::new(Outcome::failed(
                 Verdict::Other,
-                "counting",
+                Stage::Counting,
                 format!("reading the counted copy's counters: {e}"),
             ))
         };

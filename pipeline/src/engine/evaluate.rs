@@ -11,6 +11,7 @@
 //! compared with the fp32 reference by the task's metric (non-finite values and all-zero
 //! outputs rejected), guards and inputs checked unchanged.
 
+use crate::record::Stage;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -34,7 +35,7 @@ pub fn evaluate(req: &Request) -> Outcome {
     let mut clock = Clock::new();
     let task = match req.task.validate_exactly() {
         Ok(t) => t,
-        Err(e) => return Outcome::failed(Verdict::Other, "static", e.to_string()),
+        Err(e) => return Outcome::failed(Verdict::Other, Stage::Static, e.to_string()),
     };
     let task = &task;
     let module = match ptxbench_ptx::parse(&req.ptx) {
@@ -42,31 +43,31 @@ pub fn evaluate(req: &Request) -> Outcome {
         Err(e) => {
             return Outcome::failed(
                 Verdict::Compilation,
-                "static",
+                Stage::Static,
                 format!("PTX does not parse: {e}"),
             );
         }
     };
     let plan = match LaunchPlan::parse(&req.plan, task) {
         Ok(p) => p,
-        Err(e) => return Outcome::failed(Verdict::Runtime, "launch", e.to_string()),
+        Err(e) => return Outcome::failed(Verdict::Runtime, Stage::Launch, e.to_string()),
     };
     let problems = bind::check_module(&plan, &module, req.arch);
     if !problems.is_empty() {
         let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        return Outcome::failed(Verdict::Runtime, "launch", text.join("\n"));
+        return Outcome::failed(Verdict::Runtime, Stage::Launch, text.join("\n"));
     }
     let gpu = match Gpu::open(req.gpu) {
         Ok(g) => g,
-        Err(e) => return Outcome::failed(Verdict::Other, "worker", format!("no GPU: {e}")),
+        Err(e) => return Outcome::failed(Verdict::Other, Stage::Worker, format!("no GPU: {e}")),
     };
-    let mut outcome = Outcome::failed(Verdict::Correct, "done", "");
+    let mut outcome = Outcome::failed(Verdict::Correct, Stage::Done, "");
     outcome.device = Some(gpu.info.clone());
     let support = match Support::load(&gpu) {
         Ok(s) => s,
         Err(e) => {
             outcome.verdict = Verdict::Other;
-            outcome.stage = "worker".into();
+            outcome.stage = Stage::Worker;
             outcome.message = e.to_string();
             return outcome;
         }
@@ -127,7 +128,7 @@ fn run(
     let compiled = gpu.compile(&req.ptx, Some(req.arch)).map_err(|e| {
         Stop::new(Outcome::failed(
             Verdict::Compilation,
-            "jit",
+            Stage::Jit,
             format!("the PTX did not compile: {}\n{}", e.error, e.log),
         ))
     })?;
@@ -139,9 +140,13 @@ fn run(
         if kernels.contains_key(&l.entry) {
             continue;
         }
-        let k = gpu
-            .kernel(&cu_module, &l.entry)
-            .map_err(|e| Stop::new(Outcome::failed(Verdict::Compilation, "load", e.to_string())))?;
+        let k = gpu.kernel(&cu_module, &l.entry).map_err(|e| {
+            Stop::new(Outcome::failed(
+                Verdict::Compilation,
+                Stage::Load,
+                e.to_string(),
+            ))
+        })?;
         let attributes = gpu.attributes(k)?;
         outcome.kernels.push(KernelInfo {
             entry: l.entry.clone(),
@@ -167,7 +172,11 @@ fn run(
     for w in workloads {
         let launches = bind::resolve(plan, module, task, w, req.arch).map_err(|p| {
             let text: Vec<String> = p.iter().map(ToString::to_string).collect();
-            Stop::new(Outcome::failed(Verdict::Runtime, "launch", text.join("\n")))
+            Stop::new(Outcome::failed(
+                Verdict::Runtime,
+                Stage::Launch,
+                text.join("\n"),
+            ))
         })?;
         let env = task.bindings(w);
         let mut result = WorkloadResult {
@@ -220,7 +229,7 @@ fn run(
                 };
                 return Err(Stop::new(Outcome::failed(
                     Verdict::Numerical,
-                    "correctness",
+                    Stage::Correctness,
                     format!("workload {} {which}: {why}", w.name),
                 )));
             }
@@ -267,7 +276,7 @@ fn run(
                 outcome.workloads.push(result);
                 return Err(Stop::new(Outcome::failed(
                     Verdict::BelowFloor,
-                    "timing",
+                    Stage::Timing,
                     why,
                 )));
             }
@@ -276,7 +285,7 @@ fn run(
                 outcome.workloads.push(result);
                 return Err(Stop::new(Outcome::failed(
                     Verdict::Numerical,
-                    "timing",
+                    Stage::Timing,
                     format!(
                         "workload {}: the output of a timed launch does not match the reference (work skipped or cached across launches?)",
                         w.name
@@ -297,7 +306,7 @@ fn run(
         .filter_map(|w| w.timing.as_ref().and_then(|t| t.speedup))
         .min_by(f64::total_cmp);
     outcome.verdict = Verdict::Correct;
-    outcome.stage = "done".into();
+    outcome.stage = Stage::Done;
     Ok(())
 }
 

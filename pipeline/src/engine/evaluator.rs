@@ -9,6 +9,7 @@
 //! ([`Evaluator::run`]) are separate calls because a run list checks every pair before it
 //! hands the GPU work to one thread per GPU.
 
+use crate::record::Stage;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -98,7 +99,7 @@ impl Evaluator {
             ))),
             (None, ..) => Work::Decided(Box::new(Outcome::failed(
                 Verdict::Other,
-                "static",
+                Stage::Static,
                 "no candidate was extracted",
             ))),
         };

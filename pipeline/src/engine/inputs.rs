@@ -3,6 +3,7 @@
 //! (derived inputs from the fp32 reference forward), input snapshots, and outputs poisoned
 //! before every launch sequence.
 
+use crate::record::Stage;
 use std::collections::BTreeMap;
 
 use super::Outcome;
@@ -76,7 +77,7 @@ pub fn allocate(
             .ok_or_else(|| {
                 Stop::new(Outcome::failed(
                     Verdict::Runtime,
-                    "launch",
+                    Stage::Launch,
                     format!("workspace {} has no valid size", w.name),
                 ))
             })?;
@@ -255,7 +256,7 @@ pub fn to_f32(
     let (_, _, dtype, numel) = set.tensors.get(name).ok_or_else(|| {
         Stop::new(Outcome::failed(
             Verdict::Other,
-            "setup",
+            Stage::Setup,
             format!("no tensor {name}"),
         ))
     })?;

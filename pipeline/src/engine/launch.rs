@@ -1,6 +1,7 @@
 //! Launching a plan: parameters encoded for one tensor set (pointers, scalars, tensor maps by
 //! value or by address), then the plan's launches in order on the stream.
 
+use crate::record::Stage;
 use std::collections::BTreeMap;
 
 use super::Outcome;
@@ -63,7 +64,7 @@ pub fn run_plan(
     let params = encode_params(gpu, launches, set, &mut keep).map_err(|e| {
         Stop::new(Outcome::failed(
             Verdict::Runtime,
-            "launch",
+            Stage::Launch,
             format!("encoding a tensor map: {e}"),
         ))
     })?;
@@ -84,7 +85,13 @@ pub fn launch_encoded(
     for (l, p) in launches.iter().zip(params) {
         let k = kernels[&l.entry];
         gpu.prepare(k, l.shared_mem, l.non_portable_cluster)
-            .map_err(|e| Stop::new(Outcome::failed(Verdict::Runtime, "launch", e.to_string())))?;
+            .map_err(|e| {
+                Stop::new(Outcome::failed(
+                    Verdict::Runtime,
+                    Stage::Launch,
+                    e.to_string(),
+                ))
+            })?;
         let g = Geometry {
             grid: l.grid,
             block: l.block,
@@ -94,7 +101,7 @@ pub fn launch_encoded(
         gpu.launch(k, &g, p).map_err(|e| {
             Stop::new(Outcome::failed(
                 Verdict::Runtime,
-                "launch",
+                Stage::Launch,
                 format!("launching {}: {e}", l.entry),
             ))
         })?;

@@ -25,6 +25,7 @@
 //! reached, and says which. The workload's speed of light ([`super::floor`]) is recorded
 //! with the candidate's fraction of it.
 
+use crate::record::Stage;
 use std::collections::BTreeMap;
 
 use super::baseline::{Baseline, Planned, baseline_for, check_baseline, l2_flush_buffer};
@@ -65,8 +66,13 @@ struct Reservoir {
 
 impl Reservoir {
     fn new(k: usize) -> Result<Reservoir, Stop> {
-        let seed = crate::entropy::draw_u64()
-            .map_err(|e| Stop::new(Outcome::failed(Verdict::Other, "timing", e.to_string())))?;
+        let seed = crate::entropy::draw_u64().map_err(|e| {
+            Stop::new(Outcome::failed(
+                Verdict::Other,
+                Stage::Timing,
+                e.to_string(),
+            ))
+        })?;
         Ok(Reservoir {
             rng: SplitMix::new(seed),
             k,
@@ -182,7 +188,7 @@ impl Bench<'_> {
             if changed > 0 {
                 return Err(Stop::new(Outcome::failed(
                     Verdict::Numerical,
-                    "timing",
+                    Stage::Timing,
                     format!(
                         "a timed launch changed {changed} bytes of the input {name} (inputs must be left as they are; the library is never timed on what a candidate left behind)"
                     ),
@@ -230,7 +236,7 @@ pub fn time_workload(
     let encoded = encode_params(gpu, launches, &set, &mut keep_maps).map_err(|e| {
         Stop::new(Outcome::failed(
             Verdict::Runtime,
-            "launch",
+            Stage::Launch,
             format!("encoding a tensor map: {e}"),
         ))
     })?;
@@ -399,7 +405,7 @@ pub fn time_workload(
     if let Some(why) = failure {
         return Err(Stop::new(Outcome::failed(
             Verdict::Numerical,
-            "timing",
+            Stage::Timing,
             format!(
                 "workload {}: the output of a timed launch does not match the reference for its inputs (work skipped or cached across launches?): {why}",
                 w.name
@@ -410,7 +416,7 @@ pub fn time_workload(
     let candidate = Stats::from_samples(&cand).ok_or_else(|| {
         Stop::new(Outcome::failed(
             Verdict::Other,
-            "timing",
+            Stage::Timing,
             "no finite candidate timing",
         ))
     })?;

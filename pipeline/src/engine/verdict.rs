@@ -3,6 +3,7 @@
 
 use super::{Outcome, Verdict};
 use crate::cuda::driver::DriverError;
+use crate::record::Stage;
 
 /// An error that ends the evaluation with a verdict.
 #[derive(Debug)]
@@ -21,11 +22,11 @@ impl From<DriverError> for Stop {
         } else {
             Verdict::Other
         };
-        Stop::new(Outcome::failed(verdict, "launch", e.to_string()))
+        Stop::new(Outcome::failed(verdict, Stage::Launch, e.to_string()))
     }
 }
 
 /// A harness-side setup failure (sizes, allocation bookkeeping): never the candidate's fault.
 pub fn setup_error(e: impl std::fmt::Display) -> Stop {
-    Stop::new(Outcome::failed(Verdict::Other, "setup", e.to_string()))
+    Stop::new(Outcome::failed(Verdict::Other, Stage::Setup, e.to_string()))
 }

@@ -6,6 +6,7 @@
 //! a crash) is a runtime verdict. The GPU context dies with the process, so the next candidate
 //! starts on a healthy GPU.
 
+use crate::record::Stage;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -21,11 +22,13 @@ pub const CUBIN_FILE: &str = "kernel.cubin";
 pub fn run_isolated(exe: &Path, req: &Request, limit: Duration) -> Outcome {
     let dir = match tempfile::tempdir() {
         Ok(d) => d,
-        Err(e) => return Outcome::failed(Verdict::Other, "worker", format!("temp folder: {e}")),
+        Err(e) => {
+            return Outcome::failed(Verdict::Other, Stage::Worker, format!("temp folder: {e}"));
+        }
     };
     let body = match serde_json::to_vec(req) {
         Ok(b) => b,
-        Err(e) => return Outcome::failed(Verdict::Other, "worker", e.to_string()),
+        Err(e) => return Outcome::failed(Verdict::Other, Stage::Worker, e.to_string()),
     };
     let mut cmd = Command::new(exe);
     // The worker runs a candidate: it gets no API key or token of ours.
@@ -42,7 +45,7 @@ pub fn run_isolated(exe: &Path, req: &Request, limit: Duration) -> Outcome {
         Err(e) => {
             return Outcome::failed(
                 Verdict::Other,
-                "worker",
+                Stage::Worker,
                 format!("starting {}: {e}", exe.display()),
             );
         }
@@ -83,7 +86,7 @@ pub fn run_isolated(exe: &Path, req: &Request, limit: Duration) -> Outcome {
     let Some(status) = status else {
         return Outcome::failed(
             Verdict::Timeout,
-            "worker",
+            Stage::Worker,
             format!(
                 "no result within {} s; the worker was killed (a hang?)",
                 limit.as_secs()
@@ -101,7 +104,7 @@ pub fn run_isolated(exe: &Path, req: &Request, limit: Duration) -> Outcome {
         }
         None => Outcome::failed(
             Verdict::Runtime,
-            "worker",
+            Stage::Worker,
             format!("the worker died ({status}) without a result; its last output:\n{tail}"),
         ),
     }
@@ -113,7 +116,7 @@ pub fn serve(dir: &Path) -> std::io::Result<()> {
     std::io::Read::read_to_end(&mut std::io::stdin(), &mut body)?;
     let outcome = match serde_json::from_slice::<Request>(&body) {
         Ok(req) => super::evaluate::evaluate(&req),
-        Err(e) => Outcome::failed(Verdict::Other, "worker", format!("bad request: {e}")),
+        Err(e) => Outcome::failed(Verdict::Other, Stage::Worker, format!("bad request: {e}")),
     };
     if let Some(cubin) = &outcome.cubin {
         std::fs::write(dir.join(CUBIN_FILE), cubin)?;

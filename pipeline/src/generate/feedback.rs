@@ -201,7 +201,11 @@ mod tests {
         .expect("the committed suite loads");
         let task = suite.get("gemm_n4096_k4096").expect("a GEMM task");
         let report = crate::check::extraction_failed(task, Arch::Sm90a, "no kernel".into());
-        let mut o = Outcome::failed(Verdict::Compilation, "jit", "ptxas failed");
+        let mut o = Outcome::failed(
+            Verdict::Compilation,
+            crate::record::Stage::Jit,
+            "ptxas failed",
+        );
         o.jit_log = "line 3: error: unknown instruction".into();
         let f = build(&report, &o, Some("length"));
         assert!(f.contains("Result: compilation"), "{f}");

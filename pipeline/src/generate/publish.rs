@@ -3,6 +3,7 @@
 //! (all turns' records) and the `ptxbench.generation` object, with their digests written into
 //! the output folder (`run-<arch>.digest`, `generation.digest`).
 
+use crate::record::Stage;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -161,7 +162,7 @@ pub fn write_candidates(
             continue;
         };
         let record: Record = store.get_json(&t.record_digest)?;
-        if record.verdict != Verdict::Other || record.outcome.stage != "not-evaluated" {
+        if record.verdict != Verdict::Other || record.outcome.stage != Stage::NotEvaluated {
             continue;
         }
         let (kernel_digest, kernel_name) = match (record.kernel_source_digest, record.ptx_digest) {

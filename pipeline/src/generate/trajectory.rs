@@ -11,6 +11,7 @@
 //! first turn. A spend cap or a request that keeps failing leaves it unfinished: the next run
 //! continues from the journal without asking for a finished turn again.
 
+use crate::record::Stage;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -488,7 +489,7 @@ fn one_turn(
         Work::Decided(o) => (**o).clone(),
         Work::Evaluate(_) if ctx.no_eval => Outcome::failed(
             Verdict::Other,
-            "not-evaluated",
+            Stage::NotEvaluated,
             "not evaluated (--no-eval): evaluate it later with `ptxbench run`",
         ),
         Work::Evaluate(req) => evaluate(ctx, req),
@@ -522,7 +523,7 @@ fn one_turn(
     .store(ctx.store, &stored, outcome.clone())
     .map_err(|e| TurnError::Failed(format!("storing the record: {e}")))?;
 
-    let stop = if outcome.verdict == Verdict::Other && outcome.stage == "not-evaluated" {
+    let stop = if outcome.verdict == Verdict::Other && outcome.stage == Stage::NotEvaluated {
         Some(STOP_NOT_EVALUATED.to_string())
     } else if outcome.verdict == Verdict::Other {
         Some(format!("{STOP_HARNESS}: {}", first_line(&outcome.message)))

@@ -30,8 +30,8 @@ use crate::store::{Store, StoreError};
 use evidence::EvidenceStatus;
 pub use outcome::{
     BaselineInfo, ClockSamples, Comparison, CountedSite, Direction, DynamicCounts, Floor,
-    KernelInfo, Outcome, OutputCheck, PeakClass, Protocol, SiteCount, Stats, StopReason, Timing,
-    Trial, Verdict, WorkloadResult,
+    KernelInfo, Outcome, OutputCheck, PeakClass, Protocol, SiteCount, Stage, Stats, StopReason,
+    Timing, Trial, Verdict, WorkloadResult,
 };
 pub use task::{SUITE_SCHEMA, SuiteObject, TASK_SCHEMA, TaskObject};
 
@@ -486,7 +486,7 @@ pub(crate) mod tests {
             expected: None,
             verdict,
             min_speedup: None,
-            outcome: Outcome::failed(verdict, "done", ""),
+            outcome: Outcome::failed(verdict, Stage::Done, ""),
         }
     }
 

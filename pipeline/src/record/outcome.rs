@@ -257,6 +257,63 @@ pub struct DynamicCounts {
     pub error: Option<String>,
 }
 
+/// Where an evaluation stopped (`done` when it ran to the end).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    /// Not recorded (`ptxbench.record/1` outcomes read through the adapter).
+    #[default]
+    #[serde(rename = "")]
+    Unrecorded,
+    /// The static check on the CPU (extraction, compilation, screening, the plan).
+    Static,
+    /// The harness's own preparation (sizes, allocations): never the candidate's fault.
+    Setup,
+    /// Compiling the PTX for the GPU.
+    Jit,
+    /// Loading the compiled module and its kernels.
+    Load,
+    /// Binding and launching the plan.
+    Launch,
+    /// The correctness trials (the counted copy's among them).
+    Correctness,
+    /// Reading the counted copy's counters.
+    Counting,
+    /// The timed pairs and the re-check of timed launches.
+    Timing,
+    /// The worker process (no GPU, killed, died).
+    Worker,
+    /// Ran to the end.
+    Done,
+    /// `generate --no-eval`: checked, not run.
+    NotEvaluated,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Unrecorded => "",
+            Stage::Static => "static",
+            Stage::Setup => "setup",
+            Stage::Jit => "jit",
+            Stage::Load => "load",
+            Stage::Launch => "launch",
+            Stage::Correctness => "correctness",
+            Stage::Counting => "counting",
+            Stage::Timing => "timing",
+            Stage::Worker => "worker",
+            Stage::Done => "done",
+            Stage::NotEvaluated => "not-evaluated",
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One output of one trial against its reference.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct OutputCheck {
@@ -358,8 +415,8 @@ pub struct BaselineInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Outcome {
     pub verdict: Verdict,
-    /// Where it stopped: static, jit, load, launch, correctness, timing, worker, done.
-    pub stage: String,
+    /// Where it stopped.
+    pub stage: Stage,
     pub message: String,
     pub jit_log: String,
     pub kernels: Vec<KernelInfo>,
@@ -387,10 +444,10 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn failed(verdict: Verdict, stage: &str, message: impl Into<String>) -> Outcome {
+    pub fn failed(verdict: Verdict, stage: Stage, message: impl Into<String>) -> Outcome {
         Outcome {
             verdict,
-            stage: stage.into(),
+            stage,
             message: message.into(),
             jit_log: String::new(),
             kernels: Vec::new(),

@@ -173,7 +173,9 @@ mod tests {
         v["outcome"] = serde_json::json!({"verdict": "numerical"});
         let bytes = serde_json::to_vec(&v).expect("json");
         let r = decode_record(&Digest::of(&bytes), &bytes).expect("v1 is lenient");
-        assert!(r.outcome.workloads.is_empty() && r.outcome.stage.is_empty());
+        assert!(
+            r.outcome.workloads.is_empty() && r.outcome.stage == crate::record::Stage::Unrecorded
+        );
         v["schema"] = serde_json::json!(crate::record::RECORD_SCHEMA);
         let bytes = serde_json::to_vec(&v).expect("json");
         let e = decode_record(&Digest::of(&bytes), &bytes).expect_err("v2 is strict");

@@ -53,7 +53,7 @@ fn record(
         expected: None,
         verdict,
         min_speedup: (verdict == Verdict::Correct).then_some(0.5),
-        outcome: Outcome::failed(verdict, "done", ""),
+        outcome: Outcome::failed(verdict, ptxbench::record::Stage::Done, ""),
     };
     store.put_object(&r).expect("record")
 }

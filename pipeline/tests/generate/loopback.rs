@@ -192,7 +192,7 @@ fn transient_failures_are_retried_and_every_attempt_is_recorded() {
     let record: Record = store
         .get_json(&digests(&t["record_digests"])[0])
         .expect("record");
-    if record.outcome.stage == "not-evaluated" {
+    if record.outcome.stage == ptxbench::record::Stage::NotEvaluated {
         // NVRTC made PTX here: the candidate is written out for `ptxbench run`.
         assert!(work.path().join("out/eval-sm_90a.yaml").is_file());
         assert!(record.kernel_source_digest.is_some() && record.ptx_digest.is_some());

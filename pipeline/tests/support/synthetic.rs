@@ -13,6 +13,7 @@ use ptxbench::arch::Arch;
 use ptxbench::cuda::driver::{DeviceInfo, KernelAttributes};
 use ptxbench::digest::Digest;
 use ptxbench::evidence::{DynamicMethod, EvidenceStatus, FamilyEvidence, TargetEvidence};
+use ptxbench::record::Stage;
 use ptxbench::record::task::{SuiteObjects, store_suite};
 use ptxbench::record::{
     self, BaselineInfo, Comparison, KernelInfo, Outcome, OutputCheck, Protocol, RECORD_SCHEMA,
@@ -379,9 +380,9 @@ pub fn generate(
                     let mut outcome = Outcome::failed(
                         verdict,
                         if verdict == Verdict::Correct {
-                            "done"
+                            Stage::Done
                         } else {
-                            "correctness"
+                            Stage::Correctness
                         },
                         if verdict == Verdict::Correct {
                             String::new()
@@ -455,7 +456,11 @@ pub fn generate(
         let ptx = store
             .put(fake_ptx(&format!("harness test {i}"), 8, &mut rng).as_bytes())
             .map_err(|e| store_err("ptx", e))?;
-        let outcome = Outcome::failed(got, "correctness", format!("synthetic harness test {i}"));
+        let outcome = Outcome::failed(
+            got,
+            Stage::Correctness,
+            format!("synthetic harness test {i}"),
+        );
         let mut rec = record(
             &stored,
             task,
@@ -475,7 +480,7 @@ pub fn generate(
     for ri in 0..opts.references {
         let entry = format!("synthetic-reference-{ri}");
         for (ti, task) in tasks.iter().enumerate() {
-            let mut outcome = Outcome::failed(Verdict::Correct, "done", String::new());
+            let mut outcome = Outcome::failed(Verdict::Correct, Stage::Done, String::new());
             let mut speedups = Vec::new();
             for w in task.workloads_of(WorkloadKind::Performance).take(3) {
                 let flops = task.flops_of(w).unwrap_or(1e12);
@@ -638,7 +643,7 @@ pub fn conversation(
     let mut previous = None;
     for (n, t) in turns.iter().enumerate() {
         let prompt = serde_json::to_vec(&messages).context("a transcript")?;
-        let mut outcome = Outcome::failed(t.verdict, "correctness", String::new());
+        let mut outcome = Outcome::failed(t.verdict, Stage::Correctness, String::new());
         outcome.device = Some(device());
         let mut rec = record(&stored, task, entry, Role::Entry, plan, 77, None, outcome);
         rec.model = Some(entry.into());

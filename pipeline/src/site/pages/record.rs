@@ -929,7 +929,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         verdict_class: head.verdict_class,
         expected: head.expected,
         agrees: head.agrees,
-        stage: o.stage.clone(),
+        stage: o.stage.to_string(),
         message_text: TextView::new(o.message.as_str()),
         facts,
         runs,

@@ -398,7 +398,7 @@ pub fn view<'c>(ctx: &'c Context<'_>, t: &Trajectory) -> TrajectoryView<'c> {
             },
             verdict: rec.verdict.as_str().to_string(),
             verdict_class: verdict_class(rec.verdict.as_str()),
-            stage: rec.outcome.stage.clone(),
+            stage: rec.outcome.stage.to_string(),
             speedup: Cell::speedup(rec.min_speedup()).linked(format!("{record_page}#timing")),
             message: format::shorten_line(&rec.outcome.message, 300),
             feedback: feedback(ctx, &from, r, next),
