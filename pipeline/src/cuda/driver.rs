@@ -11,6 +11,7 @@ use cudarc::driver::sys;
 
 use super::library::{self, CudaLibrary, LibraryNotFound};
 use crate::arch::Arch;
+use crate::record::device::{DeviceInfo, GpuState, KernelAttributes};
 use crate::toolchain::{self, Tool, ToolError, ptxas};
 
 /// A failed driver call.
@@ -76,26 +77,6 @@ pub enum OpenError {
     Driver(#[from] DriverError),
 }
 
-/// What a record says about the device it ran on.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct DeviceInfo {
-    pub name: String,
-    pub ordinal: usize,
-    pub compute_capability: (i32, i32),
-    pub sm_count: i32,
-    pub l2_bytes: i64,
-    pub memory_bytes: u64,
-    /// Driver API version, e.g. 13000 for CUDA 13.0.
-    pub driver_api_version: i32,
-    /// Clocks the device reports (kHz): peak SM clock and memory clock.
-    pub sm_clock_khz: i32,
-    pub memory_clock_khz: i32,
-    pub driver_library: String,
-    /// PCI bus id, e.g. `0000:19:00.0` (how NVML finds the same device).
-    #[serde(default)]
-    pub pci_bus_id: String,
-}
-
 /// A device allocation, freed on drop.
 #[derive(Debug)]
 pub struct DeviceBuffer {
@@ -136,15 +117,6 @@ impl Drop for Module {
 #[derive(Debug, Clone, Copy)]
 pub struct Kernel {
     handle: sys::CUfunction,
-}
-
-/// Resources of a compiled kernel, as the driver reports them.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct KernelAttributes {
-    pub registers: i32,
-    pub static_shared_bytes: i32,
-    pub local_bytes: i32,
-    pub max_threads_per_block: i32,
 }
 
 /// One PTX module, compiled and loaded.
@@ -714,7 +686,7 @@ impl Gpu {
     }
 
     /// Clocks, temperature and power now (NVML), if available.
-    pub fn state(&self) -> Option<super::nvml::GpuState> {
+    pub fn state(&self) -> Option<GpuState> {
         super::nvml::state(&self.info.pci_bus_id)
     }
 

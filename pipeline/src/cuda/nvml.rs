@@ -5,16 +5,7 @@
 use std::ffi::{CString, c_char, c_int, c_uint, c_ulonglong, c_void};
 use std::sync::OnceLock;
 
-/// A snapshot of the device's state.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct GpuState {
-    pub sm_clock_mhz: u32,
-    pub memory_clock_mhz: u32,
-    pub temperature_c: u32,
-    pub power_mw: u32,
-    /// NVML's clock event reasons bit mask (e.g. 0x4 software power cap, 0x20 SW thermal).
-    pub clock_event_reasons: u64,
-}
+use crate::record::device::GpuState;
 
 type Device = *mut c_void;
 

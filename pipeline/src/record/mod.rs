@@ -15,6 +15,7 @@
 //! Older stored versions are read through one adapter ([`v1`]): [`decode_record`] is the only
 //! way bytes become a [`Record`].
 
+pub mod device;
 pub mod evidence;
 pub mod measured;
 pub mod outcome;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cuda::driver::{DeviceInfo, KernelAttributes};
+use super::device::{DeviceInfo, GpuState, KernelAttributes};
 pub use crate::record::stats::Stats;
 
 /// The paper's verdict classes.
@@ -377,9 +377,9 @@ pub struct Timing {
     pub clocks: Option<ClockSamples>,
     /// Device state (NVML) before and after the timed launches, where NVML is available.
     #[serde(default)]
-    pub state_before: Option<crate::cuda::nvml::GpuState>,
+    pub state_before: Option<GpuState>,
     #[serde(default)]
-    pub state_after: Option<crate::cuda::nvml::GpuState>,
+    pub state_after: Option<GpuState>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

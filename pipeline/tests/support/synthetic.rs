@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ptxbench::arch::Arch;
-use ptxbench::cuda::driver::{DeviceInfo, KernelAttributes};
 use ptxbench::digest::Digest;
 use ptxbench::evidence::{DynamicMethod, EvidenceStatus, FamilyEvidence, TargetEvidence};
 use ptxbench::record::Stage;
+use ptxbench::record::device::{DeviceInfo, KernelAttributes};
 use ptxbench::record::task::{SuiteObjects, store_suite};
 use ptxbench::record::{
     self, BaselineInfo, Comparison, KernelInfo, Outcome, OutputCheck, Protocol, RECORD_SCHEMA,
