@@ -7,7 +7,7 @@ use super::{CountedPtx, Outcome};
 use crate::arch::Arch;
 use crate::evidence::sass::disassemble;
 use crate::evidence::splice::{splice, splice_counting_work};
-use crate::evidence::status::{DynamicCounts, DynamicMethod, StaticSass, TargetEvidence, assess};
+use crate::evidence::status::{DynamicMethod, ExecutedCounts, StaticSass, TargetEvidence, assess};
 use crate::task::Task;
 
 /// The counted copy for `task` on `arch`, or why there is none (the evaluation runs anyway).
@@ -67,7 +67,7 @@ pub fn evidence_of(task: &Task, arch: Arch, outcome: &Outcome) -> Option<TargetE
         .dynamic
         .as_ref()
         .filter(|d| d.error.is_none())
-        .map(|d| DynamicCounts::Families {
+        .map(|d| ExecutedCounts::Families {
             method: DynamicMethod::SplicedCounters,
             counts: d.counts.iter().cloned().collect::<BTreeMap<_, _>>(),
         });

@@ -17,6 +17,6 @@ pub mod work;
 pub use sass::{SassError, SassFunction, SassInventory, SassSummary};
 pub use splice::{COUNTER_SYMBOL, SpliceError, Spliced, splice, splice_counting_work};
 pub use status::{
-    DynamicCounts, DynamicMethod, EvidenceStatus, FamilyEvidence, StaticSass, TargetEvidence,
+    DynamicMethod, EvidenceStatus, ExecutedCounts, FamilyEvidence, StaticSass, TargetEvidence,
     assess, correct_with_arch,
 };

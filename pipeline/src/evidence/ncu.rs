@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::sass::{base_mnemonic, instruction_mnemonic};
-use super::status::{DynamicCounts, DynamicMethod};
+use super::status::{DynamicMethod, ExecutedCounts};
 
 /// Which launch of which kernel to profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,7 +173,7 @@ impl NcuSourceReport {
     /// Counts per full mnemonic over all profiled launches, as dynamic evidence: threads that
     /// executed the instruction with a true guard where that column exists (a warp *issues* a
     /// predicated-off `@UP3 UTMALDG` too, so `inst_executed` alone can overstate), else warps.
-    pub fn dynamic_counts(&self) -> DynamicCounts {
+    pub fn dynamic_counts(&self) -> ExecutedCounts {
         let threads = self.counts_threads();
         let mut counts = BTreeMap::new();
         for k in &self.kernels {
@@ -187,7 +187,7 @@ impl NcuSourceReport {
                 *e = e.saturating_add(*n);
             }
         }
-        DynamicCounts::SassOpcodes {
+        ExecutedCounts::SassOpcodes {
             method: DynamicMethod::Ncu,
             counts,
         }
@@ -403,7 +403,7 @@ some program output\n\
             Some(&32768)
         );
         assert_eq!(k.executed_bases().get("LDC"), Some(&4));
-        let DynamicCounts::SassOpcodes { counts, .. } = r.dynamic_counts() else {
+        let ExecutedCounts::SassOpcodes { counts, .. } = r.dynamic_counts() else {
             panic!("per-opcode counts");
         };
         // Threads with a true guard, not warps, where the column exists.

@@ -24,7 +24,7 @@
 //! gives the array's device pointer and size (`8 * families_in_order.len()` bytes); zero it
 //! (`cuMemsetD8`) before the launches to count, run them, synchronize, and copy the array down
 //! (`cuMemcpyDtoH`): element `i` is the count of `families_in_order[i]`. Feed the counts to
-//! [`super::status::DynamicCounts::Families`] with `DynamicMethod::SplicedCounters`.
+//! [`super::status::ExecutedCounts::Families`] with `DynamicMethod::SplicedCounters`.
 
 use std::collections::BTreeMap;
 

@@ -16,7 +16,7 @@ use crate::task::Target;
 /// Executed counts from one dynamic method.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum DynamicCounts {
+pub enum ExecutedCounts {
     /// Per SASS mnemonic (full, as printed: `HGMMA.64x128x16.F32.BF16`); a family's count is
     /// the sum over the mnemonics its patterns match.
     SassOpcodes {
@@ -31,20 +31,19 @@ pub enum DynamicCounts {
     },
 }
 
-impl DynamicCounts {
+impl ExecutedCounts {
     pub fn method(&self) -> DynamicMethod {
         match self {
-            DynamicCounts::SassOpcodes { method, .. } | DynamicCounts::Families { method, .. } => {
-                *method
-            }
+            ExecutedCounts::SassOpcodes { method, .. }
+            | ExecutedCounts::Families { method, .. } => *method,
         }
     }
 
     /// The executed count of `family`, `None` when this method did not measure it.
     fn count(&self, family: &crate::task::TargetFamily) -> Option<u64> {
         match self {
-            DynamicCounts::SassOpcodes { counts, .. } => Some(sass::matching(counts, family).0),
-            DynamicCounts::Families { counts, .. } => counts.get(&family.family).copied(),
+            ExecutedCounts::SassOpcodes { counts, .. } => Some(sass::matching(counts, family).0),
+            ExecutedCounts::Families { counts, .. } => counts.get(&family.family).copied(),
         }
     }
 }
@@ -68,7 +67,7 @@ pub fn correct_with_arch(verdict: Verdict, evidence: &TargetEvidence) -> bool {
 pub fn assess(
     target: &Target,
     sass: &StaticSass,
-    dynamic: Option<&DynamicCounts>,
+    dynamic: Option<&ExecutedCounts>,
 ) -> TargetEvidence {
     let mut notes = Vec::new();
     let mut disassembler = String::new();
@@ -116,7 +115,7 @@ pub fn assess(
                 status,
                 static_count,
                 static_opcodes,
-                method: dynamic_count.and(dynamic.map(DynamicCounts::method)),
+                method: dynamic_count.and(dynamic.map(ExecutedCounts::method)),
                 dynamic_count,
             }
         })
@@ -178,7 +177,7 @@ mod tests {
         let mut counts = BTreeMap::new();
         counts.insert("HGMMA.64x64x16.F32.BF16".to_string(), 64);
         counts.insert("UTMALDG.2D".to_string(), 0);
-        let d = DynamicCounts::SassOpcodes {
+        let d = ExecutedCounts::SassOpcodes {
             method: DynamicMethod::Ncu,
             counts,
         };
@@ -190,7 +189,7 @@ mod tests {
         assert_eq!(e.status, EvidenceStatus::DynamicNotExecuted);
         assert!(!correct_with_arch(Verdict::Correct, &e));
 
-        let d = DynamicCounts::Families {
+        let d = ExecutedCounts::Families {
             method: DynamicMethod::SplicedCounters,
             counts: [("wgmma".to_string(), 128), ("tma".to_string(), 2)].into(),
         };
@@ -218,7 +217,7 @@ mod tests {
         assert_eq!(e.status, EvidenceStatus::InspectionFailed);
         assert_eq!(e.families[1].status, EvidenceStatus::InspectionFailed);
         let empty = StaticSass::Inventory(SassInventory::default());
-        let d = DynamicCounts::Families {
+        let d = ExecutedCounts::Families {
             method: DynamicMethod::SplicedCounters,
             counts: [("wgmma".to_string(), 9)].into(),
         };

@@ -7,7 +7,7 @@ use ptxbench::engine::Verdict;
 use ptxbench::evidence::ncu;
 use ptxbench::evidence::sass::{self, SassInventory};
 use ptxbench::evidence::{
-    DynamicCounts, EvidenceStatus, StaticSass, assess, correct_with_arch, splice,
+    EvidenceStatus, ExecutedCounts, StaticSass, assess, correct_with_arch, splice,
 };
 use ptxbench::toolchain::{self, Tool, ptxas};
 use ptxbench_ptx::Family;
@@ -255,7 +255,7 @@ fn ncu_csv_fixture_gives_dynamic_present() {
     let k = &report.kernels[0];
     assert_eq!(k.kernel.as_deref(), Some("gemm_tma"));
     assert!(k.executed_bases().get("HGMMA").is_some_and(|n| *n > 0));
-    let DynamicCounts::SassOpcodes { counts, .. } = report.dynamic_counts() else {
+    let ExecutedCounts::SassOpcodes { counts, .. } = report.dynamic_counts() else {
         panic!("ncu gives per-opcode counts");
     };
     assert!(counts.keys().any(|o| o.starts_with("UTMALDG")));
