@@ -84,15 +84,19 @@ pub fn judge_comparison(name: &str, tol: &Tolerance, c: Comparison) -> OutputChe
         Some(format!("{}: every value is zero", name))
     } else {
         match *tol {
-            Tolerance::Allclose { rtol, atol } if c.violations > 0 => Some(format!(
-                "{}: {} of {} values outside atol {atol} + rtol {rtol} (first at index {}, max |error| {:.3e}, relative L2 error {:.3e})",
-                name,
-                c.violations,
-                c.elements,
-                c.first_violation.unwrap_or(0),
-                c.max_abs_error,
-                c.relative_l2
-            )),
+            Tolerance::Allclose { rtol, atol } | Tolerance::AllcloseRelnorm { rtol, atol, .. }
+                if c.violations > 0 =>
+            {
+                Some(format!(
+                    "{}: {} of {} values outside atol {atol} + rtol {rtol} (first at index {}, max |error| {:.3e}, relative L2 error {:.3e})",
+                    name,
+                    c.violations,
+                    c.elements,
+                    c.first_violation.unwrap_or(0),
+                    c.max_abs_error,
+                    c.relative_l2
+                ))
+            }
             Tolerance::AllcloseFraction {
                 rtol,
                 atol,
@@ -103,15 +107,6 @@ pub fn judge_comparison(name: &str, tol: &Tolerance, c: Comparison) -> OutputChe
                 c.violations,
                 c.elements,
                 (1.0 - min_match) * 100.0,
-                c.first_violation.unwrap_or(0),
-                c.max_abs_error,
-                c.relative_l2
-            )),
-            Tolerance::AllcloseRelnorm { rtol, atol, .. } if c.violations > 0 => Some(format!(
-                "{}: {} of {} values outside atol {atol} + rtol {rtol} (first at index {}, max |error| {:.3e}, relative L2 error {:.3e})",
-                name,
-                c.violations,
-                c.elements,
                 c.first_violation.unwrap_or(0),
                 c.max_abs_error,
                 c.relative_l2
@@ -221,6 +216,43 @@ mod tests {
         rtol: 1e-2,
         atol: 1e-2,
     };
+
+    #[test]
+    fn issue_45_allclose_with_a_norm_bound_needs_both() {
+        let both = Tolerance::AllcloseRelnorm {
+            rtol: 0.02,
+            atol: 0.02,
+            max: 0.008,
+        };
+        // An e4m3 P V product: every element inside the elementwise rule, the norm 2.4x over.
+        let downgraded = Comparison {
+            relative_l2: 0.019,
+            ..comparison(100)
+        };
+        let c = judge_comparison("O", &both, downgraded);
+        assert!(!c.passed);
+        let why = c.failure.unwrap_or_default();
+        assert!(
+            why.contains("relative L2 error 1.900e-2 exceeds 0.008"),
+            "{why}"
+        );
+        assert_eq!(
+            c.tolerance,
+            "allclose rtol 0.02 atol 0.02, relnorm max 0.008"
+        );
+        // An honest bf16 kernel passes; one element outside the elementwise rule fails.
+        assert!(judge_comparison("O", &both, comparison(100)).passed);
+        let outlier = Comparison {
+            violations: 1,
+            ..comparison(100)
+        };
+        let c = judge_comparison("O", &both, outlier);
+        assert!(
+            c.failure
+                .unwrap_or_default()
+                .contains("1 of 100 values outside")
+        );
+    }
 
     #[test]
     fn a_close_output_passes() {
