@@ -725,6 +725,43 @@ fn issue_41_a_symlinked_task_file_is_reported_not_skipped() {
     assert_eq!(check_dir(root), err.problems);
 }
 
+/// A FIFO or a folder named like a task file in a family folder is a problem naming it and
+/// what it is; it was skipped, and a suite of only such files said no more than "the suite
+/// has no tasks".
+#[cfg(unix)]
+#[test]
+fn issue_41_a_fifo_or_folder_named_like_a_task_file_is_reported() {
+    let tmp = copy_suite();
+    let root = tmp.path();
+    let fifo = root.join("gemm/fifo.yaml");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    let folder = root.join("gemm/folder.yaml");
+    std::fs::create_dir(&folder).expect("mkdir");
+    let err = Suite::load(root).expect_err("both are problems");
+    let found: Vec<(&Path, &str)> = err
+        .problems
+        .iter()
+        .map(|p| (p.file.as_path(), p.reason.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (
+                fifo.as_path(),
+                "is a FIFO (named pipe); a task file must be a plain file"
+            ),
+            (
+                folder.as_path(),
+                "is a folder; a task file must be a plain file"
+            ),
+        ]
+    );
+}
+
 /// Runs `f` on a thread with a 2 MiB stack (what `std::thread::spawn` gives) and waits at most
 /// `limit` for it.
 fn on_small_thread<T: Send + 'static>(
