@@ -3,7 +3,8 @@
 //! over it, so a reader never sees half a file.
 //!
 //! Guarantees: a destination that exists and is not a regular file (a symbolic link, a folder,
-//! a FIFO, a socket, a device) is refused, naming it and what it is, never replaced; the temp
+//! a FIFO, a socket, a device) is refused, naming it and what it is, never replaced; so is one
+//! inside a store's layout folder (`<store>/v1/`), whose files only the store writes; the temp
 //! file is named `<prefix>*` and locked while its writer lives, and the next write beside it
 //! removes those that a killed writer left ([`crate::scratch`]); the file gets the permissions
 //! of any new file (0666 less the umask), not a temp file's owner-only 0600.
@@ -18,6 +19,10 @@ pub enum DestinationError {
         "{path} is {what}, not a regular file: refusing to replace it (remove it or choose another path)"
     )]
     NotAFile { path: PathBuf, what: &'static str },
+    #[error(
+        "{path} is inside the store {store}, whose files only the store writes: refusing to write it (choose a path outside {store})"
+    )]
+    InStore { path: PathBuf, store: PathBuf },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -35,54 +40,74 @@ pub enum DestinationError {
 
 /// What the file at `path` is, if it exists and is not a regular file.
 fn not_a_file(path: &Path) -> Result<Option<&'static str>, DestinationError> {
-    let meta = match fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(DestinationError::Io {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    let t = meta.file_type();
+    match fs::symlink_metadata(path) {
+        Ok(m) => Ok(kind_of(m.file_type())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(DestinationError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// What a file of type `t` is, in words (`a folder`, `a FIFO (named pipe)`), unless it is a
+/// regular file.
+pub(crate) fn kind_of(t: fs::FileType) -> Option<&'static str> {
     if t.is_file() {
-        return Ok(None);
+        return None;
     }
     if t.is_symlink() {
-        return Ok(Some("a symbolic link"));
+        return Some("a symbolic link");
     }
     if t.is_dir() {
-        return Ok(Some("a folder"));
+        return Some("a folder");
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt as _;
         if t.is_fifo() {
-            return Ok(Some("a FIFO (named pipe)"));
+            return Some("a FIFO (named pipe)");
         }
         if t.is_socket() {
-            return Ok(Some("a socket"));
+            return Some("a socket");
         }
         if t.is_char_device() {
-            return Ok(Some("a character device"));
+            return Some("a character device");
         }
         if t.is_block_device() {
-            return Ok(Some("a block device"));
+            return Some("a block device");
         }
     }
-    Ok(Some("not a regular file"))
+    Some("not a regular file")
 }
 
-/// Checks that `path` is absent or a regular file.
+/// Checks that `path` is absent or a regular file, and not inside a store ([`store_around`]).
 pub fn check(path: &Path) -> Result<(), DestinationError> {
-    match not_a_file(path)? {
-        None => Ok(()),
-        Some(what) => Err(DestinationError::NotAFile {
+    if let Some(what) = not_a_file(path)? {
+        return Err(DestinationError::NotAFile {
             path: path.to_path_buf(),
             what,
-        }),
+        });
     }
+    if let Some(store) = store_around(folder_of(path)) {
+        return Err(DestinationError::InStore {
+            path: path.to_path_buf(),
+            store,
+        });
+    }
+    Ok(())
+}
+
+/// The store whose layout folder (`<store>/v1/`, holding `blake3/`) `dir` is in, if any: a file
+/// written there could replace an object with other bytes. A folder that does not resolve is
+/// in no store (writing into it fails anyway).
+fn store_around(dir: &Path) -> Option<PathBuf> {
+    use crate::store::{LAYOUT_DIR, OBJECTS_DIR};
+    let dir = fs::canonicalize(dir).ok()?;
+    dir.ancestors()
+        .find(|a| a.file_name() == Some(LAYOUT_DIR.as_ref()) && a.join(OBJECTS_DIR).is_dir())
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
 }
 
 /// The folder `path` is in (`.` for a bare file name).
@@ -98,8 +123,10 @@ pub fn folder_of(path: &Path) -> &Path {
 pub fn temp_for(path: &Path, prefix: &str) -> Result<tempfile::NamedTempFile, DestinationError> {
     check(path)?;
     let dir = folder_of(path);
+    // Named by the destination asked for (`missing/out.zip: No such file or directory`), not
+    // only by its folder or the temp file.
     let io = |source| DestinationError::Io {
-        path: dir.to_path_buf(),
+        path: path.to_path_buf(),
         source,
     };
     crate::scratch::sweep(dir, prefix, crate::scratch::STALE_AFTER, &[]).map_err(io)?;
@@ -256,5 +283,39 @@ mod tests {
         assert!(e.to_string().contains("a folder"), "{e}");
         let e = check(Path::new("/dev/null")).expect_err("a device");
         assert!(e.to_string().contains("a character device"), "{e}");
+    }
+
+    /// A path in a store's layout folder is refused, whether it names an object (which it
+    /// would replace with other bytes) or a new file; beside the store it is fine.
+    #[test]
+    fn issue_41_a_path_inside_a_store_is_refused() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(d.path().join("artifacts"));
+        let digest = store.put(b"an object").expect("put");
+        for path in [
+            store.path_of(&digest),
+            store.objects_dir().join("new.zip"),
+            store.root().join("v1").join("out.csv"),
+        ] {
+            let e = check(&path).expect_err("inside the store");
+            assert!(matches!(e, DestinationError::InStore { .. }), "{e}");
+            assert!(e.to_string().contains("is inside the store"), "{e}");
+        }
+        assert_eq!(store.get(&digest).expect("get"), b"an object");
+        check(&store.root().join("beside.zip")).expect("the store's own folder is not its layout");
+        check(&d.path().join("out.zip")).expect("beside the store");
+    }
+
+    /// A destination in a folder that does not exist is named in the error, not only its
+    /// folder and the temp file that could not be made there.
+    #[test]
+    fn issue_41_a_missing_folder_is_named_with_the_destination() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let out = d.path().join("missing").join("out.zip");
+        let e = temp_for(&out, ".test-").expect_err("no folder");
+        assert!(
+            e.to_string().starts_with(&format!("{}: ", out.display())),
+            "{e}"
+        );
     }
 }

@@ -10,7 +10,8 @@
 //! with one line, `error: cannot write to standard output: ...`, and exit status 2: commands
 //! print through `cmd::write_stdout`, which returns the error; a `println!` left elsewhere
 //! panics, and that panic is caught here and reported the same way; output still buffered
-//! when the command returns is flushed, and a failure there is reported too.
+//! when the command returns is flushed, and a failure there is reported too; so is a failure
+//! to print `--help` or `--version`.
 
 use std::process::ExitCode;
 
@@ -33,7 +34,10 @@ fn main() -> ExitCode {
             default_hook(info);
         }
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_failure(&e),
+    };
     let result = std::panic::catch_unwind(|| -> anyhow::Result<ExitCode> {
         let code = ptxbench::cmd::run(cli)?;
         flush_stdout()?;
@@ -57,6 +61,27 @@ fn main() -> ExitCode {
             }
             None => std::panic::resume_unwind(payload),
         },
+    }
+}
+
+/// What clap does with `e` (help or the version on stdout, a usage error on stderr, then its
+/// exit status), except that a failure to write is reported as for any command: clap's own
+/// exit ignores it, so `--help > /dev/full` printed nothing and exited 0.
+fn parse_failure(e: &clap::Error) -> ExitCode {
+    let stream = if e.use_stderr() { "error" } else { "output" };
+    let written = e.print().and_then(|()| {
+        use std::io::Write as _;
+        std::io::stdout().lock().flush()
+    });
+    match written {
+        Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::from(BROKEN_PIPE_EXIT)
+        }
+        Err(err) => {
+            eprintln_quietly(&format!("error: cannot write to standard {stream}: {err}"));
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -1,12 +1,49 @@
-//! The front end must never panic: arbitrary strings, PTX-like token soup
-//! and mutated real fixtures (truncated, lines deleted or duplicated,
-//! random bytes inserted) go through `parse`, and every successfully parsed
-//! module through `inventory`, `function_inventory`, `safety_issues` and the
-//! size/call helpers. A panic anywhere fails the test. Errors must carry a
-//! position inside the input.
+//! The front end must never panic or hang: arbitrary strings, PTX-like token
+//! soup, mutated real fixtures (truncated, lines deleted, duplicated or
+//! repeated up to a megabyte, random bytes inserted) and large or deeply
+//! nested modules go through `parse`, and every successfully parsed module
+//! through `inventory`, `function_inventory`, `safety_issues` and the
+//! size/call helpers. A panic anywhere fails the test; so does a case that
+//! gives no answer within [`CASE_LIMIT`]. Errors must carry a position inside
+//! the input. Inputs are at most [`MAX_INPUT`] bytes.
+//!
+//! Time budget: the case counts of [`config`] keep this file under 20 s in a
+//! debug build on a 2-core machine; `PROPTEST_CASES=N` runs N cases of every
+//! property instead.
+
+use std::sync::mpsc;
+use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::Config as ProptestConfig;
 use ptxbench_ptx::{function_inventory, inventory, parse, safety_issues};
+
+/// How long one case may take before it counts as a hang. Parsing and taking
+/// the inventory of [`MAX_FLOOD`] bytes of instructions takes about a second
+/// in a debug build on an idle 2-core machine; the margin is for a machine
+/// busy with other work.
+const CASE_LIMIT: Duration = Duration::from_secs(10);
+
+/// The largest generated input, in bytes.
+const MAX_INPUT: usize = 1 << 20;
+
+/// The largest input that repeated lines or declarations grow to.
+const MAX_FLOOD: usize = 256 << 10;
+
+/// `cases` cases, unless `PROPTEST_CASES` says otherwise; no failure files
+/// written into the source tree.
+fn config(cases: u32) -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(cases);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 512,
+        ..ProptestConfig::default()
+    }
+}
 
 const FIXTURES: &[&str] = &[
     include_str!("fixtures/gemm_simt_bf16.sm_90a.ptx"),
@@ -121,8 +158,32 @@ const TOKENS: &[&str] = &[
     "\t",
 ];
 
-/// Everything a caller might do with a parse result.
+/// [`exercise_now`] on a thread of its own, awaited for at most [`CASE_LIMIT`].
 fn exercise(src: &str) {
+    assert!(src.len() <= MAX_INPUT, "inputs are bounded");
+    let owned = src.to_string();
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        exercise_now(&owned);
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(CASE_LIMIT) {
+        Ok(()) => {}
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+            "no answer within {CASE_LIMIT:?} (a hang) for {} bytes starting {:?}",
+            src.len(),
+            src.chars().take(200).collect::<String>()
+        ),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(payload) = handle.join() {
+                std::panic::resume_unwind(payload);
+            }
+        }
+    }
+}
+
+/// Everything a caller might do with a parse result.
+fn exercise_now(src: &str) {
     match parse(src) {
         Ok(m) => {
             let inv = inventory(&m);
@@ -172,6 +233,8 @@ enum Mutation {
     Truncate(usize),
     DeleteLine(usize),
     DuplicateLine(usize),
+    /// Repeat a line up to `.1` times, up to [`MAX_FLOOD`] bytes in all.
+    Flood(usize, u16),
     InsertBytes(usize, Vec<u8>),
     ReplaceChar(usize, char),
 }
@@ -219,6 +282,16 @@ fn apply(src: &str, m: &Mutation) -> String {
             }
             out.join("\n")
         }
+        Mutation::Flood(i, times) => {
+            let i = i % n;
+            let line = lines.get(i).copied().unwrap_or("");
+            let room = MAX_FLOOD.saturating_sub(src.len()) / (line.len() + 1);
+            let mut out: Vec<&str> = lines.clone();
+            for _ in 0..usize::from(*times).min(room) {
+                out.insert(i, line);
+            }
+            out.join("\n")
+        }
         Mutation::InsertBytes(at, bytes) => {
             let at = floor_boundary(src, at % (src.len() + 1));
             let mut b = src.as_bytes().to_vec();
@@ -236,8 +309,49 @@ fn apply(src: &str, m: &Mutation) -> String {
     }
 }
 
+/// Modules that are large or deep where a parser might recurse, scan
+/// quadratically or allocate by a declared size: nested blocks, long
+/// identifiers and numbers, many parameters, instructions and declarations,
+/// huge array lengths and alignments.
+fn large_module() -> impl Strategy<Value = String> {
+    let header = ".version 8.7\n.target sm_90a\n.address_size 64\n";
+    prop_oneof![
+        (1usize..60_000).prop_map(move |d| format!(
+            "{header}.visible .entry k()\n{{\n{}ret;\n{}}}\n",
+            "{\n".repeat(d),
+            "}\n".repeat(d)
+        )),
+        (1usize..200_000).prop_map(move |d| format!(
+            "{header}.visible .entry k()\n{}\n",
+            "{".repeat(d)
+        )),
+        (1usize..200_000).prop_map(move |n| format!(
+            "{header}.visible .entry {}()\n{{\nret;\n}}\n",
+            "k".repeat(n)
+        )),
+        (1usize..10_000).prop_map(move |n| {
+            let params: Vec<String> = (0..n).map(|i| format!(".param .u64 p{i}")).collect();
+            format!(
+                "{header}.visible .entry k(\n{}\n)\n{{\nret;\n}}\n",
+                params.join(",\n")
+            )
+        }),
+        (1usize..10_000).prop_map(move |n| format!(
+            "{header}.visible .entry k()\n{{\n.reg .b32 %r<{n}>;\n{}ret;\n}}\n",
+            "add.s32 %r1, %r1, 1;\n".repeat(n)
+        )),
+        (
+            prop::sample::select(&["0", "1", "3", "4294967295", "4294967296", "18446744073709551615", "99999999999999999999999"][..]),
+            prop::sample::select(&["0", "1", "7", "4294967296", "18446744073709551615", "99999999999999999999"][..]),
+        )
+            .prop_map(move |(align, len)| format!(
+                "{header}.global .align {align} .b8 g[{len}];\n.visible .entry k(.param .align {align} .b8 p[{len}])\n{{\n.shared .align {align} .b8 s[{len}];\n.reg .b32 %r<{len}>;\nret;\n}}\n"
+            )),
+    ]
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(config(512))]
 
     #[test]
     fn arbitrary_strings_do_not_panic(s in any::<String>()) {
@@ -271,13 +385,37 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(32))]
+
+    #[test]
+    fn large_and_deep_modules_do_not_panic_or_hang(src in large_module()) {
+        exercise(&src);
+    }
+
+    #[test]
+    fn flooded_fixtures_do_not_panic_or_hang(
+        which in 0..FIXTURES.len(),
+        line in any::<usize>(),
+        times in any::<u16>(),
+        muts in prop::collection::vec(mutation(), 0..3),
+    ) {
+        let src = FIXTURES.get(which).copied().unwrap_or("");
+        let mut src = apply(src, &Mutation::Flood(line, times));
+        for m in &muts {
+            src = apply(&src, m);
+        }
+        exercise(&src);
+    }
+}
+
 /// Every prefix of the small fixtures, and every 17th prefix of the large ones.
 #[test]
 fn every_prefix_of_the_fixtures_does_not_panic() {
     for src in FIXTURES {
         let stride = if src.len() < 4096 { 1 } else { 17 };
         for end in (0..=src.len()).step_by(stride) {
-            exercise(src.get(..floor_boundary(src, end)).unwrap_or(""));
+            exercise_now(src.get(..floor_boundary(src, end)).unwrap_or(""));
         }
     }
 }

@@ -7,9 +7,13 @@
 //! architecture's limits and the entry's performance directives; what it returns is exactly
 //! what the engine launches.
 
+use std::collections::BTreeMap;
+
 use ptxbench_ptx::{Function, Module, Param as PtxParam, ParamType};
 
-use super::plan::{Binding, LaunchPlan, PlanProblem, ScalarType, TensorMapSpec, WorkspaceInit};
+use super::plan::{
+    Binding, LaunchPlan, PlanProblem, ScalarType, TensorMapSpec, Workspace, WorkspaceInit,
+};
 use crate::arch::Arch;
 use crate::cuda::TensorMapDesc;
 use crate::expr::{Bindings, Expr};
@@ -257,7 +261,11 @@ pub fn resolve(
     let mut r = Resolver {
         env: &env,
         task,
-        plan,
+        workspaces: plan
+            .workspaces
+            .iter()
+            .map(|w| (w.name.as_str(), w))
+            .collect(),
         arch,
         problems: Vec::new(),
         prefix: format!("workload {}: ", workload.name),
@@ -285,7 +293,8 @@ pub fn resolve(
 struct Resolver<'a> {
     env: &'a Bindings,
     task: &'a Task,
-    plan: &'a LaunchPlan,
+    /// The plan's workspaces by name (looked up per parameter; a plan may declare thousands).
+    workspaces: BTreeMap<&'a str, &'a Workspace>,
     arch: Arch,
     problems: Vec<PlanProblem>,
     prefix: String,
@@ -465,7 +474,7 @@ impl Resolver<'_> {
                 }
             }
         } else {
-            let w = self.plan.workspaces.iter().find(|w| w.name == name)?;
+            let w = *self.workspaces.get(name)?;
             let max = i64::try_from(MAX_WORKSPACE_BYTES).unwrap_or(i64::MAX);
             self.int(
                 &format!("{field} (workspace `{name}` bytes)"),
@@ -484,7 +493,7 @@ impl Resolver<'_> {
                 bytes: self.tensor_bytes(f, name)?,
             },
             Binding::Workspace(name) => {
-                let init = self.plan.workspaces.iter().find(|w| w.name == *name)?.init;
+                let init = self.workspaces.get(name.as_str())?.init;
                 ResolvedParam::Workspace {
                     name: name.clone(),
                     bytes: self.tensor_bytes(f, name)?,

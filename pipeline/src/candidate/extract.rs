@@ -70,7 +70,8 @@ fn fenced_blocks(text: &str) -> Vec<Block> {
     let mut body = String::new();
     for (i, raw) in text.lines().enumerate() {
         let trimmed = raw.trim_start();
-        let indent = raw.len() - trimmed.len();
+        // In characters: a model may indent with tabs or non-ASCII spaces (U+00A0, U+3000).
+        let indent = raw.chars().take_while(|c| c.is_whitespace()).count();
         match &open {
             None => {
                 if let Some(fence) = fence_of(trimmed) {
@@ -98,8 +99,7 @@ fn fenced_blocks(text: &str) -> Vec<Block> {
                     open = None;
                 } else {
                     // Strip up to the fence's own indentation, as CommonMark does.
-                    let strip = indent.min(*ind);
-                    body.push_str(&raw[strip..]);
+                    body.push_str(dedent(raw, *ind));
                     body.push('\n');
                 }
             }
@@ -114,6 +114,19 @@ fn fenced_blocks(text: &str) -> Vec<Block> {
         });
     }
     blocks
+}
+
+/// `line` without up to `n` leading whitespace characters (of any width in bytes).
+fn dedent(line: &str, n: usize) -> &str {
+    let mut rest = line;
+    for _ in 0..n {
+        let mut chars = rest.chars();
+        match chars.next() {
+            Some(c) if c.is_whitespace() => rest = chars.as_str(),
+            _ => break,
+        }
+    }
+    rest
 }
 
 fn fence_of(line: &str) -> Option<String> {
@@ -298,6 +311,22 @@ mod tests {
     fn yaml_that_is_not_a_plan_is_ignored() {
         let r = "```ptx\nk\n```\n```yaml\nfoo: 1\n```\n";
         assert_eq!(extract(r), Err(ExtractionError::NoPlan));
+    }
+
+    /// Indentation in characters of different widths (U+00A0 is 2 bytes, U+3000 3) is
+    /// stripped by the character, up to the fence's own; slicing it by bytes panicked.
+    #[test]
+    fn issue_41_multibyte_indentation_is_stripped_by_the_character() {
+        let r = format!(" ```ptx\n\u{a0}.version 8.0\n  ret;\n```\n```yaml\n{PLAN}```\n");
+        let e = extract(&r).expect("extracts");
+        assert_eq!(e.kernel, ".version 8.0\n ret;\n");
+        let r = format!(
+            "\u{3000}\u{3000}```ptx\n\u{3000} .version 8.0\n   ret;\n```\n```yaml\n{PLAN}```\n"
+        );
+        let e = extract(&r).expect("extracts");
+        assert_eq!(e.kernel, ".version 8.0\n ret;\n");
+        let r = format!("\t```ptx\n\t\u{a0}k\n```\n```yaml\n{PLAN}```\n");
+        assert_eq!(extract(&r).expect("extracts").kernel, "\u{a0}k\n");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! expression with its type, a TMA tensor map the harness encodes, or null. [`PlanFile`] is the
 //! YAML as written; [`LaunchPlan`] is the checked form (names resolved against the task).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Deserialize;
@@ -351,10 +352,14 @@ impl LaunchPlan {
 
     /// Checks a parsed plan against `task`.
     pub fn from_file(file: PlanFile, task: &Task) -> Result<LaunchPlan, PlanError> {
+        let mut workspace_names: BTreeMap<String, usize> = BTreeMap::new();
+        for w in &file.workspaces {
+            *workspace_names.entry(w.name.clone()).or_default() += 1;
+        }
         let mut v = Validator {
             task,
             problems: Vec::new(),
-            workspace_names: file.workspaces.iter().map(|w| w.name.clone()).collect(),
+            workspace_names,
         };
         let plan = v.plan(file);
         if v.problems.is_empty() {
@@ -382,7 +387,9 @@ impl LaunchPlan {
 struct Validator<'a> {
     task: &'a Task,
     problems: Vec<PlanProblem>,
-    workspace_names: Vec<String>,
+    /// How often each workspace name is declared (a map, not a list to scan: a plan may
+    /// declare tens of thousands).
+    workspace_names: BTreeMap<String, usize>,
 }
 
 impl Validator<'_> {
@@ -431,6 +438,7 @@ impl Validator<'_> {
             );
         }
         let mut workspaces = Vec::new();
+        let mut named = BTreeSet::new();
         for (i, w) in file.workspaces.into_iter().enumerate() {
             let f = format!("workspaces[{i}]");
             if !is_name(&w.name) {
@@ -445,14 +453,9 @@ impl Validator<'_> {
                     format!("`{}` is already a tensor of the task", w.name),
                 );
             }
-            if self
-                .workspace_names
-                .iter()
-                .filter(|n| **n == w.name)
-                .count()
-                > 1
-                && !workspaces.iter().any(|x: &Workspace| x.name == w.name)
-            {
+            // Said once, at the first declaration of the name.
+            let first = named.insert(w.name.clone());
+            if first && self.workspace_names.get(&w.name).is_some_and(|n| *n > 1) {
                 self.problem(
                     format!("{f}.name"),
                     format!("workspace `{}` is declared twice", w.name),
@@ -562,7 +565,7 @@ impl Validator<'_> {
             }
             Binding::Tensor(t)
         } else if let Some(w) = p.workspace {
-            if !self.workspace_names.contains(&w) {
+            if !self.workspace_names.contains_key(&w) {
                 self.problem(
                     format!("{f}.workspace"),
                     format!("no workspace `{w}` is declared"),
@@ -626,7 +629,7 @@ impl Validator<'_> {
 
     fn tensor_map(&mut self, f: &str, m: TensorMapFile) -> TensorMapSpec {
         let tensor_dtype = self.task.tensor(&m.tensor).map(|t| t.dtype);
-        if tensor_dtype.is_none() && !self.workspace_names.contains(&m.tensor) {
+        if tensor_dtype.is_none() && !self.workspace_names.contains_key(&m.tensor) {
             self.problem(
                 format!("{f}.tensor"),
                 format!(

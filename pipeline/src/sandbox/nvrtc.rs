@@ -53,6 +53,14 @@ pub enum CompileError {
 
 /// Compiles `source` for `arch` in the sandbox.
 pub fn compile(source: &str, name: &str, arch: Arch) -> Result<NvrtcOutput, CompileError> {
+    // NVRTC takes the source as a C string: a NUL byte is the source's fault, said here rather
+    // than by the child (whose other failures are the harness's).
+    if let Some(at) = source.find('\0') {
+        let line = source.get(..at).map_or(1, |s| s.matches('\n').count() + 1);
+        return Err(CompileError::Source(format!(
+            "the CUDA source contains a NUL byte on line {line} (byte offset {at}), which NVRTC cannot take"
+        )));
+    }
     let refused = super::includes::screen(source);
     if !refused.is_empty() {
         let lines: Vec<String> = refused.iter().map(ToString::to_string).collect();
@@ -143,4 +151,23 @@ pub fn serve() -> std::io::Result<()> {
     let json = serde_json::to_vec(&reply).map_err(std::io::Error::other)?;
     use std::io::Write as _;
     std::io::stdout().lock().write_all(&json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A NUL byte fails the source (the check's `compilation` class), where the child's
+    /// "internal" answer made it the harness's problem, a warning, and `check` passed.
+    #[test]
+    fn issue_41_a_nul_byte_is_the_sources_fault() {
+        let e =
+            compile("__global__ void k() {}\n\0\n", "kernel.cu", Arch::Sm90a).expect_err("refused");
+        match e {
+            CompileError::Source(msg) => {
+                assert!(msg.contains("NUL byte on line 2 (byte offset 23)"), "{msg}")
+            }
+            other => panic!("{other}"),
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //! walks the tree, and the raw `*File` structs are then deserialized from the tree by
 //! [`from_tree`], which tags each error with the path of the node it came from.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Visitor};
@@ -58,13 +59,21 @@ impl fmt::Display for SyntaxError {
     }
 }
 
+/// How deep collections may nest in a task file. The deepest field of the format
+/// (`targets[i].required[j].sass[k]`) is 6 levels down. Reading a [`Located`] tree takes some
+/// 17 stack frames per level, so serde-saphyr's default of 64 levels overflowed a thread's
+/// 2 MiB stack in a debug build; 16 levels take a quarter of that.
+pub(crate) const MAX_DEPTH: usize = 16;
+
 /// Parses `text` as one YAML document. Duplicate keys are kept (see [`duplicate_keys`]);
-/// booleans are YAML 1.2 only (`no` is a string, not `false`).
+/// booleans are YAML 1.2 only (`no` is a string, not `false`); collections nest at most
+/// [`MAX_DEPTH`] deep.
 pub(crate) fn parse(text: &str) -> Result<Located, SyntaxError> {
     let options = serde_saphyr::options! {
         duplicate_keys: serde_saphyr::DuplicateKeyPolicy::PassThrough,
         strict_booleans: true,
         with_snippet: false,
+        budget: serde_saphyr::budget! { max_depth: MAX_DEPTH },
     };
     match serde_saphyr::from_str_with_options::<Spanned<Node>>(text, options) {
         Ok(s) => Ok(Located {
@@ -99,8 +108,10 @@ pub(crate) fn duplicate_keys(root: &Located) -> Vec<(String, u64)> {
                 }
             }
             Node::Map(entries) => {
-                for (i, e) in entries.iter().enumerate() {
-                    if entries[..i].iter().any(|p| p.key == e.key) {
+                // A set, not a scan of the keys before: a map may have 100,000 keys.
+                let mut seen = BTreeSet::new();
+                for e in entries {
+                    if !seen.insert(e.key.as_str()) {
                         out.push((key_path(path, &e.key), e.key_line));
                     }
                     walk(&e.value, &key_path(path, &e.key), out);

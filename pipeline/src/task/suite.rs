@@ -203,6 +203,19 @@ fn load_tasks(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Task> {
             }
             continue;
         }
+        let task_name = entry.depth() == 2 && matches!(ext, "yaml" | "yml");
+        if task_name
+            && family_dirs.contains(&parent)
+            && let Some(what) = crate::destination::kind_of(entry.file_type())
+        {
+            // A FIFO or folder named like a task file is not read, and not skipped quietly.
+            problems.push(Problem::new(
+                path,
+                "",
+                format!("is {what}; a task file must be a plain file"),
+            ));
+            continue;
+        }
         if !entry.file_type().is_file() || !matches!(ext, "yaml" | "yml") {
             continue;
         }

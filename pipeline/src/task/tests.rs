@@ -724,3 +724,96 @@ fn issue_41_a_symlinked_task_file_is_reported_not_skipped() {
     assert!(err.problems[0].reason.contains("symbolic link"), "{err}");
     assert_eq!(check_dir(root), err.problems);
 }
+
+/// A FIFO or a folder named like a task file in a family folder is a problem naming it and
+/// what it is; it was skipped, and a suite of only such files said no more than "the suite
+/// has no tasks".
+#[cfg(unix)]
+#[test]
+fn issue_41_a_fifo_or_folder_named_like_a_task_file_is_reported() {
+    let tmp = copy_suite();
+    let root = tmp.path();
+    let fifo = root.join("gemm/fifo.yaml");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    let folder = root.join("gemm/folder.yaml");
+    std::fs::create_dir(&folder).expect("mkdir");
+    let err = Suite::load(root).expect_err("both are problems");
+    let found: Vec<(&Path, &str)> = err
+        .problems
+        .iter()
+        .map(|p| (p.file.as_path(), p.reason.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (
+                fifo.as_path(),
+                "is a FIFO (named pipe); a task file must be a plain file"
+            ),
+            (
+                folder.as_path(),
+                "is a folder; a task file must be a plain file"
+            ),
+        ]
+    );
+}
+
+/// Runs `f` on a thread with a 2 MiB stack (what `std::thread::spawn` gives) and waits at most
+/// `limit` for it.
+fn on_small_thread<T: Send + 'static>(
+    limit: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .expect("spawn");
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|e| panic!("no answer within {limit:?}: {e}"))
+}
+
+/// Collections nested hundreds deep are refused at [`document::MAX_DEPTH`] levels, naming the
+/// line, on a thread with a 2 MiB stack; serde-saphyr's default depth of 64 overflowed it in
+/// a debug build, aborting the process.
+#[test]
+fn issue_41_deep_nesting_is_refused_within_a_small_stack() {
+    let block: String = (0..390)
+        .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+        .collect();
+    let flow_seq = format!("{}{}", "[".repeat(20_000), "]".repeat(20_000));
+    let flow_map = "{a: ".repeat(20_000) + &"}".repeat(20_000);
+    for text in [block, flow_seq, flow_map] {
+        let problems = on_small_thread(std::time::Duration::from_secs(30), move || {
+            Task::from_yaml(&text, Path::new("gemm/deep.yaml")).expect_err("refused")
+        });
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].reason.contains("YAML syntax error at line"),
+            "{problems:?}"
+        );
+    }
+    // Fifteen levels, more than any task file needs, still read.
+    let tree = document::parse("targets: [{required: [{sass: [[[[[[[[[[x]]]]]]]]]]}]}]\n");
+    assert!(tree.is_ok(), "{tree:?}");
+}
+
+/// A map with 100,000 keys is checked for repeated keys by a set: the scan of the keys before
+/// each one took 49 s for `tasks check` on such a file in a debug build.
+#[test]
+fn issue_41_repeated_keys_of_a_large_map_are_found_in_linear_time() {
+    let mut text: String = (0..100_000).map(|i| format!("k{i}: 1\n")).collect();
+    text.push_str("k5: 2\n");
+    let problems = on_small_thread(std::time::Duration::from_secs(20), move || {
+        Task::from_yaml(&text, Path::new("gemm/keys.yaml")).expect_err("refused")
+    });
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].field, "k5");
+    assert!(problems[0].reason.contains("line 100001"), "{problems:?}");
+}

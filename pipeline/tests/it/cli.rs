@@ -243,6 +243,10 @@ fn issue_41_a_full_stdout_is_an_error_not_a_panic() {
         check(false),
         check(true),
         vec!["evidence", cand, "--task", "gemm_n4096_k4096"],
+        // Printed by clap, whose own exit ignored the failure (exit 0, nothing printed).
+        vec!["--help"],
+        vec!["--version"],
+        vec!["tasks", "show", "--help"],
     ];
     for args in commands {
         let full = std::fs::File::options()
