@@ -164,7 +164,8 @@ fn issue_41_ptxas_that_runs_out_of_memory_fails_the_check() {
 }
 
 /// The command line compiles CUDA C++ in its sandbox whatever its file is called (a binary
-/// carried to a GPU machine as `/tmp/p` once found no `ptxbench` beside it and compiled nothing).
+/// carried to a GPU machine under another name once found no `ptxbench` beside it and compiled
+/// nothing).
 #[test]
 fn issue_41_a_renamed_binary_still_compiles_cuda() {
     if !cuda_tools("issue_41_a_renamed_binary_still_compiles_cuda") {
