@@ -170,14 +170,7 @@ fn issue_15_every_command_exits_quietly_on_a_closed_pipe() {
         // The reading end is closed before the command starts: every write to stdout fails.
         let (reader, writer) = std::io::pipe().expect("pipe");
         drop(reader);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ptxbench"))
-            .arg("--tasks")
-            .arg(crate::root().join("tasks"))
-            .args(&args)
-            .stdout(writer)
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .expect("runs");
+        let out = with_stdout(&args, writer);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             !err.contains("panicked") && !err.contains("Broken pipe"),
@@ -253,14 +246,7 @@ fn issue_41_a_full_stdout_is_an_error_not_a_panic() {
             .write(true)
             .open("/dev/full")
             .expect("/dev/full");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ptxbench"))
-            .arg("--tasks")
-            .arg(crate::root().join("tasks"))
-            .args(&args)
-            .stdout(full)
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .expect("runs");
+        let out = with_stdout(&args, full);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
@@ -271,4 +257,16 @@ fn issue_41_a_full_stdout_is_an_error_not_a_panic() {
             "{args:?}: {err}"
         );
     }
+}
+
+/// `ptxbench --tasks tasks/ ARGS` with its standard output on `stdout` (stderr captured).
+fn with_stdout(args: &[&str], stdout: impl Into<std::process::Stdio>) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .arg("--tasks")
+        .arg(crate::root().join("tasks"))
+        .args(args)
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("runs")
 }
