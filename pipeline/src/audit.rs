@@ -340,6 +340,8 @@ mod tests {
                 baseline_check: Vec::new(),
                 speedup: Some(1.0 / cand_ms),
                 speedup_ci95: None,
+                speedup_ci95_within: None,
+                between_runs: None,
                 stop_reason: None,
                 candidate_tflops: 0.0,
                 baseline_tflops: None,

@@ -2,7 +2,9 @@
 //!
 //! `C[M,N] = scale * A[M,K] @ B[N,K]^T` with row-major A, B, C is, in cuBLASLt's column-major
 //! terms, `C^T[N,M] = op(B)[N,K] @ A^T[K,M]` with `op = T` on B: the "TN" layout that fp8 on
-//! Hopper requires. The heuristic's best algorithm is used, with a 32 MiB workspace.
+//! Hopper requires. The heuristic's first [`ALGORITHMS`] algorithms are offered, with a 32 MiB
+//! workspace; the engine times them once per workload and keeps the fastest
+//! ([`Gemm::choose`]), so the baseline is the library at its best, not its heuristic's guess.
 
 use std::ffi::c_void;
 
@@ -45,7 +47,10 @@ pub struct Gemm {
     handle: sys::cublasLtHandle_t,
     desc: sys::cublasLtMatmulDesc_t,
     layouts: [sys::cublasLtMatrixLayout_t; 3],
-    algo: sys::cublasLtMatmulAlgo_t,
+    /// The heuristic's algorithms, best guess first.
+    algos: Vec<sys::cublasLtMatmulAlgo_t>,
+    /// The one [`Gemm::launch`] runs.
+    chosen: usize,
     workspace: DeviceBuffer,
     /// cuBLASLt's version number (e.g. 130000).
     pub version: usize,
@@ -53,6 +58,9 @@ pub struct Gemm {
 }
 
 const WORKSPACE: usize = 32 << 20;
+
+/// How many of the heuristic's algorithms are offered to be timed.
+pub const ALGORITHMS: usize = 8;
 
 impl Gemm {
     pub fn new(gpu: &Gpu, input: GemmInput, m: u64, n: u64, k: u64) -> Result<Gemm, BlasError> {
@@ -122,24 +130,66 @@ impl Gemm {
                 std::mem::size_of_val(&ws),
             )
         })?;
-        // SAFETY: all descriptors were created above.
-        let heuristic = call("heuristic", unsafe {
-            result::get_matmul_algo_heuristic(handle, desc, la, lb, lc, lc, pref)
-        });
+        // SAFETY: zeroed results are plain data that the call overwrites.
+        let mut results: Vec<sys::cublasLtMatmulHeuristicResult_t> =
+            vec![unsafe { std::mem::zeroed() }; ALGORITHMS];
+        let mut returned = 0i32;
+        // SAFETY: all descriptors were created above; `results` holds ALGORITHMS entries.
+        let status = unsafe {
+            sys::cublasLtMatmulAlgoGetHeuristic(
+                handle,
+                desc,
+                la,
+                lb,
+                lc,
+                lc,
+                pref,
+                ALGORITHMS as i32,
+                results.as_mut_ptr(),
+                &mut returned,
+            )
+        };
         // SAFETY: created above, destroyed once.
         let _ = unsafe { result::destroy_matmul_pref(pref) };
-        let heuristic = heuristic?;
+        call("heuristic", status.result())?;
+        let algos: Vec<sys::cublasLtMatmulAlgo_t> = results
+            .iter()
+            .take(usize::try_from(returned).unwrap_or(0))
+            .filter(|r| r.state == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS)
+            .map(|r| r.algo)
+            .collect();
+        if algos.is_empty() {
+            return Err(BlasError::Call {
+                call: "heuristic",
+                status: "no algorithm for this shape".into(),
+            });
+        }
         // SAFETY: a plain query.
         let version = unsafe { sys::cublasLtGetVersion() };
         Ok(Gemm {
             handle,
             desc,
             layouts: [la, lb, lc],
-            algo: heuristic.algo,
+            algos,
+            chosen: 0,
             workspace,
             version,
             library: lib.path.display().to_string(),
         })
+    }
+
+    /// How many algorithms the heuristic offered.
+    pub fn algorithms(&self) -> usize {
+        self.algos.len()
+    }
+
+    /// Makes [`Gemm::launch`] run the heuristic's algorithm `index` (0: its first choice).
+    pub fn choose(&mut self, index: usize) {
+        self.chosen = index.min(self.algos.len() - 1);
+    }
+
+    pub fn chosen(&self) -> usize {
+        self.chosen
     }
 
     /// Enqueues `C = A @ B^T` on the engine's stream.
@@ -162,7 +212,7 @@ impl Gemm {
                 self.layouts[2],
                 c as *mut c_void,
                 self.layouts[2],
-                &self.algo,
+                &self.algos[self.chosen],
                 self.workspace.ptr() as *mut c_void,
                 self.workspace.bytes(),
                 gpu.raw_stream().cast(),

@@ -513,6 +513,16 @@ impl Gpu {
         Ok((ptr, bytes))
     }
 
+    /// Copies `data` to a raw device address (a module global the caller sized).
+    pub fn upload_raw(&self, ptr: u64, data: &[u8]) -> Result<(), DriverError> {
+        self.sync()?;
+        // SAFETY: the caller got `ptr` from `global` and checked its size against `data`; the
+        // host slice lives across the synchronous copy.
+        check("cuMemcpyHtoD", unsafe {
+            sys::cuMemcpyHtoD_v2(ptr, data.as_ptr().cast(), data.len())
+        })
+    }
+
     /// Copies `len` bytes from a raw device address (a module global) to the host.
     pub fn download_raw(&self, ptr: u64, len: usize) -> Result<Vec<u8>, DriverError> {
         self.sync()?;

@@ -101,24 +101,85 @@ pub(super) fn baseline_for(
         }
     };
     let (m, n, k) = (axis("M"), axis("N"), axis("K"));
-    let gemm = Gemm::new(gpu, input, m, n, k).map_err(|e| baseline_error(" setup", e))?;
+    let mut gemm = Gemm::new(gpu, input, m, n, k).map_err(|e| baseline_error(" setup", e))?;
+    let c = gpu.alloc((m * n * 2) as usize)?;
+    let (a, b) = (set.ptr("A").unwrap_or(0), set.ptr("B").unwrap_or(0));
+    let medians = fastest_algorithm(gpu, &mut gemm, a, b, &c)?;
+    let shown: Vec<String> = medians
+        .iter()
+        .map(|m| m.map_or("failed".into(), |ms| format!("{ms:.4}")))
+        .collect();
     let info = BaselineInfo {
         provider: "cublaslt".into(),
         version: gemm.version.to_string(),
         library: gemm.library.clone(),
         label: None,
-        engine: None,
+        engine: Some(format!(
+            "algorithm {} of the heuristic's {} (the fastest; their medians in ms, L2 flushed: {})",
+            gemm.chosen(),
+            gemm.algorithms(),
+            shown.join(", ")
+        )),
     };
-    let c = gpu.alloc((m * n * 2) as usize)?;
-    Ok(Some((
-        Baseline::Gemm {
-            gemm,
-            a: set.ptr("A").unwrap_or(0),
-            b: set.ptr("B").unwrap_or(0),
-            c,
-        },
-        info,
-    )))
+    Ok(Some((Baseline::Gemm { gemm, a, b, c }, info)))
+}
+
+/// Launches of each cuBLASLt algorithm when choosing among them: untimed, then timed.
+const CHOICE_WARMUP: u32 = 1;
+const CHOICE_LAUNCHES: u32 = 5;
+
+/// Times each algorithm the heuristic offered (L2 flushed before each launch, the median of a
+/// few launches) and chooses the fastest, so the baseline is the library at its best for this
+/// shape. An algorithm that fails to launch is skipped; the heuristic's first choice must run.
+/// Returns each algorithm's median (`None`: it failed).
+fn fastest_algorithm(
+    gpu: &Gpu,
+    gemm: &mut Gemm,
+    a: u64,
+    b: u64,
+    c: &DeviceBuffer,
+) -> Result<Vec<Option<f64>>, Stop> {
+    if gemm.algorithms() < 2 {
+        return Ok(vec![None; gemm.algorithms()]);
+    }
+    let flush = l2_flush_buffer(gpu)?;
+    let words = flush.bytes() / 4;
+    let events = [gpu.event()?, gpu.event()?];
+    let mut medians = Vec::new();
+    for i in 0..gemm.algorithms() {
+        gemm.choose(i);
+        let mut samples = Vec::new();
+        for l in 0..CHOICE_WARMUP + CHOICE_LAUNCHES {
+            gpu.fill_u32(&flush, 0, l ^ 0x3c3c, words)?;
+            gpu.record(&events[0])?;
+            if gemm.launch(gpu, a, b, c.ptr()).is_err() {
+                break;
+            }
+            gpu.record(&events[1])?;
+            if l >= CHOICE_WARMUP {
+                samples.push(f64::from(gpu.elapsed_ms(&events[0], &events[1])?));
+            }
+        }
+        // A failed launch may leave an error on the stream: a later sync reports it.
+        gpu.sync()?;
+        medians.push(Stats::from_samples(&samples).map(|s| s.median_ms));
+    }
+    let best = medians
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.map(|m| (i, m)))
+        .min_by(|x, y| x.1.total_cmp(&y.1))
+        .map(|(i, _)| i);
+    match best {
+        Some(i) if medians[0].is_some() => gemm.choose(i),
+        _ => {
+            return Err(baseline_error(
+                " setup",
+                "the heuristic's first cuBLASLt algorithm did not launch",
+            ));
+        }
+    }
+    Ok(medians)
 }
 
 /// cuDNN SDPA (native backend graph), planned once per workload and bound to `set`.

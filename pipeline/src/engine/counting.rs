@@ -16,6 +16,8 @@ use super::verdict::Stop;
 use super::{CountedPtx, Direction, DynamicCounts, Outcome, Request, SiteCount, Verdict};
 use crate::candidate::bind::{ResolvedLaunch, ResolvedParam};
 use crate::cuda::driver::{Gpu, Kernel, Module};
+use crate::cuda::tensor_map::TensorMapDesc;
+use crate::evidence::in_bounds::{self, SHAPE_WORDS};
 use crate::task::{Task, Workload};
 
 /// The counted copy, compiled and loaded once per evaluation.
@@ -60,22 +62,59 @@ impl<'a> CountedModule<'a> {
         })
     }
 
-    /// The counters now: per site, then the other-arithmetic slots.
-    pub fn read(&self, gpu: &Gpu) -> Result<(Vec<u64>, Vec<u64>), Stop> {
+    /// The counters now: per site, the other-arithmetic slots and the in-bounds TMA bytes.
+    pub fn read(&self, gpu: &Gpu) -> Result<Reading, Stop> {
         let c = self.counted;
         let sites = read_counters(gpu, &self.module, &c.symbol, c.sites.len());
         let work = match &c.work {
             None => Ok(Vec::new()),
             Some(w) => read_counters(gpu, &self.module, &w.symbol, w.functions.len()),
         };
-        let fail = |e: String| {
-            Stop::new(Outcome::failed(
-                Verdict::Other,
-                Stage::Counting,
-                format!("reading the counted copy's counters: {e}"),
-            ))
+        let bytes = match &c.tma_bytes {
+            None => Ok(Vec::new()),
+            Some(b) => read_counters(gpu, &self.module, &b.symbol, b.sites.len()),
         };
-        Ok((sites.map_err(fail)?, work.map_err(fail)?))
+        Ok(Reading {
+            sites: sites.map_err(counting_failed)?,
+            work: work.map_err(counting_failed)?,
+            bytes: bytes.map_err(counting_failed)?,
+        })
+    }
+
+    /// Writes the shape table of the in-bounds TMA bytes for one workload's `launches`: each
+    /// counted load's slot gets the shape of the tensor map the plan binds to its parameter
+    /// (zeros, so nothing is counted, where none is bound).
+    pub fn set_shapes(
+        &self,
+        gpu: &Gpu,
+        module: &ptxbench_ptx::Module,
+        launches: &[ResolvedLaunch],
+    ) -> Result<(), Stop> {
+        let Some(b) = &self.counted.tma_bytes else {
+            return Ok(());
+        };
+        let mut table = Vec::with_capacity(8 * SHAPE_WORDS * b.sites.len());
+        for &i in &b.sites {
+            let site = &self.counted.sites[i];
+            let words = site
+                .tensor_map_param
+                .as_deref()
+                .and_then(|p| bound_map(module, launches, &site.function, p))
+                .map_or([0; SHAPE_WORDS], |d| in_bounds::shape_words(&d));
+            table.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+        }
+        let (ptr, bytes) = gpu
+            .global(&self.module, &b.shape_symbol)
+            .map_err(|e| counting_failed(e.to_string()))?;
+        if bytes < table.len() {
+            return Err(counting_failed(format!(
+                "the shape table {} has {bytes} bytes for {}",
+                b.shape_symbol,
+                table.len()
+            )));
+        }
+        gpu.upload_raw(ptr, &table)
+            .map_err(|e| counting_failed(e.to_string()))
     }
 
     /// The evidence of one workload's counted launches, from the counters read before and
@@ -86,19 +125,26 @@ impl<'a> CountedModule<'a> {
         w: &Workload,
         module: &ptxbench_ptx::Module,
         launches: &[ResolvedLaunch],
-        before: &(Vec<u64>, Vec<u64>),
-        after: &(Vec<u64>, Vec<u64>),
+        before: &Reading,
+        after: &Reading,
     ) -> DynamicCounts {
         let delta = |a: &[u64], b: &[u64]| -> Vec<u64> {
             a.iter().zip(b).map(|(x, y)| y.wrapping_sub(*x)).collect()
         };
+        let mut in_bounds = vec![None; self.counted.sites.len()];
+        if let Some(b) = &self.counted.tma_bytes {
+            for (&site, bytes) in b.sites.iter().zip(delta(&before.bytes, &after.bytes)) {
+                in_bounds[site] = Some(bytes);
+            }
+        }
         let read = Counted {
-            counts: delta(&before.0, &after.0),
+            counts: delta(&before.sites, &after.sites),
             other_flops: self.counted.work.as_ref().map(|_| {
-                delta(&before.1, &after.1)
+                delta(&before.work, &after.work)
                     .into_iter()
                     .fold(0u64, u64::saturating_add)
             }),
+            in_bounds,
             launches: launches.to_vec(),
         };
         let mut result = empty(&w.name);
@@ -246,30 +292,51 @@ fn read_counters(gpu: &Gpu, m: &Module, symbol: &str, n: usize) -> Result<Vec<u6
         .collect())
 }
 
+/// The counted copy's counters at one moment.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    /// Per site, in the order of `CountedPtx::sites`.
+    sites: Vec<u64>,
+    /// Per function of the other-arithmetic counters.
+    work: Vec<u64>,
+    /// Per slot of the in-bounds TMA bytes.
+    bytes: Vec<u64>,
+}
+
+fn counting_failed(e: String) -> Stop {
+    Stop::new(Outcome::failed(
+        Verdict::Other,
+        Stage::Counting,
+        format!("reading the counted copy's counters: {e}"),
+    ))
+}
+
 /// What the counted copy's run read back.
 struct Counted {
     /// Per site, in the order of `CountedPtx::sites`.
     counts: Vec<u64>,
     /// The other-arithmetic FLOPs, when the copy counts them.
     other_flops: Option<u64>,
+    /// Per site, a TMA load's in-bounds bytes, where counted.
+    in_bounds: Vec<Option<u64>>,
     /// The launches that ran.
     launches: Vec<ResolvedLaunch>,
 }
 
-/// The box bytes of the tensor map bound to `param` of kernel `function`, if the plan binds one.
-fn box_bytes(
+/// The tensor map bound to `param` of kernel `function`, if the plan binds one.
+fn bound_map(
     module: &ptxbench_ptx::Module,
     launches: &[ResolvedLaunch],
     function: &str,
     param: &str,
-) -> Option<u64> {
+) -> Option<TensorMapDesc> {
     let f = module.entry(function)?;
     let index = f.params.iter().position(|p| p.name == param)?;
     launches
         .iter()
         .filter(|l| l.entry == function)
         .find_map(|l| match l.params.get(index) {
-            Some(ResolvedParam::TensorMap { map, .. }) => Some(map.desc.box_bytes()),
+            Some(ResolvedParam::TensorMap { map, .. }) => Some(map.desc.clone()),
             _ => None,
         })
 }
@@ -292,12 +359,15 @@ fn weigh(
     let mut mma_known = true;
     let mut mma_sites = 0;
     let mut load_bytes = 0.0;
+    let mut boxed_bytes = 0.0;
     let mut load_known = true;
-    for (site, &count) in counted.sites.iter().zip(counts) {
+    for ((site, &count), &in_bounds) in counted.sites.iter().zip(counts).zip(&read.in_bounds) {
         *per_family.entry(site.family.clone()).or_default() += count;
         let executions = count as f64 / site.threads_per_execution.max(1) as f64;
         let bytes = match (&site.direction, &site.tensor_map_param) {
-            (Some(Direction::Load), Some(p)) => box_bytes(module, launches, &site.function, p),
+            (Some(Direction::Load), Some(p)) => {
+                bound_map(module, launches, &site.function, p).map(|d| d.box_bytes())
+            }
             _ => None,
         };
         if site.family == "wgmma"
@@ -316,24 +386,39 @@ fn weigh(
                 None => {}
             }
         }
-        if site.direction == Some(Direction::Load) {
-            match bytes {
-                Some(b) => load_bytes += executions * b as f64,
-                None if count > 0 => {
+        if site.direction == Some(Direction::Load) && count > 0 {
+            match (bytes, in_bounds) {
+                (Some(b), Some(read)) => {
+                    load_bytes += read as f64;
+                    boxed_bytes += executions * b as f64;
+                }
+                (None, _) => {
                     load_known = false;
                     result.notes.push(format!(
                         "the TMA load at line {} of {} executed {count} times; its tensor map could not be traced to a bound parameter",
                         site.line, site.function
                     ));
                 }
-                None => {}
+                (Some(_), None) => {
+                    load_known = false;
+                    result.notes.push(format!(
+                        "the TMA load at line {} of {} executed {count} times; its mode or coordinates leave its in-bounds bytes uncounted",
+                        site.line, site.function
+                    ));
+                }
             }
         }
         result.sites.push(SiteCount {
             site: site.clone(),
             count,
             bytes_per_execution: bytes,
+            in_bounds_bytes: in_bounds,
         });
+    }
+    if load_known && boxed_bytes > 0.0 && load_bytes < boxed_bytes {
+        result.notes.push(format!(
+            "TMA loads read {load_bytes:.0} bytes inside their tensors of the {boxed_bytes:.0} their boxes span; the rest was filled without a read and is not counted"
+        ));
     }
     result.counts = per_family.into_iter().collect();
     let env = task.bindings(w);

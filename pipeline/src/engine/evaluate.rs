@@ -210,6 +210,9 @@ fn run(
                 }
                 (true, None) => break,
             };
+            if let Some(cm) = counter {
+                cm.set_shapes(gpu, module, &launches)?;
+            }
             let seed = seed_for(req.seed, &w.name, trial);
             let (mut t, counts) = on.run(kernels_now, counter, seed)?;
             t.counted = counter.is_some();
@@ -311,7 +314,7 @@ fn run(
 }
 
 /// Counter readings before and after a counted trial's launches.
-type Readings = ((Vec<u64>, Vec<u64>), (Vec<u64>, Vec<u64>));
+type Readings = (counting::Reading, counting::Reading);
 
 /// What one correctness trial of a workload runs on.
 struct TrialOn<'a> {

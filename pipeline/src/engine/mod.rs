@@ -6,6 +6,7 @@
 //! references ([`support`]), and timing against the library baseline ([`timing`]).
 
 pub mod baseline;
+pub mod between_runs;
 pub mod counting;
 pub mod estimate;
 pub mod evaluate;
@@ -73,4 +74,7 @@ pub struct CountedPtx {
     /// outside the target families, per function.
     #[serde(default)]
     pub work: Option<crate::evidence::work::WorkCounters>,
+    /// The in-bounds bytes of its tile-mode TMA loads, where it has any.
+    #[serde(default)]
+    pub tma_bytes: Option<crate::evidence::in_bounds::TmaBytes>,
 }

@@ -46,6 +46,7 @@ pub fn counted_copy(task: &Task, arch: Arch, ptx: &str) -> Result<Option<Counted
             .collect(),
         sites: s.site_info,
         work: s.work,
+        tma_bytes: s.tma_bytes,
     }))
 }
 

@@ -422,13 +422,18 @@ pub fn time_workload(
     })?;
     let baseline_stats = Stats::from_samples(&base);
     let estimate = paired_speedup(&cand, &base, estimate_seed);
+    let between = super::between_runs::for_task(&gpu.info.name, &task.op);
+    let interval =
+        estimate.map(|e| super::between_runs::widen(e.estimate, e.lo, e.hi, between.as_ref()));
     let flops = task.flops_of(w).unwrap_or(0.0);
     let tflops = |ms: f64| flops / (ms * 1e-3) / 1e12;
     let floor = floor_of(gpu, task, w);
     Ok((
         Timing {
             speedup: estimate.map(|e| e.estimate),
-            speedup_ci95: estimate.map(|e| [e.lo, e.hi]),
+            speedup_ci95: interval,
+            speedup_ci95_within: estimate.map(|e| [e.lo, e.hi]),
+            between_runs: estimate.and(between),
             stop_reason,
             candidate_tflops: tflops(candidate.median_ms),
             baseline_tflops: baseline_stats.as_ref().map(|b| tflops(b.median_ms)),

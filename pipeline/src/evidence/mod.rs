@@ -4,9 +4,11 @@
 //! - [`sass`]: the static SASS inventory of a cubin (nvdisasm), per function and per opcode.
 //! - [`ncu`]: Nsight Compute's per-SASS-instruction executed counts (the paper's dynamic method).
 //! - [`splice`]: counters spliced into a copy of the PTX (a dynamic method with no profiler).
+//! - [`in_bounds`]: the bytes each TMA load read inside its tensor, counted in the same copy.
 //! - [`work`]: the arithmetic done outside the target families, counted in the same copy.
 //! - [`status`]: the paper's status per required family, and the "correct with arch" rule.
 
+pub mod in_bounds;
 pub mod ncu;
 pub mod sass;
 pub mod sites;

@@ -47,6 +47,9 @@ pub struct Spliced {
     pub site_info: Vec<super::sites::CountedSite>,
     /// The other-arithmetic counters, when asked for ([`splice_counting_work`]).
     pub work: Option<super::work::WorkCounters>,
+    /// The in-bounds bytes of the tile-mode TMA loads, when there are any
+    /// ([`super::in_bounds`]).
+    pub tma_bytes: Option<super::in_bounds::TmaBytes>,
 }
 
 impl Spliced {
@@ -157,6 +160,9 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
         COUNTER_SYMBOL,
         super::work::WORK_SYMBOL,
         super::work::WORK_REGISTER,
+        super::in_bounds::BYTES_SYMBOL,
+        super::in_bounds::SHAPE_SYMBOL,
+        super::in_bounds::REGISTER,
     ] {
         if ptx.contains(taken) {
             return Err(SpliceError::SymbolTaken(taken.into()));
@@ -200,7 +206,9 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
         })
         .collect();
     let mut site_info = Vec::with_capacity(sites.len());
-    for (s, (fam, f, i)) in sites.iter().zip(&described) {
+    // Each readable tile-mode TMA load's coordinates, by site index.
+    let mut load_coords: Vec<(usize, Vec<String>)> = Vec::new();
+    for (index, (s, (fam, f, i))) in sites.iter().zip(&described).enumerate() {
         if order[s.family] != *fam || s.opcode != i.opcode {
             return Err(SpliceError::Mismatch {
                 family: *fam,
@@ -208,7 +216,13 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
                 found: sites.len() as u64,
             });
         }
-        site_info.push(super::sites::describe(*fam, f, i));
+        let info = super::sites::describe(*fam, f, i);
+        if info.direction == Some(super::sites::Direction::Load)
+            && let Some(c) = super::in_bounds::coordinates(&i.opcode, &i.operands)
+        {
+            load_coords.push((index, c));
+        }
+        site_info.push(info);
     }
     if site_info.len() != sites.len() {
         return Err(SpliceError::Mismatch {
@@ -236,13 +250,27 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
             w.functions.len().max(1)
         ));
     }
+    let tma_bytes = (!load_coords.is_empty()).then(|| super::in_bounds::TmaBytes {
+        symbol: super::in_bounds::BYTES_SYMBOL.into(),
+        shape_symbol: super::in_bounds::SHAPE_SYMBOL.into(),
+        sites: load_coords.iter().map(|(i, _)| *i).collect(),
+    });
+    if tma_bytes.is_some() {
+        declaration.push_str(&super::in_bounds::declarations(load_coords.len()));
+    }
     inserts.push((header_end, declaration));
-    for (index, s) in sites.iter().enumerate() {
-        let guard = s
-            .predicate
+    let guard_of = |s: &Site| {
+        s.predicate
             .as_ref()
             .map(|p| format!("@{p} "))
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    for (slot, (index, coords)) in load_coords.iter().enumerate() {
+        let s = &sites[*index];
+        inserts.push((s.at, super::in_bounds::block(slot, coords, &guard_of(s))));
+    }
+    for (index, s) in sites.iter().enumerate() {
+        let guard = guard_of(s);
         inserts.push((
             s.at,
             format!(
@@ -272,6 +300,17 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
             found: added as u64,
         });
     }
+    let byte_adds = copy
+        .instructions()
+        .filter(|i| i.mnemonic() == "red" && i.operands.contains(super::in_bounds::BYTES_SYMBOL))
+        .count();
+    if byte_adds != load_coords.len() {
+        return Err(SpliceError::Mismatch {
+            family: Family::Tma,
+            expected: load_coords.len() as u64,
+            found: byte_adds as u64,
+        });
+    }
     if let Some(w) = &work {
         let reg = super::work::WORK_REGISTER;
         let adds = copy
@@ -293,6 +332,7 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
         sites: found,
         site_info,
         work,
+        tma_bytes,
     })
 }
 
@@ -551,11 +591,24 @@ $L1:\n  @!%p1 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_
         assert_eq!(s.families_in_order, vec![Family::Wgmma, Family::Tma]);
         assert_eq!(s.sites, vec![1, 1]);
         assert!(s.ptx.contains(
-            ".address_size 64\n.visible .global .align 8 .u64 ptxbench_evidence_counters[2];\n"
+            ".address_size 64\n.visible .global .align 8 .u64 ptxbench_evidence_counters[2]; \
+             .visible .global .align 8 .u64 ptxbench_evidence_tma_bytes[1]; \
+             .visible .global .align 8 .s64 ptxbench_evidence_tma_shape[16];\n"
         ));
-        assert!(s.ptx.contains(
-            "$L1:\n  @!%p1 red.global.add.u64 [ptxbench_evidence_counters+0], 1; @!%p1 cp.async"
+        // The TMA load's in-bounds bytes, from its two coordinates, then its count.
+        let at = s
+            .ptx
+            .find("$L1:\n  { .reg .s64 %ptxbench_tb<7>;")
+            .expect("block");
+        let line = &s.ptx[at + 5..at + 5 + s.ptx[at + 5..].find('\n').expect("line")];
+        assert!(line.contains("cvt.s64.s32 %ptxbench_tb1, %r2;"), "{line}");
+        assert!(line.contains("cvt.s64.s32 %ptxbench_tb1, %r3;"), "{line}");
+        assert!(line.contains(
+            "@!%p1 red.global.add.u64 [ptxbench_evidence_tma_bytes+0], %ptxbench_tb0; } \
+             @!%p1 red.global.add.u64 [ptxbench_evidence_counters+0], 1; @!%p1 cp.async"
         ));
+        let tma = s.tma_bytes.as_ref().expect("the load is counted");
+        assert_eq!(tma.sites, vec![0]);
         assert!(
             s.ptx
                 .contains("red.global.add.u64 [ptxbench_evidence_counters+8], 1; wgmma.mma_async")

@@ -30,9 +30,9 @@ use crate::digest::Digest;
 use crate::store::{Store, StoreError};
 use evidence::EvidenceStatus;
 pub use outcome::{
-    BaselineInfo, ClockSamples, Comparison, CountedSite, Direction, DynamicCounts, Floor,
-    KernelInfo, Outcome, OutputCheck, PeakClass, Protocol, SiteCount, Stage, Stats, StopReason,
-    Timing, Trial, Verdict, WorkloadResult,
+    BaselineInfo, BetweenRuns, ClockSamples, Comparison, CountedSite, Direction, DynamicCounts,
+    Floor, KernelInfo, Outcome, OutputCheck, PeakClass, Protocol, SiteCount, Stage, Stats,
+    StopReason, Timing, Trial, Verdict, WorkloadResult,
 };
 pub use task::{SUITE_SCHEMA, SuiteObject, TASK_SCHEMA, TaskObject};
 

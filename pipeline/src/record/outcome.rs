@@ -217,6 +217,10 @@ pub struct SiteCount {
     pub count: u64,
     /// Bytes one execution moves (a TMA copy: its tensor map's box), where known.
     pub bytes_per_execution: Option<u64>,
+    /// A TMA load's bytes inside its tensor, summed over its executions at the coordinates
+    /// they used (what the TMA byte share counts), where counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_bounds_bytes: Option<u64>,
 }
 
 /// Executed counts of the target instructions, per site, from one launch sequence of the
@@ -352,9 +356,17 @@ pub struct Timing {
     pub baseline_check: Vec<OutputCheck>,
     /// The median over pairs of baseline time / candidate time.
     pub speedup: Option<f64>,
-    /// The 95% bootstrap interval of `speedup` over the pairs.
+    /// The 95% interval of `speedup`: the bootstrap interval over this process's pairs
+    /// (`speedup_ci95_within`) widened by the between-run component of this GPU model
+    /// (`between_runs`), so that it also covers a re-run in a fresh process.
     #[serde(default)]
     pub speedup_ci95: Option<[f64; 2]>,
+    /// The 95% bootstrap interval over this process's pairs alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_ci95_within: Option<[f64; 2]>,
+    /// The between-run component in `speedup_ci95`, where this GPU model has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between_runs: Option<BetweenRuns>,
     /// Why timing stopped.
     #[serde(default)]
     pub stop_reason: Option<StopReason>,
@@ -380,6 +392,16 @@ pub struct Timing {
     pub state_before: Option<GpuState>,
     #[serde(default)]
     pub state_after: Option<GpuState>,
+}
+
+/// How much a speedup moves between processes on one GPU model (see
+/// `engine::between_runs`): the standard deviation of ln(speedup) between fresh processes, net
+/// of the within-process noise, and where it was measured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BetweenRuns {
+    pub gpu_model: String,
+    pub log_sd: f64,
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

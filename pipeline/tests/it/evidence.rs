@@ -123,9 +123,21 @@ fn splice_compiles(ptx: &str, arch: Arch, families: &[Family], proving: &[&str])
     let after = ptxbench_ptx::inventory(&ptxbench_ptx::parse(&s.ptx).expect("copy parses"));
     assert_eq!(before.by_family, after.by_family);
     let added: u64 = s.sites.iter().sum();
+    // The in-bounds bytes of each tile-mode TMA load: a load of its shape, 16 instructions per
+    // coordinate, and the add to its counter.
+    let copy = ptxbench_ptx::parse(&s.ptx).expect("copy parses");
+    let in_bounds = copy
+        .instructions()
+        .filter(|i| i.operands.contains("%ptxbench_tb"))
+        .count();
+    if families.contains(&Family::Tma) {
+        let slots = s.tma_bytes.as_ref().map_or(0, |b| b.sites.len());
+        assert!(slots > 0, "no TMA load got an in-bounds counter");
+        assert!(in_bounds >= slots * 18, "{in_bounds} for {slots} loads");
+    }
     assert_eq!(
         after.total - before.total,
-        usize::try_from(added).expect("fits")
+        usize::try_from(added).expect("fits") + in_bounds
     );
     let inv = inventory(&s.ptx, arch);
     let bases = inv.bases();

@@ -5,20 +5,22 @@
 //! every task.
 
 use ptxbench::evidence::EvidenceStatus;
-use ptxbench::record::{ON_TARGET_MMA_SHARE, ON_TARGET_OTHER_SHARE, Verdict};
+use ptxbench::record::{ON_TARGET_BYTE_SHARE, ON_TARGET_MMA_SHARE, ON_TARGET_OTHER_SHARE, Verdict};
 use ptxbench::runner::list::RunList;
 
 use crate::published::{Published, results};
 use crate::root;
 
-/// Zoo members whose wgmma really runs: the token member (one m64n8k16 per CTA), the ignored
-/// and integer wgmma members (K/64 of them per CTA) and the reference GEMM with L2 evict_last
-/// hints.
-const WGMMA_RUNS: [&str; 4] = [
+/// Zoo members whose target instructions really run on every workload: the token member (one
+/// m64n8k16 per CTA), the ignored and integer wgmma members (K/64 of them per CTA), the
+/// reference GEMM with L2 evict_last hints, and the decode whose TMA boxes lie mostly outside
+/// the cache (the decode requires TMA only).
+const WGMMA_RUNS: [&str; 5] = [
     "zoo-token-wgmma-tma",
     "zoo-ignored-wgmma",
     "zoo-integer-wgmma",
     "zoo-evict-last-wgmma",
+    "zoo-oob-tma-decode",
 ];
 
 /// Published records whose verdict differs from what their run list expects, each with the
@@ -317,5 +319,92 @@ fn the_positive_control_is_correct_with_arch_everywhere() {
         let status = |f: &str| r.family(f).map(|x| x.status);
         assert_eq!(status("wgmma"), Some(EvidenceStatus::DynamicPresent));
         assert_eq!(status("tma"), Some(EvidenceStatus::SassAbsent));
+    }
+}
+
+/// Issue 45: a kernel on the reference's wgmma path for M <= 128 and on mma.sync above is
+/// graded on its worst performance workload. Counted at M70 alone it would be on target.
+#[test]
+fn issue_45_a_path_that_changes_with_the_shape_is_graded_on_the_worst_workload() {
+    let zoo = results("zoo-sm90a");
+    for r in member(&zoo, "zoo-shape-switch") {
+        assert_eq!(r.record.verdict, Verdict::Correct, "{}", r.label());
+        let o = &r.record.outcome;
+        let share = |name: &str| {
+            o.dynamic_workloads
+                .iter()
+                .find(|d| d.workload == name)
+                .unwrap_or_else(|| panic!("{}: no counts of {name}", r.label()))
+        };
+        let small = share("M70");
+        assert!(
+            small.mma_flop_share.expect("measured") >= ON_TARGET_MMA_SHARE,
+            "{}: {small:?}",
+            r.label()
+        );
+        assert!(small.other_flop_share.expect("measured") < ON_TARGET_OTHER_SHARE);
+        let large = share("M232");
+        assert_eq!(large.mma_flop_share, Some(0.0), "{}", r.label());
+        // mma.sync's 2*M*N*K over a padded 240 rows, plus the integer address arithmetic.
+        assert!(
+            large.other_flop_share.expect("measured") >= 1.0,
+            "{}",
+            r.label()
+        );
+        assert_eq!(r.record.mma_flop_share(), Some(0.0), "{}", r.label());
+        assert_eq!(r.record.correct_with_arch(), Some(false), "{}", r.label());
+        assert_eq!(r.record.correct_on_target(), Some(false), "{}", r.label());
+    }
+}
+
+/// Issue 45: TMA boxes that hang past the tensor's end are counted only for the part inside
+/// it. The decode's boxes span about the task's compulsory bytes and read a sixteenth of them.
+#[test]
+fn issue_45_tma_bytes_outside_the_tensor_are_not_counted() {
+    let zoo = results("zoo-sm90a");
+    for r in member(&zoo, "zoo-oob-tma-decode") {
+        assert_eq!(r.record.verdict, Verdict::Correct, "{}", r.label());
+        for d in &r.record.outcome.dynamic_workloads {
+            let boxed: f64 = d
+                .sites
+                .iter()
+                .filter_map(|s| Some(s.count as f64 * s.bytes_per_execution? as f64))
+                .sum();
+            let read: u64 = d.sites.iter().filter_map(|s| s.in_bounds_bytes).sum();
+            assert!(boxed > 0.0, "{}: {d:?}", r.label());
+            // 4 of each box's 64 rows lie inside the cache.
+            assert!(
+                (read as f64 / boxed - 1.0 / 16.0).abs() < 1e-9,
+                "{}: {read} of {boxed}",
+                r.label()
+            );
+            let share = d.tma_byte_share.expect("measured");
+            assert!(share < 0.1, "{}: {share}", r.label());
+            // Weighed at the full box, the share would have passed.
+            assert!(
+                share * 16.0 >= ON_TARGET_BYTE_SHARE,
+                "{}: {share}",
+                r.label()
+            );
+        }
+        assert_eq!(r.record.correct_with_arch(), Some(true), "{}", r.label());
+        assert_eq!(r.record.correct_on_target(), Some(false), "{}", r.label());
+    }
+}
+
+/// Issue 45: a kernel that overwrites an input on some launches is stopped by the inputs'
+/// comparison, in a trial or after a timed launch; the library never runs on its leftovers.
+#[test]
+fn issue_45_an_input_rewritten_on_some_launches_is_a_verdict() {
+    let zoo = results("zoo-sm90a");
+    for r in member(&zoo, "zoo-input-rewrite") {
+        assert_eq!(r.record.verdict, Verdict::Numerical, "{}", r.label());
+        let m = &r.record.outcome.message;
+        assert!(
+            m.contains("changed") && m.contains("of the input B")
+                || m.contains("bytes of the inputs were modified"),
+            "{}: {m}",
+            r.label()
+        );
     }
 }

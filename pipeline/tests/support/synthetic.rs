@@ -714,6 +714,8 @@ fn converged(
         baseline_check: Vec::new(),
         speedup: Some(speedup),
         speedup_ci95: Some([speedup * 0.99, speedup * 1.01]),
+        speedup_ci95_within: None,
+        between_runs: None,
         stop_reason: Some(StopReason::Converged),
         candidate_tflops: flops / cand_ms / 1e9,
         baseline_tflops: Some(flops / base_ms / 1e9),
