@@ -1,43 +1,9 @@
 //! Samples: the unit every metric counts. One sample is one evaluated candidate, i.e. one turn
 //! of one trajectory, measured here or reported by someone else.
 
-use std::fmt;
-
 use polars::prelude::*;
 
-/// Where a number comes from. Reported numbers and numbers measured here are never mixed in
-/// one aggregate: provenance is part of every grouping key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Provenance {
-    /// Measured by this pipeline (a `ptxbench.record`).
-    Measured,
-    /// Published elsewhere and imported as is (the paper's data).
-    Reported,
-}
-
-impl Provenance {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provenance::Measured => "measured",
-            Provenance::Reported => "reported",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Provenance> {
-        match s {
-            "measured" => Some(Provenance::Measured),
-            "reported" => Some(Provenance::Reported),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Provenance {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::record::provenance::Provenance;
 
 /// One evaluated candidate.
 ///

@@ -19,6 +19,7 @@ pub mod device;
 pub mod evidence;
 pub mod measured;
 pub mod outcome;
+pub mod provenance;
 pub mod stats;
 pub mod task;
 pub mod v1;
@@ -34,6 +35,7 @@ pub use outcome::{
     Floor, KernelInfo, Outcome, OutputCheck, PeakClass, Protocol, SiteCount, Stage, Stats,
     StopReason, Timing, Trial, Verdict, WorkloadResult,
 };
+pub use provenance::Provenance;
 pub use task::{SUITE_SCHEMA, SuiteObject, TASK_SCHEMA, TaskObject};
 
 /// The schema new records are written with.

@@ -23,28 +23,36 @@ use crate::store::object::{ObjectKind, Schema};
 use crate::store::table::{Table, TableError};
 use crate::store::{Store, StoreError};
 
+pub use crate::record::provenance::Provenance;
+
 /// The schema tag of import objects.
 pub const IMPORT_SCHEMA: &str = "ptxbench.import/1";
 /// The source name of the paper's published data.
 pub const PAPER_SOURCE: &str = "PTXBench paper, zhang677/PTXBench commit 491860b";
-
-/// Where numbers come from. Imports are always `reported`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Provenance {
-    /// Published by someone else and imported as is; never measured by this pipeline.
-    Reported,
-}
 
 /// The `ptxbench.import/1` object. Field order is the canonical JSON order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImportObject {
     pub schema: String,
+    /// Always [`Provenance::Reported`]: an object that says otherwise is refused when read.
+    #[serde(deserialize_with = "reported_only")]
     pub provenance: Provenance,
     pub source: String,
     /// Sorted by name; names are unique.
     pub files: Vec<ImportedFile>,
+}
+
+/// Reads an import object's provenance, refusing anything but `reported`: imported numbers
+/// were published elsewhere, never measured here.
+fn reported_only<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Provenance, D::Error> {
+    match Provenance::deserialize(d)? {
+        Provenance::Reported => Ok(Provenance::Reported),
+        other => Err(serde::de::Error::custom(format!(
+            "an import object's provenance must be `reported` (imported data is never \
+             measured here), not `{other}`"
+        ))),
+    }
 }
 
 /// One imported file.
@@ -416,5 +424,61 @@ mod tests {
         let mut t = Table::parse("model,date,exp_dir\nm,2026-0131,/x/y/run-1\n").expect("csv");
         normalise(&mut t);
         assert_eq!(t.rows[0], ["m", "2026-01-31", "run-1"]);
+    }
+
+    /// The committed paper import reads back and writes the very same bytes: the shared
+    /// provenance type keeps `"provenance":"reported"`.
+    #[test]
+    fn committed_import_round_trips_byte_for_byte() {
+        let store = Store::open(Path::new(env!("CARGO_MANIFEST_DIR")).join("../artifacts"));
+        let mut found = 0;
+        for d in store.list().expect("the committed store lists") {
+            let bytes = store.get(&d).expect("readable");
+            if !bytes.starts_with(b"{\"schema\":\"ptxbench.import/1\"") {
+                continue;
+            }
+            let import: ImportObject = store.get_json(&d).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(import.provenance, Provenance::Reported);
+            assert_eq!(
+                serde_json::to_vec(&import).expect("serialise"),
+                bytes,
+                "{d}"
+            );
+            found += 1;
+        }
+        assert!(found > 0, "the committed store holds the paper import");
+    }
+
+    /// An import object that says its numbers were measured is refused when read, with an
+    /// error naming the object and the provenance it gave.
+    #[test]
+    fn import_object_marked_measured_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path());
+        let files = dir.path().join("in");
+        fs::create_dir(&files).expect("mkdir");
+        fs::write(files.join("a.csv"), "model\nm\n").expect("write");
+        let good = import_reported(&store, &files, "test").expect("import");
+        let mut object: ImportObject = store.get_json(&good).expect("reads");
+        assert!(
+            String::from_utf8(store.get(&good).expect("bytes"))
+                .expect("utf-8")
+                .contains(r#""provenance":"reported""#)
+        );
+        object.provenance = Provenance::Measured;
+        let bad = store.put_object(&object).expect("stored");
+        assert!(
+            String::from_utf8(store.get(&bad).expect("bytes"))
+                .expect("utf-8")
+                .contains(r#""provenance":"measured""#)
+        );
+        let e = ReportedData::load(&store, &bad).expect_err("measured import refused");
+        let msg = e.to_string();
+        assert!(msg.contains(&bad.to_string()), "{msg}");
+        assert!(
+            msg.contains("provenance must be `reported`") && msg.contains("not `measured`"),
+            "{msg}"
+        );
+        assert!(ReportedData::load(&store, &good).is_ok());
     }
 }

@@ -1,0 +1,471 @@
+//! The SDPA plan: the shapes, the graph kinds and the tensors each binds, and [`Sdpa`] itself:
+//! built once per shape (graph, engine, workspace, internal buffers), bound to device
+//! tensors, launched as often as needed.
+
+use std::ffi::c_void;
+
+use cudarc::cudnn::sys;
+use sys::cudnnBackendAttributeName_t as A;
+use sys::cudnnBackendAttributeType_t as T;
+use sys::cudnnBackendDescriptorType_t as D;
+
+use super::backward::backward_graph;
+use super::builder::{Builder, Scalar};
+use super::forward::forward_graph;
+use super::forward_fp8::forward_fp8_graph;
+use super::paged_decode::{PagedDecodeShape, paged_decode_graph};
+use super::plan::choose_plan;
+use super::{Api, Desc, DnnError, Handle, api};
+use crate::cuda::driver::{DeviceBuffer, Gpu};
+
+/// Shape of one SDPA problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SdpaShape {
+    pub b: i64,
+    pub h: i64,
+    pub s: i64,
+    pub d: i64,
+    pub causal: bool,
+}
+
+/// Forward or backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdpaPass {
+    /// Inputs Q, K, V; outputs O, LSE.
+    Forward,
+    /// Inputs Q, K, V, O, dO, LSE; outputs dQ, dK, dV.
+    Backward,
+}
+
+impl SdpaPass {
+    /// The names of the tensors [`Sdpa::bind`] takes, in order.
+    pub fn tensors(self) -> &'static [&'static str] {
+        SdpaKind::from(self).tensors()
+    }
+}
+
+pub(super) fn head_dim_ok(d: i64) -> Result<(), String> {
+    if d % 16 != 0 || d > 256 {
+        return Err(format!(
+            "head dimension d = {d} must be a multiple of 16 and at most 256"
+        ));
+    }
+    Ok(())
+}
+
+impl SdpaShape {
+    fn validate(&self) -> Result<(), String> {
+        let named = [("b", self.b), ("h", self.h), ("s", self.s), ("d", self.d)];
+        if let Some((n, v)) = named.iter().find(|(_, v)| *v <= 0) {
+            return Err(format!("{n} = {v} must be positive"));
+        }
+        head_dim_ok(self.d)
+    }
+}
+
+/// Which SDPA graph a plan holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdpaKind {
+    /// bf16 forward with LSE ([`Sdpa::new`] with [`SdpaPass::Forward`]).
+    Forward,
+    /// bf16 backward ([`Sdpa::new`] with [`SdpaPass::Backward`]).
+    Backward,
+    /// bf16 paged grouped-query decode with LSE ([`Sdpa::paged_decode`]).
+    PagedDecode,
+    /// fp8 (e4m3) forward with LSE ([`Sdpa::forward_fp8`]).
+    ForwardFp8,
+}
+
+impl From<SdpaPass> for SdpaKind {
+    fn from(p: SdpaPass) -> SdpaKind {
+        match p {
+            SdpaPass::Forward => SdpaKind::Forward,
+            SdpaPass::Backward => SdpaKind::Backward,
+        }
+    }
+}
+
+impl SdpaKind {
+    /// The names of the tensors [`Sdpa::bind`] takes, in order. Where a name is the task's
+    /// tensor name the engine can look it up directly; the rest are derived buffers the
+    /// engine provides:
+    ///
+    /// - `Forward`: Q, K, V bf16 `[B,H,S,D]`; O bf16 `[B,H,S,D]`, LSE f32 `[B,H,S]`.
+    /// - `Backward`: Q, K, V, O, dO bf16, LSE f32; dQ, dK, dV bf16.
+    /// - `PagedDecode`: q bf16 `[B,Hq,D]`; k_cache, v_cache bf16 `[num_pages,block_size(=1),
+    ///   Hkv,D]` (read as `[num_pages,Hkv,block_size,D]`, the same bytes when block_size is
+    ///   1); page_table_k, page_table_v int32 `[B,max_pages_per_seq]` (may be one buffer,
+    ///   unused slots any valid page, e.g. 0); seq_len_kv int32 `[B]`; output bf16
+    ///   `[B,Hq,D]`, lse f32 `[B,Hq]`. seq_len_q (all 1) is an internal buffer.
+    /// - `ForwardFp8`: Q, K, V e4m3 `[B,H,S,D]`; descale_q, descale_k, descale_v f32 `[1]`;
+    ///   O e4m3 `[B,H,S,D]`, LSE f32 `[B,H,S]`. descale_s, scale_s, scale_o (1.0) and the
+    ///   amax_s, amax_o outputs are internal buffers.
+    pub fn tensors(self) -> &'static [&'static str] {
+        match self {
+            SdpaKind::Forward => &["Q", "K", "V", "O", "LSE"],
+            SdpaKind::Backward => &["Q", "K", "V", "O", "dO", "LSE", "dQ", "dK", "dV"],
+            SdpaKind::PagedDecode => &[
+                "q",
+                "k_cache",
+                "v_cache",
+                "page_table_k",
+                "page_table_v",
+                "seq_len_kv",
+                "output",
+                "lse",
+            ],
+            SdpaKind::ForwardFp8 => &[
+                "Q",
+                "K",
+                "V",
+                "descale_q",
+                "descale_k",
+                "descale_v",
+                "O",
+                "LSE",
+            ],
+        }
+    }
+
+    /// Which of [`SdpaKind::tensors`] the graph writes.
+    pub fn outputs(self) -> &'static [&'static str] {
+        match self {
+            SdpaKind::Forward | SdpaKind::ForwardFp8 => &["O", "LSE"],
+            SdpaKind::Backward => &["dQ", "dK", "dV"],
+            SdpaKind::PagedDecode => &["output", "lse"],
+        }
+    }
+
+    /// Words for a baseline label, e.g. "fp8 forward with LSE".
+    pub fn label(self) -> &'static str {
+        match self {
+            SdpaKind::Forward => "forward with LSE",
+            SdpaKind::Backward => "backward",
+            SdpaKind::PagedDecode => "paged GQA decode with LSE",
+            SdpaKind::ForwardFp8 => "fp8 forward with LSE",
+        }
+    }
+
+    pub(super) fn graph_name(self) -> &'static str {
+        match self {
+            SdpaKind::Forward => "forward",
+            SdpaKind::Backward => "backward",
+            SdpaKind::PagedDecode => "paged decode",
+            SdpaKind::ForwardFp8 => "fp8 forward",
+        }
+    }
+}
+
+/// A planned cuDNN SDPA for one shape; bind it to tensors, then launch as often as needed.
+pub struct Sdpa {
+    api: &'static Api,
+    kind: SdpaKind,
+    // Field order: descriptors drop before the handle they were made on.
+    plan: Desc,
+    _graph: Desc,
+    _builder: Builder,
+    handle: Handle,
+    /// Uids of the tensors in [`SdpaKind::tensors`] order.
+    io_uids: Vec<i64>,
+    /// Uids of the by-value scalars and where their values live.
+    scalar_uids: Vec<(i64, Box<f32>)>,
+    /// Uids of the graph's tensors that live in memory the engine does not see (backward:
+    /// Delta and the fp32 dQ accumulator; paged decode: seq_len_q; fp8: the unit scales and
+    /// the amax outputs), with their buffers.
+    internal: Vec<(i64, DeviceBuffer)>,
+    workspace: DeviceBuffer,
+    /// cuDNN's version, e.g. "9.14.0", and its number, e.g. 91400.
+    pub version: String,
+    pub version_number: usize,
+    /// The library file that ran.
+    pub library: String,
+    /// The engine chosen, in words (global index, heuristic mode, knobs).
+    pub engine: String,
+}
+
+impl std::fmt::Debug for Sdpa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sdpa")
+            .field("kind", &self.kind)
+            .field("version", &self.version)
+            .field("library", &self.library)
+            .field("engine", &self.engine)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An [`Sdpa`] bound to one set of device tensors.
+pub struct BoundSdpa {
+    pack: Desc,
+}
+
+impl std::fmt::Debug for BoundSdpa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoundSdpa").finish_non_exhaustive()
+    }
+}
+
+/// A tensor of the graph kept in a buffer of the plan's own: its uid, its size, and the
+/// 32-bit word it is filled with once (None: scratch or an output nobody reads).
+pub(super) struct InternalTensor {
+    pub(super) uid: i64,
+    pub(super) bytes: usize,
+    pub(super) fill: Option<u32>,
+}
+
+/// What a graph builder returns: the io uids in [`SdpaKind::tensors`] order and the internal
+/// tensors.
+pub(super) type GraphIo = (Vec<i64>, Vec<InternalTensor>);
+
+impl Sdpa {
+    /// Builds the bf16 graph for `pass` at `shape` and picks an engine.
+    pub fn new(gpu: &Gpu, pass: SdpaPass, shape: SdpaShape) -> Result<Sdpa, DnnError> {
+        let kind = SdpaKind::from(pass);
+        Sdpa::build(gpu, kind, shape.d, |b| match pass {
+            SdpaPass::Forward => forward_graph(b, shape),
+            SdpaPass::Backward => backward_graph(b, shape),
+        })
+    }
+
+    /// Builds the paged grouped-query decode graph (bf16, one query per sequence, padding
+    /// mask from `seq_len_kv`, scale 1/sqrt(d), LSE) and picks an engine. Needs cuDNN >= 9.5.
+    /// Tensors: [`SdpaKind::PagedDecode`]'s [`SdpaKind::tensors`].
+    pub fn paged_decode(gpu: &Gpu, shape: PagedDecodeShape) -> Result<Sdpa, DnnError> {
+        let kind = SdpaKind::PagedDecode;
+        shape.validate().map_err(|why| DnnError::Shape {
+            graph: kind.graph_name(),
+            why,
+        })?;
+        require_version(kind, 90500, "9.5.0 or newer", |_| true)?;
+        Sdpa::build(gpu, kind, shape.d, |b| paged_decode_graph(b, shape))
+    }
+
+    /// Builds the fp8 (e4m3) forward graph with LSE, the frontend's sdpa_fp8 pattern with
+    /// descale_s = scale_s = scale_o = 1 kept internal, and picks an engine. Needs cuDNN >= 9.1
+    /// (not 9.10.0) and a Hopper or newer GPU. Tensors: [`SdpaKind::ForwardFp8`]'s
+    /// [`SdpaKind::tensors`].
+    pub fn forward_fp8(gpu: &Gpu, shape: SdpaShape) -> Result<Sdpa, DnnError> {
+        let kind = SdpaKind::ForwardFp8;
+        shape.validate().map_err(|why| DnnError::Shape {
+            graph: kind.graph_name(),
+            why,
+        })?;
+        require_version(kind, 90100, "9.1.0 or newer, but not 9.10.0", |v| {
+            v != 91000
+        })?;
+        Sdpa::build(gpu, kind, shape.d, |b| forward_fp8_graph(b, shape))
+    }
+
+    fn build(
+        gpu: &Gpu,
+        kind: SdpaKind,
+        d: i64,
+        graph_fn: impl FnOnce(&mut Builder) -> Result<GraphIo, DnnError>,
+    ) -> Result<Sdpa, DnnError> {
+        let api = api()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; the engine's context is current on this thread.
+        api.check("cudnnCreate", unsafe { (api.create)(&mut raw) })?;
+        let handle = Handle { raw, api };
+        // SAFETY: the engine's stream outlives this plan (both belong to `gpu`'s owner).
+        api.check("cudnnSetStream", unsafe {
+            (api.set_stream)(handle.raw, gpu.raw_stream().cast())
+        })?;
+        let (version_number, version) = api.version_text();
+        let mut b = Builder::new(api);
+        let (io_uids, internal_tensors) = graph_fn(&mut b)?;
+        debug_assert_eq!(io_uids.len(), kind.tensors().len());
+        let graph = b.graph(&handle)?;
+        let (plan, engine) = choose_plan(api, &handle, &graph, kind)?;
+        let ws = plan.get_i64(A::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?;
+        let workspace = gpu.alloc(usize::try_from(ws).unwrap_or(0))?;
+        let mut internal = Vec::new();
+        for t in &internal_tensors {
+            let buf = gpu.alloc(t.bytes)?;
+            if let Some(word) = t.fill {
+                gpu.fill_u32(&buf, 0, word, t.bytes / 4)?;
+            }
+            internal.push((t.uid, buf));
+        }
+        if internal_tensors.iter().any(|t| t.fill.is_some()) {
+            gpu.sync()?;
+        }
+        let scale = 1.0 / (d as f32).sqrt();
+        let scalar_uids = b
+            .scalars
+            .iter()
+            .map(|&(s, t)| {
+                let v = match s {
+                    Scalar::Scale => scale,
+                    Scalar::One => 1.0,
+                    Scalar::NegInf => f32::NEG_INFINITY,
+                };
+                (t.uid, Box::new(v))
+            })
+            .collect();
+        Ok(Sdpa {
+            api,
+            kind,
+            plan,
+            _graph: graph,
+            _builder: b,
+            handle,
+            io_uids,
+            scalar_uids,
+            internal,
+            workspace,
+            version,
+            version_number,
+            library: api.path.clone(),
+            engine: format!("{engine}, workspace {ws} bytes"),
+        })
+    }
+
+    /// Forward for every forward graph (bf16, paged decode, fp8), Backward for the backward.
+    pub fn pass(&self) -> SdpaPass {
+        match self.kind {
+            SdpaKind::Backward => SdpaPass::Backward,
+            _ => SdpaPass::Forward,
+        }
+    }
+
+    /// Which graph this plan holds.
+    pub fn kind(&self) -> SdpaKind {
+        self.kind
+    }
+
+    /// The names of the tensors [`Sdpa::bind`] takes, in order.
+    pub fn tensors(&self) -> &'static [&'static str] {
+        self.kind.tensors()
+    }
+
+    /// Binds device pointers, in [`SdpaKind::tensors`] order.
+    pub fn bind(&self, pointers: &[u64]) -> Result<BoundSdpa, DnnError> {
+        assert_eq!(pointers.len(), self.io_uids.len(), "one pointer per tensor");
+        let mut uids: Vec<i64> = self.io_uids.clone();
+        let mut ptrs: Vec<*mut c_void> = pointers.iter().map(|&p| p as *mut c_void).collect();
+        // One buffer may serve two tensors (paged decode's K and V page tables): cuDNN takes
+        // a pointer per uid, so repeats are fine.
+        for (uid, v) in &self.scalar_uids {
+            uids.push(*uid);
+            ptrs.push((&raw const **v).cast_mut().cast());
+        }
+        for (uid, buf) in &self.internal {
+            uids.push(*uid);
+            ptrs.push(buf.ptr() as *mut c_void);
+        }
+        let pack = Desc::new(self.api, D::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
+        pack.set(
+            A::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+            T::CUDNN_TYPE_INT64,
+            &uids,
+        )?;
+        pack.set(
+            A::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+            T::CUDNN_TYPE_VOID_PTR,
+            &ptrs,
+        )?;
+        let ws = self.workspace.ptr() as *mut c_void;
+        pack.set(
+            A::CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+            T::CUDNN_TYPE_VOID_PTR,
+            &[ws],
+        )?;
+        pack.finalize("variant pack")?;
+        Ok(BoundSdpa { pack })
+    }
+
+    /// Enqueues one execution on the engine's stream.
+    pub fn launch(&self, bound: &BoundSdpa) -> Result<(), DnnError> {
+        // SAFETY: plan and variant pack were finalized for this handle; the pointers in the
+        // pack are device allocations sized for the planned shape, and the host scalars live
+        // in `self`.
+        self.api.check("cudnnBackendExecute", unsafe {
+            (self.api.execute)(self.handle.raw, self.plan.raw, bound.pack.raw)
+        })
+    }
+}
+
+/// Refuses a graph the loaded cuDNN cannot build, before building it.
+fn require_version(
+    kind: SdpaKind,
+    min: usize,
+    needs: &'static str,
+    also: impl Fn(usize) -> bool,
+) -> Result<(), DnnError> {
+    let api = api()?;
+    let (v, text) = api.version_text();
+    if v < min || !also(v) {
+        return Err(DnnError::Version {
+            graph: kind.graph_name(),
+            needs,
+            have: text,
+            path: api.path.clone(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_tensor_order() {
+        assert_eq!(SdpaPass::Forward.tensors(), ["Q", "K", "V", "O", "LSE"]);
+        assert_eq!(SdpaPass::Backward.tensors().len(), 9);
+        assert_eq!(
+            SdpaKind::PagedDecode.tensors(),
+            [
+                "q",
+                "k_cache",
+                "v_cache",
+                "page_table_k",
+                "page_table_v",
+                "seq_len_kv",
+                "output",
+                "lse"
+            ]
+        );
+        assert_eq!(
+            SdpaKind::ForwardFp8.tensors(),
+            [
+                "Q",
+                "K",
+                "V",
+                "descale_q",
+                "descale_k",
+                "descale_v",
+                "O",
+                "LSE"
+            ]
+        );
+        for kind in [
+            SdpaKind::Forward,
+            SdpaKind::Backward,
+            SdpaKind::PagedDecode,
+            SdpaKind::ForwardFp8,
+        ] {
+            let all = kind.tensors();
+            assert!(kind.outputs().iter().all(|o| all.contains(o)), "{kind:?}");
+            // Outputs come last, as the engine allocates them after binding the inputs.
+            let tail = &all[all.len() - kind.outputs().len()..];
+            assert_eq!(tail, kind.outputs(), "{kind:?}");
+        }
+        assert_eq!(SdpaKind::from(SdpaPass::Backward), SdpaKind::Backward);
+    }
+
+    #[test]
+    fn fp8_shape_validation() {
+        let sh = SdpaShape {
+            b: 4,
+            h: 48,
+            s: 2048,
+            d: 128,
+            causal: true,
+        };
+        assert_eq!(sh.validate(), Ok(()));
+        assert!(SdpaShape { d: 512, ..sh }.validate().is_err());
+        assert!(SdpaShape { s: 0, ..sh }.validate().is_err());
+    }
+}
