@@ -18,7 +18,9 @@
 #                            display_name and marked measured, and on the CPU (where the entry is
 #                            the example's Qwen3.6-27B, which the paper also reports) a reported
 #                            row of the same name apart from it; the entry page loads
-# Then `ptxbench generate` runs once more and must ask the server for nothing.
+# Then `ptxbench generate` runs once more and must ask the server for nothing. With --gpu, a
+# second generation (my-model-later) runs with --no-eval, then without it: the kept answers are
+# evaluated in their trajectories.
 #
 # Usage: pipeline/scripts/byom-e2e.sh [--gpu] [OUT_DIR]
 #   PTXBENCH        a built ptxbench (default: build as README says, in the copy)
@@ -26,7 +28,10 @@
 #                   $CARGO_TARGET_DIR/debug, built when missing)
 # OUT_DIR (default: a new temp folder) gets the log of every command (commands.log), the
 # generate output, the DOM checks, screenshots and, with --gpu, evidence.tgz: the generation's
-# store objects and output folder (for artifacts/evidence/byom-h200/). Needs chromium, python3.
+# store objects and output folder (for artifacts/evidence/byom-h200/). Needs python3 and
+# chromium (with --gpu, where a GPU machine may have none, the pages are checked as served).
+# BYOM_CUDA_HOME: a CUDA_HOME already installed, in place of the install line (a machine that
+# cannot reach PyPI).
 set -euo pipefail
 gpu=0
 if [ "${1:-}" = "--gpu" ]; then gpu=1; shift; fi
@@ -35,7 +40,9 @@ out=${1:-$(mktemp -d -t byom-XXXXXX)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 browser="$(command -v chromium || command -v chromium-browser || true)"
-[ -n "$browser" ] || { echo "byom-e2e: no chromium (Debian: apt-get install -y chromium)" >&2; exit 2; }
+if [ -z "$browser" ] && [ "$gpu" -eq 0 ]; then
+  echo "byom-e2e: no chromium (Debian: apt-get install -y chromium)" >&2; exit 2
+fi
 
 canned_server=${CANNED_SERVER:-${CARGO_TARGET_DIR:-$repo/target}/debug/examples/canned-server}
 if [ ! -x "$canned_server" ]; then
@@ -79,6 +86,13 @@ while IFS= read -r line; do
   [ -n "$line" ] || continue
   printf '$ %s\n' "$line" | tee -a "$log"
   case "$line" in
+    "export CUDA_HOME="*)
+      if [ -n "${BYOM_CUDA_HOME:-}" ]; then
+        export CUDA_HOME="$BYOM_CUDA_HOME"
+        echo "  (BYOM_CUDA_HOME: $CUDA_HOME)" | tee -a "$log"
+      else
+        eval "$line" >>"$log" 2>&1 || fail "$line"
+      fi ;;
     "cargo build "*)
       if [ -n "${PTXBENCH:-}" ]; then
         export PATH="$(dirname "$(realpath "$PTXBENCH")"):$PATH"
@@ -135,6 +149,7 @@ python3 -m http.server "$hport" --bind 127.0.0.1 --directory public >"$work/http
 pids+=($!)
 wait_port "$hport"
 chrome() {
+  if [ -z "$browser" ]; then return 1; fi
   local profile
   profile="$(mktemp -d -p "$work")"
   timeout 60 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
@@ -143,7 +158,16 @@ chrome() {
     --host-resolver-rules="MAP * ~NOTFOUND, EXCLUDE 127.0.0.1" \
     --user-data-dir="$profile" "$@" 2>>"$work/chrome.log"
 }
-chrome --window-size=1400,1000 --virtual-time-budget=5000 --dump-dom "http://127.0.0.1:$hport/index.html" > "$out/index.dom"
+dom() { # PAGE FILE: the page's DOM after its scripts ran, or (--gpu without chromium) its HTML
+  if [ -n "$browser" ]; then
+    chrome --window-size=1400,1000 --virtual-time-budget=5000 --dump-dom "http://127.0.0.1:$hport/$1" > "$2"
+  else
+    echo "  (no chromium on this machine: $1 checked as served, before its scripts run)" | tee -a "$log"
+    python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+      "http://127.0.0.1:$hport/$1" > "$2"
+  fi
+}
+dom index.html "$out/index.dom"
 python3 - "$out/index.dom" "$display" "$gpu" > "$out/rows.txt" <<'PY'
 import html, re, sys
 dom, name, gpu = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3] == "1"
@@ -176,7 +200,7 @@ print(m.group(1) if m else "")
 PY
 )
 [ -n "$entry" ] || { echo "byom-e2e: no link to the entry page of $display" >&2; exit 1; }
-chrome --window-size=1400,1400 --virtual-time-budget=5000 --dump-dom "http://127.0.0.1:$hport/$entry" > "$out/entry.dom"
+dom "$entry" "$out/entry.dom"
 grep -qF "$display" "$out/entry.dom" || { echo "byom-e2e: $entry does not name $display" >&2; exit 1; }
 echo "ok: $entry names $display" | tee -a "$log"
 if grep -E '" (4|5)[0-9][0-9] ' "$work/http.log"; then echo "byom-e2e: the server answered errors (above)" >&2; exit 1; fi
@@ -184,6 +208,13 @@ chrome --hide-scrollbars --window-size=1400,1000 --virtual-time-budget=3000 --sc
 chrome --hide-scrollbars --window-size=1400,1400 --virtual-time-budget=3000 --screenshot="$out/entry.png" "http://127.0.0.1:$hport/$entry" >/dev/null || true
 
 if [ "$gpu" -eq 1 ]; then
+  echo "--- generate now, evaluate later: --no-eval, then the same command without it" | tee -a "$log"
+  sed -e 's|^name: my-model |name: my-model-later |' my-model.yaml > later.yaml
+  ptxbench generate later.yaml --no-eval > "$out/later-no-eval.out" 2> "$out/later-no-eval.err" \
+    || { echo "byom-e2e: generate --no-eval failed:"; cat "$out/later-no-eval.err"; exit 1; } >&2
+  ptxbench generate later.yaml > "$out/later-eval.out" 2> "$out/later-eval.err" \
+    || { echo "byom-e2e: evaluating the kept answers failed:"; cat "$out/later-eval.err"; exit 1; } >&2
+  cat "$out/later-no-eval.out" "$out/later-eval.out" | tee -a "$log"
   nvidia-smi --query-gpu=name,driver_version --format=csv > "$out/gpu.txt" 2>&1 || true
   gen=$(cat artifacts/generate/my-model/generation.digest)
   ptxbench verify my-leaderboard.yaml > "$out/verify.txt" 2>&1
@@ -191,7 +222,8 @@ if [ "$gpu" -eq 1 ]; then
   # output folder.
   (cd "$repo" && git ls-files artifacts) | sort > "$work/tracked.txt"
   find artifacts -type f ! -path 'artifacts/generate/*' | sort | comm -13 "$work/tracked.txt" - > "$out/new-objects.txt"
-  tar czf "$out/evidence.tgz" -T "$out/new-objects.txt" artifacts/generate/my-model my-model.yaml my-leaderboard.yaml
+  tar czf "$out/evidence.tgz" -T "$out/new-objects.txt" artifacts/generate/my-model \
+    artifacts/generate/my-model-later my-model.yaml later.yaml my-leaderboard.yaml
   echo "generation $gen; $(wc -l < "$out/new-objects.txt") new store objects in evidence.tgz" | tee -a "$log"
 fi
 echo "byom-e2e: passed ($([ "$gpu" -eq 1 ] && echo GPU || echo CPU, --no-eval)); logs in $out"
