@@ -291,24 +291,9 @@ fn run_inner(
     };
     let mut turn = done;
     let stop = loop {
-        let messages: Vec<Message> = match &next {
+        let (messages, answer) = match &next {
             Next::Stopped(stop) => break stop.clone(),
-            Next::Regrade(kept) => {
-                let (messages, answer) = kept_answer(ctx, kept)?;
-                let entry = grade(
-                    ctx,
-                    spec,
-                    task,
-                    &messages,
-                    turn,
-                    records.last().copied(),
-                    max_turns,
-                    answer,
-                )?;
-                next = journal_turn(ctx, spec, turn, entry, &mut records, &mut exchanges)?;
-                turn += 1;
-                continue;
-            }
+            Next::Regrade(kept) => kept_answer(ctx, kept)?,
             Next::Start => {
                 let prompt = crate::prompt::render(task, spec.arch, spec.variant)
                     .map_err(TurnError::Failed)?;
@@ -317,20 +302,18 @@ fn run_inner(
                     v.push(Message::new("system", s.clone()));
                 }
                 v.push(Message::new("user", prompt));
-                v
+                let answer = ask(ctx, client, spec, turn, &v)?;
+                (v, answer)
             }
             Next::Continue(d) => {
                 let bytes = ctx.store.get(d)?;
-                serde_json::from_slice(&bytes).map_err(|e| {
+                let v: Vec<Message> = serde_json::from_slice(&bytes).map_err(|e| {
                     TurnError::Failed(format!("the conversation {d} does not parse: {e}"))
-                })?
+                })?;
+                let answer = ask(ctx, client, spec, turn, &v)?;
+                (v, answer)
             }
         };
-        if ctx.capped.load(Ordering::SeqCst) {
-            return Err(TurnError::Capped("a spend cap was reached".into()));
-        }
-        let body = request_body(ctx, spec, &messages)?;
-        let answer = ask(ctx, client, spec, turn, &body)?;
         let entry = grade(
             ctx,
             spec,
@@ -472,14 +455,19 @@ fn request_body(
         .map_err(|e| TurnError::Failed(e.to_string()))
 }
 
-/// Sends one request with retries; stores every body and the exchange object.
+/// Sends the conversation with retries (unless a spend cap was reached); stores every body
+/// and the exchange object.
 fn ask(
     ctx: &Context,
     client: &ChatClient,
     spec: &TrajectorySpec,
     turn: u32,
-    body: &[u8],
+    messages: &[Message],
 ) -> Result<Answer, TurnError> {
+    if ctx.capped.load(Ordering::SeqCst) {
+        return Err(TurnError::Capped("a spend cap was reached".into()));
+    }
+    let body = &request_body(ctx, spec, messages)?;
     let policy = &ctx.manifest.retry;
     let request_body_digest = ctx.store.put(body)?;
     let mut attempts = Vec::new();
