@@ -43,16 +43,24 @@ pub struct GenerationObject {
 
 /// Reads the generation object `digest` from `store`, or says why it is not one.
 pub fn load_generation(store: &Store, digest: &Digest) -> Result<GenerationObject, String> {
-    let bytes = store.get(digest).map_err(|e| e.to_string())?;
-    let g: GenerationObject = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{digest} is not a {GENERATION_SCHEMA} object: {e}"))?;
-    if g.schema != GENERATION_SCHEMA {
-        return Err(format!(
-            "{digest} is a `{}` object, not a {GENERATION_SCHEMA}",
-            g.schema
-        ));
+    #[derive(Deserialize)]
+    struct Schema {
+        schema: String,
     }
-    Ok(g)
+    let bytes = store.get(digest).map_err(|e| e.to_string())?;
+    let not_one = |what: String| format!("{digest} is {what}, not a {GENERATION_SCHEMA} object");
+    let schema = serde_json::from_slice::<Schema>(&bytes)
+        .map_err(|_| not_one("not a JSON object with a schema".into()))?
+        .schema;
+    if schema != GENERATION_SCHEMA {
+        let hint = if schema.starts_with("ptxbench.run/") {
+            " (a run goes under `runs:`)"
+        } else {
+            ""
+        };
+        return Err(not_one(format!("a `{schema}` object")) + hint);
+    }
+    serde_json::from_slice(&bytes).map_err(|e| not_one(format!("malformed ({e})")))
 }
 
 /// What was published.
@@ -224,4 +232,38 @@ pub fn write_candidates(
         written.push(CandidateList { arch, count, path });
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_43_a_generation_reads_back_and_a_run_in_its_place_is_named() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path().to_path_buf());
+        let run = store.put(b"a run").expect("stored");
+        let g = GenerationObject {
+            schema: GENERATION_SCHEMA.into(),
+            name: "my-model".into(),
+            manifest_digest: store.put(b"name: my-model").expect("stored"),
+            no_eval: true,
+            seed: 1,
+            seed_drawn: false,
+            run_digests: vec![run],
+            trajectory_digests: Vec::new(),
+        };
+        let d = store.put_object(&g).expect("stored");
+        assert_eq!(load_generation(&store, &d).expect("reads back"), g);
+        let not = store
+            .put(br#"{"schema":"ptxbench.run/1","name":"x"}"#)
+            .expect("stored");
+        let e = load_generation(&store, &not).expect_err("a run");
+        assert!(
+            e.contains("`ptxbench.run/1`") && e.contains("goes under `runs:`"),
+            "{e}"
+        );
+        let e = load_generation(&store, &Digest::of(b"absent")).expect_err("missing");
+        assert!(!e.is_empty());
+    }
 }
