@@ -118,3 +118,22 @@ fn issue_43_an_unset_key_variable_says_the_field_is_optional() {
     );
     assert_eq!(server.served().len(), 1);
 }
+
+/// `ptxbench --help` and `generate --help` point to README's section, which exists.
+#[test]
+fn issue_43_help_points_to_the_readme_section() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    assert!(readme.contains("\n## Evaluate your model\n"));
+    for args in [&["--help"][..], &["generate", "--help"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+            .args(args)
+            .output()
+            .expect("ptxbench runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("README.md, \"Evaluate your model\"")
+                && text.contains("manifests/generate-example.yaml"),
+            "{args:?}: {text}"
+        );
+    }
+}
