@@ -255,13 +255,10 @@ fn run_inner(
     let (done, mut records, mut exchanges, mut next) = {
         let mut j = ctx.lock_journal();
         let mut turns: Vec<TurnEntry> = j.turns_of(&spec.key).into_iter().cloned().collect();
-        let again = turns
-            .last()
-            .filter(|t| regrade(t, ctx.no_eval))
-            .cloned()
-            .inspect(|_| {
-                turns.pop();
-            });
+        let again = match turns.last() {
+            Some(t) if regrade(t, ctx.no_eval) => turns.pop(),
+            _ => None,
+        };
         match (j.trajectories.get(&spec.key), &again) {
             (Some(d), None) => {
                 let stop = turns
