@@ -240,6 +240,7 @@ pub fn run_manifest(
         manifest: base.manifest,
         suite: base.suite.clone(),
         runs: vec![*run],
+        generations: Vec::new(),
         records: Vec::new(),
         suites: base.suites.clone(),
         reported: Vec::new(),

@@ -4,8 +4,8 @@
 //! Output folder (default `artifacts/generate/<name>`): `journal.json` (what is finished, so a
 //! second invocation resumes), `generation.digest` and `run-<arch>.digest` once every trajectory
 //! has ended, and with `--no-eval` the candidates (`candidates/…`) and a run list per arch
-//! (`eval-<arch>.yaml`) for `ptxbench run` to evaluate later. Exit 3: unfinished (a cap, or a
-//! request that kept failing); run again to resume.
+//! (`eval-<arch>.yaml`) for `ptxbench run` to evaluate later. Exit 3: unfinished (a cap, a
+//! request that kept failing, or a harness failure); run again to resume.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,13 +16,25 @@ use clap::Args;
 use crate::generate::generation::{GenerateOptions, Generation, Report};
 use crate::store::Store;
 
+/// How to go from an endpoint to a leaderboard row.
+const AFTER_HELP: &str = "\
+Before any request it checks the CUDA compiler tools (install: `export CUDA_HOME=$(pipeline/scripts/install-cuda-tools.sh)`), a GPU (unless --no-eval) and that every endpoint lists its model at GET <endpoint>/models; a setup that cannot run stops with one message.
+Start from manifests/generate-example.yaml (the leaderboard's five core tasks); README.md, \"Evaluate your model\", has every command from a vLLM or SGLang server to your model's row on a local leaderboard (the generation object goes under a manifest's `generations:`).
+Exit status 3: unfinished (a spend cap, a request that kept failing, or a harness failure); run the same command again: finished turns are not requested again, and answers the harness failed on are graded again without a request.";
+
 #[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct GenerateArgs {
-    /// The generation manifest (YAML).
+    /// The generation manifest (YAML; start from manifests/generate-example.yaml).
     pub manifest: PathBuf,
-    /// Do not evaluate: one turn per trajectory, candidates written out for `ptxbench run`.
+    /// Do not evaluate: one turn per trajectory, each answer statically checked and kept (no GPU
+    /// needed); the same command without it, on a GPU machine, evaluates them later.
     #[arg(long)]
     pub no_eval: bool,
+    /// Evaluate although no GPU is found: every evaluation then is a harness failure (a dry run
+    /// of the loop; the answers are graded again by a later run).
+    #[arg(long)]
+    pub allow_no_gpu: bool,
     /// The output folder (journal, digests); default `artifacts/generate/<name>`.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -66,11 +78,15 @@ pub fn run(a: GenerateArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         store,
         exe: std::env::current_exe().context("locating the ptxbench executable")?,
         no_eval: a.no_eval,
+        allow_no_gpu: a.allow_no_gpu,
         max_requests: a.max_requests,
         max_tokens: a.max_tokens,
     })?;
     for s in generation.skipped() {
         eprintln!("skipped: {s}");
+    }
+    for n in generation.notes() {
+        eprintln!("note: {n}");
     }
     let o = generation.overview();
     eprintln!(
@@ -130,6 +146,15 @@ fn print_report(r: &Report) {
     for f in &r.failures {
         eprintln!("failed (will be retried by the next run): {f}");
     }
+    for h in &r.harness {
+        eprintln!("harness failure (not the model's verdict): {h}");
+    }
+    if !r.harness.is_empty() {
+        eprintln!(
+            "{} trajectories stopped on a harness failure; fix what it says and run the same command again: their answers are graded again, without a request",
+            r.harness.len()
+        );
+    }
     if let Some(why) = r.caps.first() {
         eprintln!(
             "stopped: {why}; {} trajectories unfinished. Run again (with a higher cap) to resume; finished turns are not requested again.",
@@ -138,7 +163,7 @@ fn print_report(r: &Report) {
     }
     for c in &r.candidates {
         println!(
-            "{} candidates to evaluate later: ptxbench run {} --out <dir>",
+            "{} candidates kept unevaluated (also as files: {}); the same command without --no-eval, on a GPU machine with this folder and store, evaluates them in their trajectories",
             c.count,
             c.path.display()
         );
@@ -151,8 +176,11 @@ fn print_report(r: &Report) {
     }
     if let Some(p) = &r.published {
         for (d, name, arch) in &p.runs {
-            println!("run object {d} ({name} on {arch}; add it to a manifest's `runs:`)");
+            println!("run object {d} ({name} on {arch})");
         }
-        println!("generation object {}", p.generation);
+        println!(
+            "generation object {} (add it to a manifest's `generations:`; README.md, \"Evaluate your model\")",
+            p.generation
+        );
     }
 }

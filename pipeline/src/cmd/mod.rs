@@ -44,7 +44,12 @@ use crate::task::Suite;
 
 /// PTXBench: evaluate LLM-written, architecture-specific GPU kernels.
 #[derive(Debug, Parser)]
-#[command(name = "ptxbench", version, about)]
+#[command(
+    name = "ptxbench",
+    version,
+    about,
+    after_help = "Evaluate your own model (a vLLM, SGLang or hosted OpenAI-compatible endpoint): README.md, \"Evaluate your model\"; start from manifests/generate-example.yaml."
+)]
 pub struct Cli {
     /// The task-suite folder (default: `tasks/` here or in the nearest parent that has one).
     #[arg(long, global = true, value_name = "DIR")]
@@ -85,7 +90,8 @@ pub enum Command {
     Evidence(evidence::EvidenceArgs),
     /// Evaluate a list of (candidate, task) pairs on every GPU; resumable, shardable.
     Run(run::RunArgs),
-    /// Prompt models through a chat endpoint, evaluate, feed back; resumable.
+    /// Prompt a model behind an OpenAI-compatible endpoint (vLLM, SGLang, hosted), evaluate,
+    /// feed back; resumable (README: "Evaluate your model").
     Generate(generate::GenerateArgs),
     /// Time the library baseline alone on a task's workloads and check its outputs.
     Baseline(baseline::BaselineArgs),

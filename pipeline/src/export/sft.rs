@@ -124,7 +124,13 @@ pub fn load_source(
     let mut roots: Vec<Digest> = Vec::new();
     let store = if path.is_file() {
         let m = Manifest::load(path)?;
-        roots.extend(m.runs.iter().chain(&m.records).copied());
+        roots.extend(
+            m.runs
+                .iter()
+                .chain(&m.generations)
+                .chain(&m.records)
+                .copied(),
+        );
         let root = match store {
             Some(s) => s.to_path_buf(),
             None => {

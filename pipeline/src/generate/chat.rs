@@ -234,6 +234,50 @@ impl ChatClient {
     }
 }
 
+/// `GET …/models`: what an OpenAI-compatible server lists.
+#[derive(Deserialize)]
+struct RawModels {
+    data: Vec<RawModel>,
+}
+
+#[derive(Deserialize)]
+struct RawModel {
+    id: String,
+}
+
+impl ChatClient {
+    /// The endpoint's model listing (`GET <base>/models`, the base being the chat URL without
+    /// its `/chat/completions`), with the API key; no completion is requested.
+    pub fn list_models(&self) -> Result<Vec<String>, AttemptError> {
+        let base = self
+            .url
+            .strip_suffix("/chat/completions")
+            .unwrap_or(&self.url);
+        let mut req = self.agent.get(format!("{base}/models"));
+        if let Some(k) = &self.api_key {
+            req = req.header("Authorization", format!("Bearer {k}"));
+        }
+        let mut resp = req.call().map_err(classify)?;
+        let status = resp.status().as_u16();
+        let bytes = resp
+            .body_mut()
+            .with_config()
+            .limit(16 * 1024 * 1024)
+            .read_to_vec()
+            .map_err(classify)?;
+        if !(200..300).contains(&status) {
+            return Err(AttemptError::Status {
+                status,
+                retry_after: None,
+                body: bytes,
+            });
+        }
+        let list: RawModels = serde_json::from_slice(&bytes)
+            .map_err(|e| AttemptError::Malformed(format!("a model list was expected: {e}")))?;
+        Ok(list.data.into_iter().map(|m| m.id).collect())
+    }
+}
+
 fn classify(e: ureq::Error) -> AttemptError {
     match e {
         ureq::Error::Timeout(t) => AttemptError::Timeout(t.to_string()),

@@ -17,6 +17,7 @@ use std::time::Duration;
 use super::chat::ChatClient;
 use super::journal::{Journal, JournalError, Spend};
 use super::manifest::{GenManifest, GenManifestError, SpendLimits};
+use super::preflight;
 use super::publish::{self, CandidateList, Published};
 use super::trajectory::{self, Context, End};
 use super::{TrajectorySpec, work_list};
@@ -36,6 +37,9 @@ pub struct GenerateOptions {
     pub exe: PathBuf,
     /// One turn per trajectory, candidates written out for `ptxbench run`.
     pub no_eval: bool,
+    /// Start although no GPU is found (each evaluation then is a harness failure): a dry run
+    /// of the loop.
+    pub allow_no_gpu: bool,
     /// Override the manifest's spend limits.
     pub max_requests: Option<u64>,
     pub max_tokens: Option<u64>,
@@ -54,7 +58,7 @@ pub enum GenerateError {
     Manifest(#[from] GenManifestError),
     #[error("{}: {message}", .path.display())]
     WorkList { path: PathBuf, message: String },
-    #[error("{}: field `models[{index}].api_key_env`: the environment variable {var} is not set", .path.display())]
+    #[error("{}: field `models[{index}].api_key_env`: the environment variable {var} is not set (the field is optional: leave it out for an endpoint that needs no key)", .path.display())]
     ApiKey {
         path: PathBuf,
         index: usize,
@@ -68,6 +72,11 @@ pub enum GenerateError {
         path: PathBuf,
         journal: u64,
         manifest: u64,
+    },
+    #[error("{}: this setup cannot run; nothing was sent:\n  - {}", .path.display(), .problems.join("\n  - "))]
+    Unusable {
+        path: PathBuf,
+        problems: Vec<String>,
     },
     #[error("drawing a seed from the operating system: {0}")]
     Entropy(String),
@@ -109,6 +118,8 @@ pub struct Generation {
     journal: Journal,
     seed: Seed,
     limits: SpendLimits,
+    /// What the pre-flight check could not confirm.
+    notes: Vec<String>,
     /// Held while this generation lives: one generation at a time per output folder (two would
     /// each spend the caps).
     _lock: std::fs::File,
@@ -135,13 +146,16 @@ pub struct Report {
     /// Over every invocation on the output folder.
     pub spent: Spend,
     pub turns: usize,
-    /// Turns recorded, by verdict.
+    /// Turns recorded, by verdict and the stage it was reached at ([`verdict_at`]).
     pub verdicts: BTreeMap<String, usize>,
     pub trajectories: usize,
     /// Trajectories that ended, by the class of their stop.
     pub stops: BTreeMap<String, usize>,
     /// Trajectories whose request kept failing (retried by the next run).
     pub failures: Vec<String>,
+    /// Trajectories stopped by a harness failure (their answer is graded again by the next
+    /// run, without a request).
+    pub harness: Vec<String>,
     /// Why trajectories stopped at a spend cap.
     pub caps: Vec<String>,
     /// Every trajectory has ended.
@@ -155,8 +169,9 @@ pub struct Report {
 }
 
 impl Generation {
-    /// Loads and checks the suite, the manifest, the work list, the API keys, the journal and
-    /// the seed; nothing is sent.
+    /// Loads and checks the suite, the manifest, the work list, the API keys, the tools, the
+    /// GPU, the endpoints ([`super::preflight`]), the journal and the seed; no completion is
+    /// requested.
     pub fn prepare(options: GenerateOptions) -> Result<Generation, GenerateError> {
         let suite = Suite::load(&options.suite_dir).map_err(|source| GenerateError::Suite {
             path: options.suite_dir.clone(),
@@ -188,6 +203,15 @@ impl Generation {
                 Duration::from_secs(m.timeout_s),
             ));
         }
+        let needs = preflight::Needs {
+            gpu: !options.no_eval && !options.allow_no_gpu,
+        };
+        let notes = preflight::check(&manifest, &clients, needs).map_err(|problems| {
+            GenerateError::Unusable {
+                path: path.clone(),
+                problems,
+            }
+        })?;
         std::fs::create_dir_all(&options.out).map_err(|source| GenerateError::Io {
             path: options.out.clone(),
             source,
@@ -219,6 +243,7 @@ impl Generation {
             journal,
             seed,
             limits,
+            notes,
             _lock: lock,
         })
     }
@@ -226,6 +251,11 @@ impl Generation {
     /// The (task, arch) pairs skipped because the task has no target for the arch.
     pub fn skipped(&self) -> &[String] {
         &self.skipped
+    }
+
+    /// What the pre-flight check could not confirm (it found no problem).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     pub fn overview(&self) -> Overview {
@@ -282,6 +312,7 @@ impl Generation {
             trajectories: self.specs.len(),
             stops: BTreeMap::new(),
             failures: Vec::new(),
+            harness: Vec::new(),
             caps: Vec::new(),
             complete: false,
             ended: self.finished(&journal),
@@ -296,13 +327,11 @@ impl Generation {
                 }
                 End::Capped(why) => report.caps.push(why.clone()),
                 End::Failed(why) => report.failures.push(format!("{key}: {why}")),
+                End::Harness(why) => report.harness.push(why.clone()),
             }
         }
         for t in journal.turns.values() {
-            *report
-                .verdicts
-                .entry(t.verdict.as_str().to_string())
-                .or_default() += 1;
+            *report.verdicts.entry(verdict_at(t)).or_default() += 1;
         }
         report.complete = report.ended == self.specs.len();
         if o.no_eval {
@@ -325,6 +354,18 @@ impl Generation {
             )?);
         }
         Ok(report)
+    }
+}
+
+/// A turn's verdict and, unless it ran to the end, the stage that decided it, as `check` and
+/// the feedback name them: `runtime at static` is a plan that does not bind (found by the
+/// static check), `runtime at launch` a launch that faulted on the GPU.
+pub fn verdict_at(t: &super::journal::TurnEntry) -> String {
+    use crate::record::Stage;
+    match t.stage {
+        Stage::Done | Stage::Unrecorded => t.verdict.as_str().to_string(),
+        Stage::NotEvaluated => "not evaluated".to_string(),
+        stage => format!("{} at {stage}", t.verdict.as_str()),
     }
 }
 
@@ -408,4 +449,43 @@ fn run_all(
         }
     });
     ends.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Verdict;
+    use crate::generate::journal::TurnEntry;
+    use crate::record::Stage;
+
+    #[test]
+    fn issue_43_verdicts_name_the_stage_that_decided_them() {
+        let turn = |verdict, stage| TurnEntry {
+            record_digest: crate::digest::Digest::of(b"r"),
+            exchange_digest: crate::digest::Digest::of(b"x"),
+            verdict,
+            stage,
+            min_speedup: None,
+            next_prompt_digest: None,
+            stop: None,
+        };
+        assert_eq!(
+            verdict_at(&turn(Verdict::Runtime, Stage::Static)),
+            "runtime at static"
+        );
+        assert_eq!(
+            verdict_at(&turn(Verdict::Runtime, Stage::Launch)),
+            "runtime at launch"
+        );
+        assert_eq!(verdict_at(&turn(Verdict::Correct, Stage::Done)), "correct");
+        assert_eq!(
+            verdict_at(&turn(Verdict::Other, Stage::NotEvaluated)),
+            "not evaluated"
+        );
+        // A journal from before stages were kept.
+        assert_eq!(
+            verdict_at(&turn(Verdict::Numerical, Stage::Unrecorded)),
+            "numerical"
+        );
+    }
 }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
 use crate::engine::Verdict;
+use crate::record::Stage;
 
 pub const JOURNAL_SCHEMA: &str = "ptxbench.generate-journal/1";
 pub const JOURNAL_FILE: &str = "journal.json";
@@ -48,6 +49,9 @@ pub struct TurnEntry {
     pub record_digest: Digest,
     pub exchange_digest: Digest,
     pub verdict: Verdict,
+    /// Where the evaluation stopped (absent from journals written before it was kept).
+    #[serde(default)]
+    pub stage: Stage,
     pub min_speedup: Option<f64>,
     /// The conversation (JSON messages) the next turn sends; `None` when the trajectory stops.
     pub next_prompt_digest: Option<Digest>,
@@ -170,6 +174,7 @@ mod tests {
                     record_digest: d,
                     exchange_digest: d,
                     verdict: Verdict::Numerical,
+                    stage: Stage::Correctness,
                     min_speedup: None,
                     next_prompt_digest: Some(d),
                     stop: None,

@@ -480,6 +480,21 @@ impl ModelSpec {
 mod tests {
     use super::*;
 
+    #[test]
+    fn issue_43_the_example_asks_for_the_core_tasks_and_no_key() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/generate-example.yaml");
+        let m = GenManifest::load(&path).expect("the example parses");
+        let core: Vec<String> = crate::metrics::core_set::CORE_TASKS
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        assert_eq!(m.tasks, core);
+        assert!(
+            m.models.iter().all(|x| x.api_key_env.is_none()),
+            "optional; a local vLLM needs none"
+        );
+    }
+
     const MINIMAL: &str = "generate: 1\nname: t\ntasks: [gemm_n4096_k4096]\narchs: [sm_90a]\nmodels:\n  - {name: m, endpoint: \"http://127.0.0.1:1/v1\"}\n";
 
     #[test]

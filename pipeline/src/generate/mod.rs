@@ -13,6 +13,7 @@ pub mod feedback;
 pub mod generation;
 pub mod journal;
 pub mod manifest;
+pub mod preflight;
 pub mod publish;
 pub mod trajectory;
 

@@ -1,13 +1,15 @@
 //! What a generation leaves behind: with `--no-eval` the candidates as files and a run list per
 //! arch for `ptxbench run`; once every trajectory has ended, a `ptxbench.run` object per arch
-//! (all turns' records) and the `ptxbench.generation` object, with their digests written into
-//! the output folder (`run-<arch>.digest`, `generation.digest`).
+//! (all turns' records; with `--no-eval` records that were checked, not run, so the entry is on
+//! a leaderboard before it is evaluated) and the `ptxbench.generation` object, with their
+//! digests written into the output folder (`run-<arch>.digest`, `generation.digest`). A
+//! manifest names a generation under `generations:` ([`load_generation`] reads it back).
 
 use crate::record::Stage;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::TrajectorySpec;
 use super::generation::{GenerateError, Seed};
@@ -23,20 +25,42 @@ use crate::task::Suite;
 pub const GENERATION_SCHEMA: &str = "ptxbench.generation/1";
 
 /// Lists the runs and trajectories of one generation manifest.
-#[derive(Debug, Serialize)]
-struct GenerationObject {
-    schema: String,
-    name: String,
-    manifest_digest: Digest,
-    no_eval: bool,
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GenerationObject {
+    pub schema: String,
+    pub name: String,
+    pub manifest_digest: Digest,
+    pub no_eval: bool,
     /// The base seed of the evaluation seeds.
-    seed: u64,
+    pub seed: u64,
     /// Whether it was drawn from the operating system's entropy (the manifest gave none).
-    seed_drawn: bool,
-    /// One `ptxbench.run` per arch (none with `--no-eval`).
-    run_digests: Vec<Digest>,
+    pub seed_drawn: bool,
+    /// One `ptxbench.run` per arch (with `--no-eval`, of records that are checked, not run).
+    pub run_digests: Vec<Digest>,
     /// In work-list order.
-    trajectory_digests: Vec<Digest>,
+    pub trajectory_digests: Vec<Digest>,
+}
+
+/// Reads the generation object `digest` from `store`, or says why it is not one.
+pub fn load_generation(store: &Store, digest: &Digest) -> Result<GenerationObject, String> {
+    #[derive(Deserialize)]
+    struct Schema {
+        schema: String,
+    }
+    let bytes = store.get(digest).map_err(|e| e.to_string())?;
+    let not_one = |what: String| format!("{digest} is {what}, not a {GENERATION_SCHEMA} object");
+    let schema = serde_json::from_slice::<Schema>(&bytes)
+        .map_err(|_| not_one("not a JSON object with a schema".into()))?
+        .schema;
+    if schema != GENERATION_SCHEMA {
+        let hint = if schema.starts_with("ptxbench.run/") {
+            " (a run goes under `runs:`)"
+        } else {
+            ""
+        };
+        return Err(not_one(format!("a `{schema}` object")) + hint);
+    }
+    serde_json::from_slice(&bytes).map_err(|e| not_one(format!("malformed ({e})")))
 }
 
 /// What was published.
@@ -82,34 +106,32 @@ pub fn publish(
 ) -> Result<Published, GenerateError> {
     let manifest_digest = store.put(g.manifest_text.as_bytes())?;
     let mut runs = Vec::new();
-    if !g.no_eval {
-        for &arch in &g.manifest.archs {
-            let mut records: Vec<Digest> = journal
-                .turns
-                .iter()
-                .filter(|(k, _)| {
-                    specs
-                        .iter()
-                        .any(|s| s.arch == arch && k.starts_with(&format!("{}#", s.key)))
-                })
-                .map(|(_, t)| t.record_digest)
-                .collect();
-            if records.is_empty() {
-                continue;
-            }
-            records.sort();
-            let run = RunObject {
-                schema: RUN_SCHEMA.into(),
-                name: format!("{}-{arch}", g.manifest.name),
-                arch,
-                list_digest: manifest_digest,
-                suite_hash: g.suite.digest(),
-                record_digests: records,
-            };
-            let d = store.put_object(&run)?;
-            write(&g.out.join(format!("run-{arch}.digest")), format!("{d}\n"))?;
-            runs.push((d, run.name, arch));
+    for &arch in &g.manifest.archs {
+        let mut records: Vec<Digest> = journal
+            .turns
+            .iter()
+            .filter(|(k, _)| {
+                specs
+                    .iter()
+                    .any(|s| s.arch == arch && k.starts_with(&format!("{}#", s.key)))
+            })
+            .map(|(_, t)| t.record_digest)
+            .collect();
+        if records.is_empty() {
+            continue;
         }
+        records.sort();
+        let run = RunObject {
+            schema: RUN_SCHEMA.into(),
+            name: format!("{}-{arch}", g.manifest.name),
+            arch,
+            list_digest: manifest_digest,
+            suite_hash: g.suite.digest(),
+            record_digests: records,
+        };
+        let d = store.put_object(&run)?;
+        write(&g.out.join(format!("run-{arch}.digest")), format!("{d}\n"))?;
+        runs.push((d, run.name, arch));
     }
     let generation = GenerationObject {
         schema: GENERATION_SCHEMA.into(),
@@ -210,4 +232,38 @@ pub fn write_candidates(
         written.push(CandidateList { arch, count, path });
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_43_a_generation_reads_back_and_a_run_in_its_place_is_named() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path().to_path_buf());
+        let run = store.put(b"a run").expect("stored");
+        let g = GenerationObject {
+            schema: GENERATION_SCHEMA.into(),
+            name: "my-model".into(),
+            manifest_digest: store.put(b"name: my-model").expect("stored"),
+            no_eval: true,
+            seed: 1,
+            seed_drawn: false,
+            run_digests: vec![run],
+            trajectory_digests: Vec::new(),
+        };
+        let d = store.put_object(&g).expect("stored");
+        assert_eq!(load_generation(&store, &d).expect("reads back"), g);
+        let not = store
+            .put(br#"{"schema":"ptxbench.run/1","name":"x"}"#)
+            .expect("stored");
+        let e = load_generation(&store, &not).expect_err("a run");
+        assert!(
+            e.contains("`ptxbench.run/1`") && e.contains("goes under `runs:`"),
+            "{e}"
+        );
+        let e = load_generation(&store, &Digest::of(b"absent")).expect_err("missing");
+        assert!(!e.is_empty());
+    }
 }

@@ -6,10 +6,12 @@
 //! candidate's source, PTX, plan and cubin, and a `ptxbench.record/1` linked to the previous
 //! turn's record. A trajectory that ends writes a `ptxbench.trajectory/1` object listing its
 //! records and exchanges in order. A trajectory stops when the kernel is correct and at least as
-//! fast as the library (or correct with timing off), at the turn limit, after a harness failure
-//! (verdict `other`: never blamed on the model, never fed back), or, with `--no-eval`, after its
-//! first turn. A spend cap or a request that keeps failing leaves it unfinished: the next run
-//! continues from the journal without asking for a finished turn again.
+//! fast as the library (or correct with timing off), at the turn limit, or, with `--no-eval`,
+//! after its first turn. A harness failure (verdict `other`: never blamed on the model, never
+//! fed back), a spend cap or a request that keeps failing leaves it unfinished: the next run
+//! continues from the journal without asking for a finished turn again, and grades the answer
+//! of a turn the harness failed on (or, without `--no-eval`, one that was not evaluated) anew
+//! from the store, without a request; the earlier record stays in the store.
 
 use crate::record::Stage;
 use std::path::PathBuf;
@@ -21,7 +23,7 @@ use serde::Serialize;
 
 use super::TrajectorySpec;
 use super::backoff;
-use super::chat::{ChatClient, Completion, Message, Usage, parse_completion};
+use super::chat::{ChatClient, Message, Usage, parse_completion};
 use super::feedback;
 use super::journal::{Journal, JournalError, Spend, TurnEntry, turn_key};
 use super::manifest::{GenManifest, SpendLimits};
@@ -103,6 +105,9 @@ pub enum End {
     Capped(String),
     /// A request kept failing or the store failed; resumable.
     Failed(String),
+    /// The harness failed on a turn (no GPU, a worker that died, ...): not the model's
+    /// verdict; the next run grades the kept answer again.
+    Harness(String),
 }
 
 /// Everything the trajectories of one run share.
@@ -132,6 +137,8 @@ enum TurnError {
     Capped(String),
     #[error("{0}")]
     Failed(String),
+    #[error("{0}")]
+    Harness(String),
 }
 
 impl From<StoreError> for TurnError {
@@ -217,7 +224,18 @@ pub fn run(ctx: &Context, client: &ChatClient, spec: &TrajectorySpec) -> End {
             let _ = ctx.save_journal();
             End::Failed(why)
         }
+        Err(TurnError::Harness(why)) => {
+            let _ = ctx.save_journal();
+            End::Harness(why)
+        }
     }
+}
+
+/// Whether a journalled turn is graded again rather than taken as final: the harness failed
+/// on it, or (now that evaluation is on) it was not evaluated.
+fn regrade(t: &TurnEntry, no_eval: bool) -> bool {
+    let stop = t.stop.as_deref().unwrap_or("");
+    stop.starts_with(STOP_HARNESS) || (stop == STOP_NOT_EVALUATED && !no_eval)
 }
 
 fn run_inner(
@@ -235,21 +253,32 @@ fn run_inner(
 
     // Resume from the journal.
     let (done, mut records, mut exchanges, mut next) = {
-        let j = ctx.lock_journal();
-        if let Some(d) = j.trajectories.get(&spec.key) {
-            let stop = j
-                .turns_of(&spec.key)
-                .last()
-                .and_then(|t| t.stop.clone())
-                .unwrap_or_default();
-            return Ok((*d, stop));
+        let mut j = ctx.lock_journal();
+        let mut turns: Vec<TurnEntry> = j.turns_of(&spec.key).into_iter().cloned().collect();
+        let again = match turns.last() {
+            Some(t) if regrade(t, ctx.no_eval) => turns.pop(),
+            _ => None,
+        };
+        match (j.trajectories.get(&spec.key), &again) {
+            (Some(d), None) => {
+                let stop = turns
+                    .last()
+                    .and_then(|t| t.stop.clone())
+                    .unwrap_or_default();
+                return Ok((*d, stop));
+            }
+            // Reopened: it ends again with a new trajectory object.
+            (Some(_), Some(_)) => {
+                j.trajectories.remove(&spec.key);
+            }
+            (None, _) => {}
         }
-        let turns = j.turns_of(&spec.key);
         let records: Vec<Digest> = turns.iter().map(|t| t.record_digest).collect();
         let exchanges: Vec<Digest> = turns.iter().map(|t| t.exchange_digest).collect();
-        let next = match turns.last() {
-            None => Next::Start,
-            Some(t) => match (&t.stop, t.next_prompt_digest) {
+        let next = match (again, turns.last()) {
+            (Some(t), _) => Next::Regrade(Box::new(t)),
+            (None, None) => Next::Start,
+            (None, Some(t)) => match (&t.stop, t.next_prompt_digest) {
                 (Some(stop), _) => Next::Stopped(stop.clone()),
                 (None, Some(p)) => Next::Continue(p),
                 (None, None) => Next::Stopped(STOP_TURN_LIMIT.into()),
@@ -259,8 +288,9 @@ fn run_inner(
     };
     let mut turn = done;
     let stop = loop {
-        let messages: Vec<Message> = match &next {
+        let (messages, answer) = match &next {
             Next::Stopped(stop) => break stop.clone(),
+            Next::Regrade(kept) => kept_answer(ctx, kept)?,
             Next::Start => {
                 let prompt = crate::prompt::render(task, spec.arch, spec.variant)
                     .map_err(TurnError::Failed)?;
@@ -269,40 +299,29 @@ fn run_inner(
                     v.push(Message::new("system", s.clone()));
                 }
                 v.push(Message::new("user", prompt));
-                v
+                let answer = ask(ctx, client, spec, turn, &v)?;
+                (v, answer)
             }
             Next::Continue(d) => {
                 let bytes = ctx.store.get(d)?;
-                serde_json::from_slice(&bytes).map_err(|e| {
+                let v: Vec<Message> = serde_json::from_slice(&bytes).map_err(|e| {
                     TurnError::Failed(format!("the conversation {d} does not parse: {e}"))
-                })?
+                })?;
+                let answer = ask(ctx, client, spec, turn, &v)?;
+                (v, answer)
             }
         };
-        if ctx.capped.load(Ordering::SeqCst) {
-            return Err(TurnError::Capped("a spend cap was reached".into()));
-        }
-        let entry = one_turn(
+        let entry = grade(
             ctx,
-            client,
             spec,
             task,
             &messages,
             turn,
             records.last().copied(),
             max_turns,
+            answer,
         )?;
-        records.push(entry.record_digest);
-        exchanges.push(entry.exchange_digest);
-        next = match (&entry.stop, entry.next_prompt_digest) {
-            (Some(s), _) => Next::Stopped(s.clone()),
-            (None, Some(p)) => Next::Continue(p),
-            (None, None) => Next::Stopped(STOP_TURN_LIMIT.into()),
-        };
-        {
-            let mut j = ctx.lock_journal();
-            j.turns.insert(turn_key(&spec.key, turn), entry);
-            j.save(&ctx.out)?;
-        }
+        next = journal_turn(ctx, spec, turn, entry, &mut records, &mut exchanges)?;
         turn += 1;
     };
     let object = TrajectoryObject {
@@ -331,7 +350,76 @@ fn run_inner(
 enum Next {
     Start,
     Continue(Digest),
+    /// Grade this journalled turn's answer again (it replaces the turn's entry).
+    Regrade(Box<TurnEntry>),
     Stopped(String),
+}
+
+/// An accepted reply to one request.
+struct Answer {
+    exchange_digest: Digest,
+    content: String,
+    finish_reason: Option<String>,
+}
+
+/// Journals a graded turn and says what comes next; a harness failure stops the trajectory
+/// unfinished (after the turn is journalled, so the next run grades the answer again).
+fn journal_turn(
+    ctx: &Context,
+    spec: &TrajectorySpec,
+    turn: u32,
+    entry: TurnEntry,
+    records: &mut Vec<Digest>,
+    exchanges: &mut Vec<Digest>,
+) -> Result<Next, TurnError> {
+    records.push(entry.record_digest);
+    exchanges.push(entry.exchange_digest);
+    let next = match (&entry.stop, entry.next_prompt_digest) {
+        (Some(s), _) => Next::Stopped(s.clone()),
+        (None, Some(p)) => Next::Continue(p),
+        (None, None) => Next::Stopped(STOP_TURN_LIMIT.into()),
+    };
+    let harness = entry
+        .stop
+        .as_deref()
+        .and_then(|s| s.strip_prefix(STOP_HARNESS))
+        .map(|why| why.trim_start_matches(':').trim().to_string());
+    let mut j = ctx.lock_journal();
+    j.turns.insert(turn_key(&spec.key, turn), entry);
+    j.save(&ctx.out)?;
+    match harness {
+        Some(why) => Err(TurnError::Harness(format!(
+            "{} turn {turn}: {why}",
+            spec.key
+        ))),
+        None => Ok(next),
+    }
+}
+
+/// The conversation, answer and finish reason of a journalled turn, from the store.
+fn kept_answer(ctx: &Context, t: &TurnEntry) -> Result<(Vec<Message>, Answer), TurnError> {
+    let record: crate::record::Record = ctx.store.get_json(&t.record_digest)?;
+    let missing = |what: &str| {
+        TurnError::Failed(format!(
+            "the record {} of a turn to grade again names no {what}",
+            t.record_digest
+        ))
+    };
+    let prompt = record.prompt_digest.ok_or_else(|| missing("prompt"))?;
+    let response = record.response_digest.ok_or_else(|| missing("response"))?;
+    let messages: Vec<Message> = serde_json::from_slice(&ctx.store.get(&prompt)?)
+        .map_err(|e| TurnError::Failed(format!("the conversation {prompt} does not parse: {e}")))?;
+    let content = String::from_utf8(ctx.store.get(&response)?.to_vec())
+        .map_err(|e| TurnError::Failed(format!("the response {response} is not UTF-8: {e}")))?;
+    let exchange: serde_json::Value = ctx.store.get_json(&t.exchange_digest)?;
+    Ok((
+        messages,
+        Answer {
+            exchange_digest: t.exchange_digest,
+            content,
+            finish_reason: exchange["finish_reason"].as_str().map(String::from),
+        },
+    ))
 }
 
 /// The request body: model, messages, sampling settings, pass-through extras.
@@ -364,14 +452,19 @@ fn request_body(
         .map_err(|e| TurnError::Failed(e.to_string()))
 }
 
-/// Sends one request with retries; stores every body and the exchange object.
-fn exchange(
+/// Sends the conversation with retries (unless a spend cap was reached); stores every body
+/// and the exchange object.
+fn ask(
     ctx: &Context,
     client: &ChatClient,
     spec: &TrajectorySpec,
     turn: u32,
-    body: &[u8],
-) -> Result<(Digest, Completion), TurnError> {
+    messages: &[Message],
+) -> Result<Answer, TurnError> {
+    if ctx.capped.load(Ordering::SeqCst) {
+        return Err(TurnError::Capped("a spend cap was reached".into()));
+    }
+    let body = &request_body(ctx, spec, messages)?;
     let policy = &ctx.manifest.retry;
     let request_body_digest = ctx.store.put(body)?;
     let mut attempts = Vec::new();
@@ -408,7 +501,11 @@ fn exchange(
                         finish_reason: completion.finish_reason.clone(),
                         attempts,
                     };
-                    return Ok((ctx.store.put_object(&object)?, completion));
+                    return Ok(Answer {
+                        exchange_digest: ctx.store.put_object(&object)?,
+                        content: completion.content,
+                        finish_reason: completion.finish_reason,
+                    });
                 }
                 Err(e) => (e, Some(ctx.store.put(&reply.body)?)),
             },
@@ -450,22 +547,26 @@ fn exchange(
     )))
 }
 
+/// Grades one answer: the static check, the evaluation (unless `--no-eval`), the record, and
+/// the feedback for the next turn.
 #[allow(clippy::too_many_arguments)]
-fn one_turn(
+fn grade(
     ctx: &Context,
-    client: &ChatClient,
     spec: &TrajectorySpec,
     task: &crate::task::Task,
     messages: &[Message],
     turn: u32,
     previous: Option<Digest>,
     max_turns: u32,
+    answer: Answer,
 ) -> Result<TurnEntry, TurnError> {
     let m = ctx.manifest;
     let model = &m.models[spec.model];
-    let body = request_body(ctx, spec, messages)?;
-    let (exchange_digest, completion) = exchange(ctx, client, spec, turn, &body)?;
-    let content = completion.content.clone();
+    let Answer {
+        exchange_digest,
+        content,
+        finish_reason,
+    } = answer;
 
     // The evaluator: its static check on the CPU, then (unless --no-eval) a free GPU.
     let extracted = Candidate::from_response(&content);
@@ -543,7 +644,7 @@ fn one_turn(
             next.push(Message::new("assistant", content));
             next.push(Message::new(
                 "user",
-                feedback::build(&report, &outcome, completion.finish_reason.as_deref()),
+                feedback::build(&report, &outcome, finish_reason.as_deref()),
             ));
             let bytes = serde_json::to_vec(&next).map_err(|e| TurnError::Failed(e.to_string()))?;
             Some(ctx.store.put(&bytes)?)
@@ -553,6 +654,7 @@ fn one_turn(
         record_digest,
         exchange_digest,
         verdict: outcome.verdict,
+        stage: outcome.stage,
         min_speedup: outcome.min_speedup,
         next_prompt_digest,
         stop,

@@ -11,6 +11,7 @@
 //! manifest: 1
 //! suite: { version: "1.0.0", hash: "<64 hex>" }
 //! runs: ["<64 hex>"]          # ptxbench.run objects
+//! generations: ["<64 hex>"]   # ptxbench.generation objects: their runs are shown as if listed
 //! records: []                 # ptxbench.record objects shown on their own
 //! suites: []                  # ptxbench.suite objects of suites the records were made against
 //! reported:
@@ -44,6 +45,10 @@ pub struct Manifest {
     /// Run objects (`ptxbench.run/*`) on the leaderboard.
     #[serde(default)]
     pub runs: Vec<Digest>,
+    /// Generation objects (`ptxbench.generation/*`, what `ptxbench generate` prints): each
+    /// puts its runs on the leaderboard, and its trajectories in the closure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generations: Vec<Digest>,
     /// Record objects (`ptxbench.record/*`) shown on their own.
     #[serde(default)]
     pub records: Vec<Digest>,
@@ -172,6 +177,7 @@ impl Manifest {
         let mut seen = BTreeSet::new();
         let lists = [
             ("runs", &self.runs),
+            ("generations", &self.generations),
             ("records", &self.records),
             ("suites", &self.suites),
         ];
@@ -252,6 +258,13 @@ impl Manifest {
                 expect: Some(ObjectKind::Run),
             });
         }
+        for (i, d) in self.generations.iter().enumerate() {
+            out.push(Root {
+                digest: *d,
+                label: format!("{p}: generations[{i}]"),
+                expect: Some(ObjectKind::Other("generation".into())),
+            });
+        }
         for (i, d) in self.records.iter().enumerate() {
             out.push(Root {
                 digest: *d,
@@ -274,6 +287,43 @@ impl Manifest {
             });
         }
         out
+    }
+}
+
+/// A run on the leaderboard and where the manifest names it (`runs[0]`, `generations[1]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedRun {
+    pub digest: Digest,
+    pub field: String,
+}
+
+impl Manifest {
+    /// The runs the leaderboard shows: `runs`, then the runs of each generation under
+    /// `generations` (a run already listed is not listed again). Reads the generation objects
+    /// from `store`; an error names the field and the digest.
+    pub fn listed_runs(&self, store: &crate::store::Store) -> Result<Vec<ListedRun>, String> {
+        let mut out: Vec<ListedRun> = self
+            .runs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| ListedRun {
+                digest: *d,
+                field: format!("runs[{i}]"),
+            })
+            .collect();
+        for (i, d) in self.generations.iter().enumerate() {
+            let g = crate::generate::publish::load_generation(store, d)
+                .map_err(|e| format!("field `generations[{i}]`: {e}"))?;
+            for r in g.run_digests {
+                if !out.iter().any(|l| l.digest == r) {
+                    out.push(ListedRun {
+                        digest: r,
+                        field: format!("generations[{i}] ({d})"),
+                    });
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -339,6 +389,30 @@ mod tests {
         )
         .expect_err("bad date");
         assert!(e.to_string().contains("models.M.release_date"), "{e}");
+    }
+
+    #[test]
+    fn issue_43_generations_are_roots_of_their_own_kind() {
+        let (g, r) = (Digest::of(b"g"), Digest::of(b"r"));
+        let m = Manifest::parse(
+            &text(&format!("runs: [\"{r}\"]\ngenerations: [\"{g}\"]\n")),
+            Path::new("m.yaml"),
+        )
+        .expect("valid");
+        let roots = m.roots(Path::new("m.yaml"));
+        let root = roots.iter().find(|x| x.digest == g).expect("a root");
+        assert_eq!(root.label, "m.yaml: generations[0]");
+        assert_eq!(root.expect, Some(ObjectKind::Other("generation".into())));
+        let e = Manifest::parse(
+            &text(&format!("runs: [\"{g}\"]\ngenerations: [\"{g}\"]\n")),
+            Path::new("m.yaml"),
+        )
+        .expect_err("listed twice");
+        assert!(e.to_string().contains("generations[0]"), "{e}");
+        // A manifest without generations writes none (bundles' run manifests stay as they were).
+        let plain = Manifest::parse(&text(""), Path::new("m.yaml")).expect("valid");
+        let yaml = serde_saphyr::to_string(&plain).expect("serialises");
+        assert!(!yaml.contains("generations"), "{yaml}");
     }
 
     #[test]

@@ -116,9 +116,15 @@ impl SiteInput {
         store: &Store,
         suite: Suite,
     ) -> Result<SiteInput, SiteError> {
-        let mut runs = Vec::with_capacity(manifest.runs.len());
-        for (i, d) in manifest.runs.iter().enumerate() {
-            let what = || format!("run {d} ({manifest_name} `runs[{i}]`)");
+        let listed = manifest
+            .listed_runs(store)
+            .map_err(|e| SiteError::Manifest {
+                message: format!("{manifest_name}: {e}"),
+            })?;
+        let mut runs = Vec::with_capacity(listed.len());
+        for l in &listed {
+            let d = &l.digest;
+            let what = || format!("run {d} ({manifest_name} `{}`)", l.field);
             let run = record::load_run(store, d).map_err(|source| SiteError::Record {
                 what: what(),
                 source,

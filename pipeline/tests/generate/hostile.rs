@@ -230,8 +230,11 @@ fn issue_41_an_include_of_the_environment_leaks_no_key() {
     let canned = canned_dir(&[(0, hostile), (1, good_answer())], "");
     let server = CannedServer::start(canned.path(), 0).expect("server");
     let work = tempfile::tempdir().expect("work");
-    let (code, stdout, stderr) =
-        generate(work.path(), &manifest(&server.url(), 1, "[1, 4]", ""), &[]);
+    let (code, stdout, stderr) = generate(
+        work.path(),
+        &manifest(&server.url(), 1, "[1, 4]", ""),
+        &["--allow-no-gpu"],
+    );
     let served = server.served();
     assert!(served.len() >= 2, "{stdout}\n{stderr}");
     for s in &served {

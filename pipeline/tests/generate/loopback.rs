@@ -30,25 +30,30 @@ fn repair_turns_are_recorded_linked_and_fed_back() {
         &[
             (0, truncated_answer()),
             (1, NO_BLOCK_ANSWER.to_string()),
-            (2, good_answer()),
+            (2, unbound_answer()),
         ],
         "",
     );
     let server = CannedServer::start(canned.path(), 0).expect("server");
     let work = tempfile::tempdir().expect("work");
-    let (code, stdout, stderr) =
-        generate(work.path(), &manifest(&server.url(), 1, "[1, 4]", ""), &[]);
+    // Every answer fails the static check, so the GPU is never asked for (a dry run).
+    let (code, stdout, stderr) = generate(
+        work.path(),
+        &manifest(&server.url(), 1, "[1, 3]", ""),
+        &["--allow-no-gpu"],
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // Issue 43: each verdict with the stage that decided it; a plan that does not bind is the
+    // static check's finding, as `check` reports it.
+    assert!(
+        stdout.contains("turns recorded: 3 (extraction at static 2, runtime at static 1)"),
+        "{stdout}"
+    );
     let store = Store::open(work.path().join("artifacts"));
     let journal = Journal::load(&work.path().join("out")).expect("journal");
     assert_eq!(journal.turns.len(), 3, "{stdout}\n{stderr}");
     let t = trajectory(&store, &journal);
-    assert!(
-        t["stop"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("harness failure")),
-        "{t}"
-    );
+    assert_eq!(t["stop"], "turn limit", "{t}");
     let records = digests(&t["record_digests"]);
     assert_eq!(records.len(), 3);
     let recs: Vec<Record> = records
@@ -57,11 +62,11 @@ fn repair_turns_are_recorded_linked_and_fed_back() {
         .collect();
     assert_eq!(recs[0].verdict, Verdict::Extraction);
     assert_eq!(recs[1].verdict, Verdict::Extraction);
-    // No GPU here: the harness's failure is recorded and ends the trajectory.
-    assert_eq!(
-        recs[2].verdict,
-        Verdict::Other,
-        "{:?}",
+    assert_eq!(recs[2].verdict, Verdict::Runtime);
+    assert_eq!(recs[2].outcome.stage, ptxbench::record::Stage::Static);
+    assert!(
+        recs[2].outcome.message.contains('D'),
+        "{}",
         recs[2].outcome.message
     );
     for (i, r) in recs.iter().enumerate() {
@@ -104,7 +109,7 @@ fn repair_turns_are_recorded_linked_and_fed_back() {
     let response = store
         .get(&recs[2].response_digest.expect("response"))
         .expect("blob");
-    assert_eq!(String::from_utf8_lossy(&response), good_answer());
+    assert_eq!(String::from_utf8_lossy(&response), unbound_answer());
     // Exchanges: request and reply bodies stored, usage and reasoning tokens read.
     for d in digests(&t["exchange_digests"]) {
         let x: serde_json::Value = store.get_json(&d).expect("exchange");
@@ -145,6 +150,97 @@ fn repair_turns_are_recorded_linked_and_fed_back() {
     assert_eq!(digests(&run["record_digests"]).len(), 3);
     // The API key is sent, never stored.
     assert_nowhere(work.path(), SECRET);
+}
+
+/// Issue 43: a harness failure (here: evaluating without a GPU) is never the model's verdict
+/// and never a silent success: the run exits 3 naming it, publishes nothing, and the next run
+/// grades the kept answer again without asking the model.
+#[test]
+fn issue_43_a_harness_failure_is_graded_again_without_a_request() {
+    let canned = canned_dir(&[(0, truncated_answer()), (1, good_answer())], "");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let work = tempfile::tempdir().expect("work");
+    let text = manifest(&server.url(), 1, "[1, 4]", "");
+    let (code, stdout, stderr) = generate(work.path(), &text, &["--allow-no-gpu"]);
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("harness failure (not the model's verdict)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("graded again, without a request"),
+        "{stderr}"
+    );
+    assert!(!work.path().join("out/generation.digest").exists());
+    let journal = Journal::load(&work.path().join("out")).expect("journal");
+    assert!(journal.trajectories.is_empty(), "not finished");
+    let turns = journal.turns_of("canned-model/gemm_n4096_k4096/sm_90a/v1/r1");
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[1].verdict, Verdict::Other);
+    assert!(turns[1].next_prompt_digest.is_none(), "never fed back");
+    let (exchange, first_record) = (turns[1].exchange_digest, turns[1].record_digest);
+    assert_eq!(server.served().len(), 2);
+
+    let (code, stdout, stderr) = generate(work.path(), &text, &["--allow-no-gpu"]);
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    assert_eq!(server.served().len(), 2, "no request for a kept answer");
+    let journal = Journal::load(&work.path().join("out")).expect("journal");
+    let turns = journal.turns_of("canned-model/gemm_n4096_k4096/sm_90a/v1/r1");
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[1].exchange_digest, exchange, "the same answer");
+    let store = Store::open(work.path().join("artifacts"));
+    let again: Record = store.get_json(&turns[1].record_digest).expect("record");
+    let first: Record = store
+        .get_json(&first_record)
+        .expect("the first record is kept");
+    assert_eq!(again.response_digest, first.response_digest);
+    assert_eq!(again.prompt_digest, first.prompt_digest);
+    assert_eq!(again.previous_digest, Some(turns[0].record_digest));
+}
+
+/// Issue 43: a `--no-eval` generation is published with its entry (a leaderboard row before
+/// evaluation), and the same command without `--no-eval` later evaluates the kept answers in
+/// their trajectories, asking the model nothing for them.
+#[test]
+fn issue_43_a_no_eval_generation_is_evaluated_later_in_its_trajectories() {
+    let canned = canned_dir(&[(0, good_answer())], "");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let work = tempfile::tempdir().expect("work");
+    let text = manifest(&server.url(), 1, "[1]", "");
+    let (code, stdout, stderr) = generate(work.path(), &text, &["--no-eval"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("turns recorded: 1 (not evaluated 1)"),
+        "{stdout}"
+    );
+    let store = Store::open(work.path().join("artifacts"));
+    let run: Digest = std::fs::read_to_string(work.path().join("out/run-sm_90a.digest"))
+        .expect("a --no-eval generation has its run")
+        .trim()
+        .parse()
+        .expect("hex");
+    let run: serde_json::Value = store.get_json(&run).expect("run");
+    let kept: Record = store
+        .get_json(&digests(&run["record_digests"])[0])
+        .expect("record");
+    assert_eq!(kept.entry, "Canned Model");
+    assert_eq!(kept.outcome.stage, ptxbench::record::Stage::NotEvaluated);
+
+    // Later, "on a GPU machine" (here a dry run without one): the kept answer is graded.
+    let (code, stdout, stderr) = generate(work.path(), &text, &["--allow-no-gpu"]);
+    assert_eq!(server.served().len(), 1, "nothing asked again");
+    assert_eq!(
+        code, 3,
+        "no GPU here: a harness failure\n{stdout}\n{stderr}"
+    );
+    let journal = Journal::load(&work.path().join("out")).expect("journal");
+    let turns = journal.turns_of("canned-model/gemm_n4096_k4096/sm_90a/v1/r1");
+    assert_eq!(turns.len(), 1);
+    let graded: Record = store.get_json(&turns[0].record_digest).expect("record");
+    assert_eq!(graded.entry, kept.entry);
+    assert_eq!(graded.response_digest, kept.response_digest);
+    assert_eq!(graded.prompt_digest, kept.prompt_digest);
+    assert_ne!(graded.outcome.stage, ptxbench::record::Stage::NotEvaluated);
 }
 
 #[test]
@@ -206,14 +302,18 @@ fn an_interrupted_run_resumes_without_asking_for_finished_turns() {
         &[
             (0, truncated_answer()),
             (1, NO_BLOCK_ANSWER.to_string()),
-            (2, good_answer()),
+            (2, unbound_answer()),
         ],
         "",
     );
     let server = CannedServer::start(canned.path(), 0).expect("server");
     let work = tempfile::tempdir().expect("work");
-    let text = manifest(&server.url(), 2, "[1, 4]", "");
-    let (code, stdout, stderr) = generate(work.path(), &text, &["--max-requests", "4"]);
+    let text = manifest(&server.url(), 2, "[1, 3]", "");
+    let (code, stdout, stderr) = generate(
+        work.path(),
+        &text,
+        &["--allow-no-gpu", "--max-requests", "4"],
+    );
     assert_eq!(
         code, 3,
         "a cap stops the run incomplete:\n{stdout}\n{stderr}"
@@ -224,7 +324,7 @@ fn an_interrupted_run_resumes_without_asking_for_finished_turns() {
     assert_eq!(server.served().len(), 4);
     assert!(!work.path().join("out/generation.digest").exists());
 
-    let (code, stdout, stderr) = generate(work.path(), &text, &[]);
+    let (code, stdout, stderr) = generate(work.path(), &text, &["--allow-no-gpu"]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let served = server.served();
     assert_eq!(
@@ -249,7 +349,7 @@ fn an_interrupted_run_resumes_without_asking_for_finished_turns() {
         assert_eq!(digests(&t["record_digests"]).len(), 3);
     }
     // A third run asks for nothing.
-    let (code, _, stderr) = generate(work.path(), &text, &[]);
+    let (code, _, stderr) = generate(work.path(), &text, &["--allow-no-gpu"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(server.served().len(), 6);
 }
@@ -258,7 +358,7 @@ fn an_interrupted_run_resumes_without_asking_for_finished_turns() {
 fn a_bad_manifest_names_the_file_and_the_field() {
     let work = tempfile::tempdir().expect("work");
     let text = manifest("ftp://127.0.0.1:1/v1", 1, "[1]", "");
-    let (code, _, stderr) = generate(work.path(), &text, &[]);
+    let (code, _, stderr) = generate(work.path(), &text, &["--allow-no-gpu"]);
     assert_ne!(code, 0);
     assert!(
         stderr.contains("gen.yaml") && stderr.contains("models[0].endpoint"),

@@ -1,13 +1,15 @@
 //! Integration tests of `ptxbench generate` and `ptxbench export sft`, against a real HTTP
 //! server on loopback (the canned chat server) and the real `ptxbench` binary. They run without
-//! a GPU: an evaluation then ends as `other: no GPU` (or `other: no PTX` without NVRTC), which
-//! the loop must record as the harness's failure and stop on, never feed back to the model.
+//! a GPU: `generate` refuses to start without one unless `--no-eval` (or `--allow-no-gpu`, a
+//! dry run, when an evaluation then ends as `other: no GPU`, which the loop must record as the
+//! harness's failure, never feed back to the model, and grade again on the next run).
 
 #[path = "../support/canned.rs"]
 mod canned;
 mod export;
 mod hostile;
 mod loopback;
+mod preflight;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,6 +35,15 @@ pub fn good_answer() -> String {
     )
 }
 
+/// The SIMT GEMM with a plan that does not bind (it names a tensor the task does not have):
+/// refused by the static check, no GPU needed.
+pub fn unbound_answer() -> String {
+    let g = good_answer();
+    let a = g.replacen("{tensor: C}", "{tensor: D}", 1);
+    assert_ne!(a, g, "the plan names tensor C");
+    a
+}
+
 /// An answer cut off inside its kernel block.
 pub fn truncated_answer() -> String {
     let g = good_answer();
@@ -42,9 +53,11 @@ pub fn truncated_answer() -> String {
 pub const NO_BLOCK_ANSWER: &str =
     "I would tile the GEMM in 128x128 blocks and use wgmma, but I will not write the code.";
 
-/// A canned-server folder with answers by turn and optional faults.
+/// A canned-server folder with answers by turn and optional faults; it lists the model of
+/// [`manifest`].
 pub fn canned_dir(answers: &[(usize, String)], faults: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir().expect("temp dir");
+    std::fs::write(d.path().join("models.txt"), "canned-model\n").expect("models.txt");
     for (turn, text) in answers {
         std::fs::write(d.path().join(format!("turn-{turn}.md")), text).expect("answer");
     }

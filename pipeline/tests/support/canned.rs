@@ -10,7 +10,9 @@
 //!   request is answered normally: `ok`, `429 <retry-after seconds>`, `500`,
 //!   `slow <seconds>` (answer after a delay), `drop` (send half the reply, then close),
 //!   `redirect <url>` (a 302 to the URL), `usage <n>` (answer, reporting `n` prompt and `n`
-//!   completion tokens).
+//!   completion tokens);
+//! - `models.txt` (optional): the model names `GET …/models` lists, one a line (without it,
+//!   that listing is a 404, as on a server that has none).
 //!
 //! It binds 127.0.0.1 only. Every request served is logged ([`Served`]) so a test can count
 //! what was asked.
@@ -86,6 +88,7 @@ pub struct Served {
 struct State {
     answers: BTreeMap<usize, String>,
     faults: Vec<Directive>,
+    models: Option<Vec<String>>,
     next: AtomicUsize,
     served: Mutex<Vec<Served>>,
 }
@@ -132,9 +135,22 @@ fn load(dir: &Path) -> Result<State, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(format!("{}: {e}", faults_path.display())),
     };
+    let models_path = dir.join("models.txt");
+    let models = match std::fs::read_to_string(&models_path) {
+        Ok(text) => Some(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(String::from)
+                .collect(),
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", models_path.display())),
+    };
     Ok(State {
         answers,
         faults,
+        models,
         next: AtomicUsize::new(0),
         served: Mutex::new(Vec::new()),
     })
@@ -253,6 +269,27 @@ fn handle_connection(state: &State, mut stream: TcpStream) -> std::io::Result<()
     }
     let mut parts = request_line.split_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if method == "GET" && path.ends_with("/models") {
+        return match &state.models {
+            Some(models) => {
+                let data: Vec<serde_json::Value> = models
+                    .iter()
+                    .map(
+                        |id| serde_json::json!({"id": id, "object": "model", "owned_by": "canned"}),
+                    )
+                    .collect();
+                let body = serde_json::to_vec(&serde_json::json!({"object": "list", "data": data}))
+                    .map_err(std::io::Error::other)?;
+                respond(&mut stream, 200, &[], &body)
+            }
+            None => respond(
+                &mut stream,
+                404,
+                &[],
+                br#"{"error":{"message":"not found"}}"#,
+            ),
+        };
+    }
     if method != "POST" || !path.ends_with("/chat/completions") {
         return respond(
             &mut stream,
