@@ -15,12 +15,12 @@ pub struct Embedded {
 }
 
 impl Queue for Embedded {
-    fn push(&self, job: &JobSpec) -> Result<(), String> {
+    fn push_all(&self, jobs: &[JobSpec]) -> Result<(), String> {
         self.jobs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push_back(job.clone());
-        self.ready.notify_one();
+            .extend(jobs.iter().cloned());
+        self.ready.notify_all();
         Ok(())
     }
 }

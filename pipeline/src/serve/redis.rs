@@ -11,7 +11,7 @@
 //! first result of a job only (a job delivered twice may be evaluated twice, but it is
 //! recorded once), acknowledges and deletes the result and the job.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,8 +21,9 @@ use super::job::{Answer, Bench, JobSpec};
 use super::resp::{Connection, RedisError, Reply, entries};
 use super::service::{Queue, Service};
 use crate::digest::Digest;
-use crate::store::closure::{Root, closure};
-use crate::store::object::ObjectKind;
+use crate::record::task::SuiteObjects;
+use crate::store::Store;
+use crate::store::object::{Content, classify};
 
 /// The default stream name prefix.
 pub const DEFAULT_STREAM: &str = "ptxbench";
@@ -112,12 +113,23 @@ impl RedisQueue {
 }
 
 impl Queue for RedisQueue {
-    fn push(&self, job: &JobSpec) -> Result<(), String> {
-        let body = serde_json::to_vec(job).map_err(|e| e.to_string())?;
+    /// Adds the jobs in one round trip (pipelined `XADD`s). A failure part way leaves the
+    /// jobs already added in the stream; the server forgets their ids, so their results are
+    /// dropped as results of unknown jobs.
+    fn push_all(&self, jobs: &[JobSpec]) -> Result<(), String> {
         let stream = self.streams.jobs();
-        self.with(|c| c.call(&[b"XADD", stream.as_bytes(), b"*", b"job", body.as_slice()]))
+        let bodies = jobs
+            .iter()
+            .map(serde_json::to_vec)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let commands: Vec<Vec<&[u8]>> = bodies
+            .iter()
+            .map(|b| vec![&b"XADD"[..], stream.as_bytes(), b"*", b"job", b.as_slice()])
+            .collect();
+        self.with(|c| c.pipeline(&commands))
             .map(|_| ())
-            .map_err(|e| format!("queueing job {}: {e}", job.id))
+            .map_err(|e| format!("queueing {} jobs: {e}", jobs.len()))
     }
 }
 
@@ -190,18 +202,17 @@ fn apply(service: &Service, e: &super::resp::Entry) -> Option<String> {
                 problem = Some(format!("storing a result object: {err}"));
             }
         }
-        let walk = closure(
+        match reachable(
             &service.store,
-            &[Root {
-                digest: a.record,
-                label: format!("job {}", meta.job),
-                expect: Some(ObjectKind::Record),
-            }],
-        );
-        if let Some(p) = walk.problems.first() {
-            problem = Some(format!("the result's record is incomplete: {p}"));
-        } else if !service.store.contains(&a.feedback) {
-            problem = Some(format!("the feedback {} did not come", a.feedback));
+            &[a.record, a.feedback],
+            &suite_objects(&service.objects),
+        ) {
+            Ok(found) => {
+                if let Some((d, _)) = found.iter().find(|(_, b)| b.is_none()) {
+                    problem = Some(format!("the result's record needs {d}, which did not come"));
+                }
+            }
+            Err(e) => problem = Some(format!("the result's record: {e}")),
         }
         if let Some(p) = problem {
             result = Err(format!("job {} from {}: {p}", meta.job, meta.worker));
@@ -323,32 +334,16 @@ fn one(
     let result = heartbeat(o, &e.id, || bench.evaluate(&job, o.gpu, gave_up.as_deref()));
     let mut fields: Vec<(String, Vec<u8>)> = Vec::new();
     if let Ok(a) = &result {
-        let walk = closure(
-            &bench.store,
-            &[Root {
-                digest: a.record,
-                label: format!("job {}", job.id),
-                expect: Some(ObjectKind::Record),
-            }],
-        );
         // The server holds the suite's objects (it checked the suite is the same).
-        let suite: std::collections::BTreeSet<Digest> = bench
-            .objects
-            .tasks
-            .values()
-            .map(|(d, _)| *d)
-            .chain([bench.objects.digest])
-            .collect();
-        for d in walk.objects.iter().chain([&a.feedback]) {
-            if !suite.contains(d) {
-                fields.push((
-                    format!("o{}", fields.len()),
-                    bench
-                        .store
-                        .get(d)
-                        .map_err(|err| RedisError::Protocol(format!("reading {d} back: {err}")))?,
-                ));
-            }
+        let objects = reachable(
+            &bench.store,
+            &[a.record, a.feedback],
+            &suite_objects(&bench.objects),
+        )
+        .map_err(RedisError::Protocol)?;
+        // One missing here is missing at the server too, which then fails the job.
+        for bytes in objects.into_iter().filter_map(|(_, b)| b) {
+            fields.push((format!("o{}", fields.len()), bytes));
         }
     }
     let meta = ResultMeta {
@@ -378,19 +373,14 @@ fn one(
 /// Runs `f` while a thread keeps job `id` claimed (its idle time reset every third of
 /// `claim_after`), so that no other worker takes over a job that is only slow.
 fn heartbeat<T>(o: &WorkerOptions, id: &str, f: impl FnOnce() -> T) -> T {
-    let stop = Arc::new(AtomicBool::new(false));
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|s| {
-        let stop2 = stop.clone();
         s.spawn(move || {
             let every = (o.claim_after / 3).max(Duration::from_millis(100));
             let mut conn = None;
-            let mut last = Instant::now();
-            while !stop2.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50).min(every));
-                if last.elapsed() < every {
-                    continue;
-                }
-                last = Instant::now();
+            // Ends as soon as the evaluation does (the sender is dropped).
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
+            {
                 if conn.is_none() {
                     conn = Connection::open(&o.streams.url).ok();
                 }
@@ -411,7 +401,43 @@ fn heartbeat<T>(o: &WorkerOptions, id: &str, f: impl FnOnce() -> T) -> T {
             }
         });
         let out = f();
-        stop.store(true, Ordering::Relaxed);
+        drop(stop);
         out
     })
+}
+
+/// The digests of the suite's objects (which the server and every worker hold).
+fn suite_objects(o: &SuiteObjects) -> BTreeSet<Digest> {
+    o.tasks
+        .values()
+        .map(|(d, _)| *d)
+        .chain([o.digest])
+        .collect()
+}
+
+/// Every object reachable from `roots` but those in `known` (the suite's, which reference
+/// nothing else), each with its bytes (`None`: not in `store`).
+fn reachable(
+    store: &Store,
+    roots: &[Digest],
+    known: &BTreeSet<Digest>,
+) -> Result<Vec<(Digest, Option<Vec<u8>>)>, String> {
+    let mut seen: BTreeSet<Digest> = BTreeSet::new();
+    let mut todo: Vec<Digest> = roots.to_vec();
+    let mut out = Vec::new();
+    while let Some(d) = todo.pop() {
+        if known.contains(&d) || !seen.insert(d) {
+            continue;
+        }
+        if !store.contains(&d) {
+            out.push((d, None));
+            continue;
+        }
+        let bytes = store.get(&d).map_err(|e| format!("{d}: {e}"))?;
+        if let Content::Object(o) = classify(&bytes).map_err(|e| format!("{d}: {e}"))? {
+            todo.extend(o.references.iter().map(|r| r.digest));
+        }
+        out.push((d, Some(bytes)));
+    }
+    Ok(out)
 }

@@ -119,15 +119,38 @@ impl Connection {
 
     /// Sends one command and reads its reply; an error reply is an `Err`.
     pub fn call(&mut self, args: &[&[u8]]) -> Result<Reply, RedisError> {
-        let mut out = Vec::with_capacity(64 + args.iter().map(|a| a.len() + 16).sum::<usize>());
-        out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
+        self.pipeline(&[args.to_vec()])
+            .map(|mut r| r.pop().unwrap_or(Reply::Array(None)))
+    }
+
+    /// Sends several commands at once, then reads their replies in order; the first error
+    /// reply is an `Err` (after every reply was read).
+    pub fn pipeline(&mut self, commands: &[Vec<&[u8]>]) -> Result<Vec<Reply>, RedisError> {
+        let mut out = Vec::new();
+        for args in commands {
+            out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for a in args {
+                out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                out.extend_from_slice(a);
+                out.extend_from_slice(b"\r\n");
+            }
         }
         self.writer.write_all(&out)?;
-        self.read()
+        let mut replies = Vec::with_capacity(commands.len());
+        let mut first_error = None;
+        for _ in commands {
+            match self.read() {
+                Ok(r) => replies.push(r),
+                Err(RedisError::Server(m)) => {
+                    first_error.get_or_insert(RedisError::Server(m));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(replies),
+        }
     }
 
     fn line(&mut self) -> Result<String, RedisError> {

@@ -17,7 +17,8 @@ use crate::store::Store;
 
 /// Where jobs go: the embedded queue or Redis.
 pub trait Queue: Send + Sync {
-    fn push(&self, job: &JobSpec) -> Result<(), String>;
+    /// Queues every job of `jobs`, or (on an error) none that a worker can take twice.
+    fn push_all(&self, jobs: &[JobSpec]) -> Result<(), String>;
 }
 
 /// Limits of what the service accepts.
@@ -44,7 +45,7 @@ struct Entry {
     key: Digest,
     submitted: Instant,
     finished: Option<Instant>,
-    /// Answered from the store without an evaluation.
+    /// Answered from the store, or by an identical submission's evaluation.
     cached: bool,
     state: State,
     /// Results that arrived for this job (more than one: redelivered, recorded once).
@@ -225,65 +226,90 @@ impl Service {
                 depth: self.depth(),
             });
         }
+        // Decide every submission first, queue the new jobs, and only then change the tables:
+        // a batch is queued whole or not at all.
+        enum Plan {
+            Known(Answer),
+            Follow,
+            New,
+        }
+        let mut plans = Vec::with_capacity(subs.len());
         let mut ids = Vec::with_capacity(subs.len());
-        for (s, key) in subs.into_iter().zip(made) {
-            t.next += 1;
-            let id = format!("{:016x}{:08x}", self.nonce, t.next);
-            let known = (!s.fresh).then(|| t.answers.get(&key).cloned()).flatten();
+        let mut jobs = Vec::new();
+        let mut batch_first: HashMap<Digest, String> = HashMap::new();
+        for (k, (s, key)) in subs.iter().zip(&made).enumerate() {
+            let id = format!("{:016x}{:08x}", self.nonce, t.next + 1 + k as u64);
+            let plan = match (
+                s.fresh,
+                t.answers.get(key),
+                t.queued.get(key).or(batch_first.get(key)),
+            ) {
+                (false, Some(a), _) => Plan::Known(a.clone()),
+                (false, None, Some(_)) => Plan::Follow,
+                _ => {
+                    let seed = match s.seed {
+                        Some(seed) => seed,
+                        None => {
+                            crate::entropy::draw_u64().map_err(|e| Refusal::Queue(e.to_string()))?
+                        }
+                    };
+                    jobs.push(JobSpec {
+                        id: id.clone(),
+                        key: *key,
+                        suite_hash: self.objects.suite_hash,
+                        task: s.task.clone(),
+                        arch: s.arch,
+                        candidate: s.candidate.clone(),
+                        seed,
+                        workloads: s.workloads.clone(),
+                        no_timing: s.correctness_only,
+                        entry: s.entry.clone(),
+                        protocol: self.protocol.clone(),
+                        timeout_s: self.caps.timeout_s,
+                    });
+                    batch_first.insert(*key, id.clone());
+                    Plan::New
+                }
+            };
+            plans.push(plan);
+            ids.push(id);
+        }
+        if !jobs.is_empty() {
+            match &queue {
+                Some(q) => q.push_all(&jobs).map_err(Refusal::Queue)?,
+                None => return Err(Refusal::Queue("no queue".into())),
+            }
+        }
+        t.next += ids.len() as u64;
+        let now = Instant::now();
+        for ((plan, key), id) in plans.into_iter().zip(made).zip(&ids) {
             let entry = |state, cached: bool| Entry {
                 key,
-                submitted: Instant::now(),
-                finished: cached.then(Instant::now),
+                submitted: now,
+                finished: matches!(state, State::Done(_)).then_some(now),
                 cached,
                 state,
                 results: 0,
             };
-            if let Some(a) = known {
-                t.from_store += 1;
-                t.jobs.insert(id.clone(), entry(State::Done(a), true));
-            } else if let (false, Some(first)) = (s.fresh, t.queued.get(&key).cloned()) {
-                // An identical submission is being evaluated: this one shares its answer.
-                t.from_store += 1;
-                let state = t
-                    .jobs
-                    .get(&first)
-                    .map_or(State::Queued, |e| e.state.clone());
-                t.jobs.insert(id.clone(), entry(state, true));
-                t.followers.entry(key).or_default().push(id.clone());
-            } else {
-                let seed = match s.seed {
-                    Some(seed) => seed,
-                    None => {
-                        crate::entropy::draw_u64().map_err(|e| Refusal::Queue(e.to_string()))?
-                    }
-                };
-                let job = JobSpec {
-                    id: id.clone(),
-                    key,
-                    suite_hash: self.objects.suite_hash,
-                    task: s.task.clone(),
-                    arch: s.arch,
-                    candidate: s.candidate.clone(),
-                    seed,
-                    workloads: s.workloads.clone(),
-                    no_timing: s.correctness_only,
-                    entry: s.entry.clone(),
-                    protocol: self.protocol.clone(),
-                    timeout_s: self.caps.timeout_s,
-                };
-                let pushed = match &queue {
-                    Some(q) => q.push(&job),
-                    None => Err("no queue".into()),
-                };
-                if let Err(e) = pushed {
-                    return Err(Refusal::Queue(e));
+            let e = match plan {
+                Plan::Known(a) => {
+                    t.from_store += 1;
+                    entry(State::Done(a), true)
                 }
-                t.pending += 1;
-                t.queued.insert(key, id.clone());
-                t.jobs.insert(id.clone(), entry(State::Queued, false));
-            }
+                Plan::Follow => {
+                    // An identical submission is being evaluated: this one shares its answer.
+                    t.from_store += 1;
+                    t.followers.entry(key).or_default().push(id.clone());
+                    entry(State::Queued, true)
+                }
+                Plan::New => {
+                    t.pending += 1;
+                    t.queued.insert(key, id.clone());
+                    entry(State::Queued, false)
+                }
+            };
+            t.jobs.insert(id.clone(), e);
             t.order.push_back(id.clone());
-            ids.push(id);
         }
         Self::forget_old(&mut t);
         Ok(ids)
