@@ -169,7 +169,7 @@ def main():
     p.add_argument("--redis", help="redis://host:port (without it, the embedded queue only)")
     p.add_argument("-n", type=int, default=10000)
     p.add_argument("--kills", type=int, default=20)
-    p.add_argument("--kill-every", type=float, default=8.0, help="seconds between kills")
+    p.add_argument("--kill-every", type=float, default=4.0, help="seconds between kills")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--modes", default="embedded,redis")
     a = p.parse_args()

@@ -5,11 +5,39 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::job::Submission;
-use crate::engine::Outcome;
+use super::job::{Submission, Submitted};
+use crate::engine::{Outcome, Request, Verdict};
+use crate::record::Stage;
 
 /// The environment variable that holds the service's bearer token (client and server).
 pub const TOKEN_ENV: &str = "PTXBENCH_SERVE_TOKEN";
+
+/// The GPU part of `req` (PTX that passed the static check) through the service at
+/// `endpoint`: the outcome of the service's record, or a harness failure (`other`, never
+/// blamed on the candidate) saying why there is none.
+pub fn evaluate_request(endpoint: &str, req: &Request, timeout: Duration) -> Outcome {
+    let sub = Submission {
+        task: req.task.id.clone(),
+        arch: req.arch,
+        candidate: Submitted::Kernel {
+            cuda: false,
+            kernel: req.ptx.clone(),
+            plan: req.plan.clone(),
+        },
+        seed: Some(req.seed),
+        workloads: req.workloads.clone(),
+        correctness_only: req.no_timing,
+        fresh: false,
+        entry: "generate".into(),
+    };
+    evaluate(endpoint, &sub, timeout).unwrap_or_else(|e| {
+        Outcome::failed(
+            Verdict::Other,
+            Stage::Worker,
+            format!("evaluation service: {e}"),
+        )
+    })
+}
 
 /// Evaluates `sub` through the service at `endpoint` (its base URL), waiting at most
 /// `timeout`; returns the outcome of the record the service made.

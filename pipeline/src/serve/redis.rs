@@ -415,13 +415,16 @@ fn suite_objects(o: &SuiteObjects) -> BTreeSet<Digest> {
         .collect()
 }
 
+/// An object reached, with its bytes (`None`: not in the store).
+type Found = (Digest, Option<Vec<u8>>);
+
 /// Every object reachable from `roots` but those in `known` (the suite's, which reference
 /// nothing else), each with its bytes (`None`: not in `store`).
 fn reachable(
     store: &Store,
     roots: &[Digest],
     known: &BTreeSet<Digest>,
-) -> Result<Vec<(Digest, Option<Vec<u8>>)>, String> {
+) -> Result<Vec<Found>, String> {
     let mut seen: BTreeSet<Digest> = BTreeSet::new();
     let mut todo: Vec<Digest> = roots.to_vec();
     let mut out = Vec::new();

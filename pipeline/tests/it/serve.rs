@@ -270,6 +270,30 @@ fn serve_evaluates_over_http_and_answers_identical_submissions_from_the_store() 
     }
     let (status, _, v) = call("GET", &format!("{base}/v1/evaluations/nope"), None, None);
     assert_eq!(status, 404, "{v}");
+
+    // The Python client (standard library only), as a training loop would call it.
+    let mut py = Command::new("python3")
+        .arg(root().join("pipeline/python/ptxbench_client.py"))
+        .args([base.as_str(), "--task", TASK, "--seed", "5", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    std::io::Write::write_all(py.stdin.as_mut().expect("piped"), b"Sorry, no kernel.")
+        .expect("write");
+    drop(py.stdin.take());
+    let out = py.wait_with_output().expect("python3 ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("\"verdict\": \"extraction\"") && stdout.contains("reward 0.0"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -491,4 +515,77 @@ fn redis_workers_return_records_and_a_job_that_kills_workers_ends_with_a_verdict
         assert!(Instant::now() < deadline, "jobs left: {pending:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+#[path = "../support/canned.rs"]
+mod canned;
+
+#[test]
+fn generate_evaluates_through_a_service_when_its_manifest_names_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_server, base) = serve(&dir.path().join("service-store"), &[]);
+    // A model that answers with the known-good SIMT GEMM: it passes the static check, so its
+    // GPU part goes to the service (which, without a GPU, records `other: no GPU`).
+    let cand = root().join("tasks/candidates/simt/gemm");
+    let read = |f: &str| std::fs::read_to_string(cand.join(f)).expect("candidate file");
+    let answers = dir.path().join("canned");
+    std::fs::create_dir(&answers).expect("mkdir");
+    std::fs::write(
+        answers.join("turn-0.md"),
+        format!(
+            "```cuda\n{}```\n\n```yaml\n{}```\n",
+            read("kernel.cu"),
+            read("plan.yaml")
+        ),
+    )
+    .expect("answer");
+    let chat = canned::CannedServer::start(&answers, 0).expect("canned server");
+    let manifest = format!(
+        "generate: 1\nname: via-service\ntasks: [{TASK}]\narchs: [sm_90a]\nvariants: [1]\nreplicas: 1\nturn_limits: [1]\neval: {{endpoint: \"{base}\", timeout_s: 60}}\nmodels:\n  - {{name: canned-model, endpoint: \"{}\", timeout_s: 5}}\n",
+        chat.url()
+    );
+    let gen_path = dir.path().join("gen.yaml");
+    std::fs::write(&gen_path, manifest).expect("manifest");
+    let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .arg("--tasks")
+        .arg(root().join("tasks"))
+        .arg("generate")
+        .arg(&gen_path)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--store")
+        .arg(dir.path().join("artifacts"))
+        .output()
+        .expect("generate runs");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The service made one record, of the PTX that generate's static check produced.
+    let (_, _, metrics) = call("GET", &format!("{base}/metrics"), None, None);
+    let metrics = metrics.as_str().expect("text").to_string();
+    assert!(
+        metrics.contains("ptxbench_evaluations_total 1\n"),
+        "{metrics}\n{log}"
+    );
+    // Generate's own record carries the service's outcome.
+    let store = ptxbench::store::Store::open(dir.path().join("artifacts"));
+    let records: Vec<_> = store
+        .list()
+        .expect("list")
+        .into_iter()
+        .filter_map(|d| ptxbench::record::load_record(&store, &d).ok())
+        .collect();
+    assert_eq!(records.len(), 1, "{log}");
+    assert_eq!(
+        records[0].verdict,
+        ptxbench::record::Verdict::Other,
+        "{log}"
+    );
+    assert!(
+        records[0].outcome.message.contains("no GPU"),
+        "{}",
+        records[0].outcome.message
+    );
 }
