@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::serve::redis::{DEFAULT_STREAM, Streams, WorkerOptions, work};
+use crate::serve::resp::RedisError;
 use crate::store::Store;
 
 #[derive(Debug, Args)]
@@ -80,6 +81,16 @@ pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         max_jobs: a.max_jobs,
     };
     eprintln!("worker {} taking jobs from {url}", opts.name);
-    work(&bench, &opts).with_context(|| format!("worker on {url}"))?;
-    Ok(ExitCode::SUCCESS)
+    // Redis gone away (a restart, the network): connect again; a job this worker held is
+    // taken over by another after --claim-after, or by this one when it is back.
+    loop {
+        match work(&bench, &opts) {
+            Ok(()) => return Ok(ExitCode::SUCCESS),
+            Err(e @ (RedisError::Io(_) | RedisError::Protocol(_))) => {
+                eprintln!("worker {}: {e}; connecting again in 2 s", opts.name);
+                std::thread::sleep(Duration::from_secs(2));
+            }
+            Err(e) => return Err(e).with_context(|| format!("worker on {url}")),
+        }
+    }
 }

@@ -45,7 +45,11 @@ impl Embedded {
             std::thread::spawn(move || {
                 loop {
                     let job = queue.pop();
-                    let result = bench.evaluate(&job, gpu, None);
+                    // A panic ends this job (without a record), not the worker.
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        bench.evaluate(&job, gpu, None)
+                    }))
+                    .unwrap_or_else(|_| Err(format!("job {}: the worker panicked", job.id)));
                     if let Ok(a) = &result {
                         service.worker_busy(&name, a.gpu_seconds);
                     }

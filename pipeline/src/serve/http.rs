@@ -264,3 +264,43 @@ fn submit(service: &Service, req: &mut Request, batch: bool) -> Reply {
         Err(Refusal::Queue(m)) => error(503, m, None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The document names the endpoints `route` serves and the fields a submission takes.
+    #[test]
+    fn the_openapi_document_matches_the_code() {
+        let doc: Value = serde_saphyr::from_str(OPENAPI).expect("the document is YAML");
+        let mut paths: Vec<&str> = doc["paths"]
+            .as_object()
+            .expect("paths")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        paths.sort_unstable();
+        assert_eq!(
+            paths,
+            [
+                "/healthz",
+                "/metrics",
+                "/openapi.yaml",
+                "/v1/batches",
+                "/v1/evaluations",
+                "/v1/evaluations/{id}",
+                "/v1/tasks"
+            ]
+        );
+        let mut fields: Vec<&str> = doc["components"]["schemas"]["Submission"]["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        fields.sort_unstable();
+        let mut code = super::super::job::FIELDS.to_vec();
+        code.sort_unstable();
+        assert_eq!(fields, code);
+    }
+}

@@ -65,7 +65,8 @@ fn bad(field: &str, message: impl Into<String>) -> FieldError {
     }
 }
 
-const FIELDS: [&str; 11] = [
+/// The fields of a submission (the OpenAPI document's `Submission`).
+pub const FIELDS: [&str; 11] = [
     "task",
     "arch",
     "response",

@@ -589,3 +589,71 @@ fn generate_evaluates_through_a_service_when_its_manifest_names_one() {
         records[0].outcome.message
     );
 }
+
+#[test]
+fn a_service_record_is_the_record_run_makes_of_the_same_pair() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cand = root().join("tasks/candidates/nvcc_simt_gemm");
+    // A real kernel with a line that is not PTX: the static check decides it, so `run` needs
+    // no GPU either.
+    let kernel =
+        std::fs::read_to_string(cand.join("kernel.ptx")).expect("kernel") + "\nthis is not ptx;\n";
+    let plan = std::fs::read_to_string(cand.join("plan.yaml")).expect("plan");
+    std::fs::write(dir.path().join("kernel.ptx"), &kernel).expect("write");
+    std::fs::write(dir.path().join("plan.yaml"), &plan).expect("write");
+    std::fs::write(
+        dir.path().join("list.yaml"),
+        format!("name: same\narch: sm_90a\nevaluations:\n  - {{name: broken, entry: service, kernel: kernel.ptx, plan: plan.yaml, tasks: [{TASK}]}}\n"),
+    )
+    .expect("write");
+    let run_store = dir.path().join("run-store");
+    let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .arg("run")
+        .arg(dir.path().join("list.yaml"))
+        .args(["--seed", "9", "--store"])
+        .arg(&run_store)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .current_dir(root())
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("run/index.json")).expect("index"))
+            .expect("JSON");
+    let digest: ptxbench::digest::Digest = index["records"]
+        .as_object()
+        .expect("records")
+        .values()
+        .next()
+        .expect("one")
+        .as_str()
+        .expect("hex")
+        .parse()
+        .expect("digest");
+    let ran: Value = serde_json::from_slice(
+        &ptxbench::store::Store::open(&run_store)
+            .get(&digest)
+            .expect("record"),
+    )
+    .expect("JSON");
+
+    let (_server, base) = serve(&dir.path().join("service-store"), &[]);
+    let (_, _, v) = post(
+        &format!("{base}/v1/evaluations"),
+        &json!({"task": TASK, "kernel": kernel, "plan": plan, "seed": 9}),
+    );
+    let served = wait(&base, v["id"].as_str().expect("an id"));
+    assert_eq!(served["reward"]["verdict"], "compilation", "{served}");
+    let mut served = served["record"].clone();
+    let mut ran = ran;
+    // What only a run list names.
+    for r in [&mut served, &mut ran] {
+        r.as_object_mut().expect("object").remove("evaluation");
+    }
+    assert_eq!(served, ran);
+}
