@@ -1,6 +1,8 @@
 //! The HTTP JSON API (see `pipeline/openapi.yaml`) on `tiny_http`: a fixed pool of threads,
-//! each taking the next request; nothing async, since every handler is short or waits on a
-//! condition variable.
+//! each taking the next request. A synchronous server because every handler either answers at
+//! once or blocks (on a condition variable, the store, Redis), which threads do plainly;
+//! `tiny_http` is small (four dependencies, no async runtime) and leaves the JSON, the caps and
+//! the token to this file, where they can be read in one place.
 
 use std::io::Read as _;
 use std::sync::Arc;

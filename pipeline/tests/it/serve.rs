@@ -271,6 +271,17 @@ fn serve_evaluates_over_http_and_answers_identical_submissions_from_the_store() 
     let (status, _, v) = call("GET", &format!("{base}/v1/evaluations/nope"), None, None);
     assert_eq!(status, 404, "{v}");
 
+    // A server started again on the same store answers from the store what the first made.
+    drop(_server);
+    let (_server, base) = serve(&store, &[]);
+    let (_, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+    let after = wait(&base, v["id"].as_str().expect("an id"));
+    assert_eq!(
+        (after["cached"].as_bool(), after["record_digest"].as_str()),
+        (Some(true), Some(digest)),
+        "{after}"
+    );
+
     // The Python client (standard library only), as a training loop would call it.
     let mut py = Command::new("python3")
         .arg(root().join("pipeline/python/ptxbench_client.py"))
