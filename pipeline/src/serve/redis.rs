@@ -71,6 +71,8 @@ impl Streams {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct ResultMeta {
     job: String,
+    /// The job's submission key (for a server that started again since it queued the job).
+    key: Digest,
     /// The job's entry in the jobs stream, deleted once the result is stored.
     entry: String,
     worker: String,
@@ -220,7 +222,11 @@ fn apply(service: &Service, e: &super::resp::Entry) -> Option<String> {
             service.worker_busy(&meta.worker, a.gpu_seconds);
         }
     }
-    service.complete(&meta.job, result);
+    if !service.complete(&meta.job, result.clone())
+        && let Ok(a) = result
+    {
+        service.adopt(meta.key, a);
+    }
     Some(meta.entry)
 }
 
@@ -348,6 +354,7 @@ fn one(
     }
     let meta = ResultMeta {
         job: job.id.clone(),
+        key: job.key,
         entry: e.id.clone(),
         worker: o.name.clone(),
         result,

@@ -376,31 +376,45 @@ impl Service {
                 {
                     t.recent.pop_front();
                 }
-                let line = format!(
-                    "{} {} {} {}\n",
-                    key.hex(),
-                    a.record.hex(),
-                    a.feedback.hex(),
-                    a.verdict.as_str()
-                );
-                t.answers.insert(key, a);
-                let logged = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&self.answers_log)
-                    .and_then(|mut f| f.write_all(line.as_bytes()));
-                if let Err(e) = logged {
-                    eprintln!(
-                        "warning: {}: the answer was not kept: {e}",
-                        self.answers_log.display()
-                    );
-                }
+                self.keep(&mut t, key, a);
             }
             Err(_) => t.failed += 1,
         }
         drop(t);
         self.changed.notify_all();
         true
+    }
+
+    /// Makes `a` the answer to `key` in the index (in memory and in its file).
+    fn keep(&self, t: &mut Tables, key: Digest, a: Answer) {
+        let line = format!(
+            "{} {} {} {}\n",
+            key.hex(),
+            a.record.hex(),
+            a.feedback.hex(),
+            a.verdict.as_str()
+        );
+        t.answers.insert(key, a);
+        let logged = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.answers_log)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = logged {
+            eprintln!(
+                "warning: {}: the answer was not kept: {e}",
+                self.answers_log.display()
+            );
+        }
+    }
+
+    /// The answer to a job this server does not know (queued before it started again): its
+    /// record is in the store, and an identical submission is answered from it from now on.
+    pub fn adopt(&self, key: Digest, a: Answer) {
+        let mut t = self.tables();
+        if !t.answers.contains_key(&key) {
+            self.keep(&mut t, key, a);
+        }
     }
 
     /// Job `id`'s view, waiting up to `wait` for it to finish; `None` for an unknown id.
@@ -547,7 +561,7 @@ impl Service {
         metric(
             "ptxbench_duplicate_results_total",
             "counter",
-            "Results of a job that already had one (redelivered jobs), dropped.",
+            "Results of a job that already had one (delivered again) or that this server did not queue (queued before it started); the first kind is dropped, the second answers identical submissions.",
             one(t.duplicates.to_string()),
         );
         metric(

@@ -668,3 +668,48 @@ fn a_service_record_is_the_record_run_makes_of_the_same_pair() {
     }
     assert_eq!(served, ran);
 }
+
+#[test]
+fn a_server_started_again_keeps_the_results_of_jobs_queued_before() {
+    let Some((url, _redis)) = redis("restart") else {
+        return;
+    };
+    let prefix = stream("restart");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let sub = json!({"task": TASK, "response": "queued before a restart", "seed": 1});
+    let (first, base) = serve(&store, &["--queue", &url, "--stream", &prefix]);
+    let (status, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+    assert_eq!(status, 202, "{v}");
+    drop(first);
+    // The job is evaluated while the new server runs; it records the result it did not queue.
+    let (_second, base) = serve(&store, &["--queue", &url, "--stream", &prefix]);
+    let ws = dir.path().join("w");
+    let _worker = spawn(&[
+        "worker",
+        "--queue",
+        &url,
+        "--stream",
+        &prefix,
+        "--store",
+        ws.to_str().expect("UTF-8"),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, _, m) = call("GET", &format!("{base}/metrics"), None, None);
+        if m.as_str()
+            .is_some_and(|m| m.contains("ptxbench_duplicate_results_total 1\n"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no result came: {m}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+    let r = wait(&base, v["id"].as_str().expect("an id"));
+    assert_eq!(
+        (r["cached"].as_bool(), r["reward"]["verdict"].as_str()),
+        (Some(true), Some("extraction")),
+        "{r}"
+    );
+}
