@@ -406,7 +406,9 @@ fn stream(test: &str) -> String {
     format!(
         "t-{test}-{}-{}",
         std::process::id(),
-        Instant::now().elapsed().as_nanos()
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
     )
 }
 
