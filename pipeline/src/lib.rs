@@ -28,6 +28,7 @@ pub mod runner;
 pub mod sandbox;
 pub mod scratch;
 pub mod secrets;
+pub mod serve;
 pub mod site;
 pub mod store;
 pub mod task;

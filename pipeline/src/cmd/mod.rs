@@ -29,10 +29,12 @@ mod import;
 mod prompt;
 mod reference;
 mod run;
+mod serve;
 mod show;
 mod site;
 mod tasks;
 mod verify;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -97,9 +99,10 @@ pub enum Command {
     Baseline(baseline::BaselineArgs),
     /// Run the harness's fp32 reference for one workload and write inputs and outputs.
     Reference(reference::ReferenceArgs),
-    /// Internal: evaluate one request from stdin in this process (used by `eval` and `run`).
-    #[command(hide = true)]
-    Worker { dir: PathBuf },
+    /// Serve evaluations over HTTP: submit, poll, tasks, health, metrics.
+    Serve(serve::ServeArgs),
+    /// Take evaluations from a service's Redis queue (one worker per GPU).
+    Worker(worker::WorkerArgs),
     /// Internal: compile one candidate's CUDA C++ from stdin (the compiler sandbox's child).
     #[command(hide = true, name = "compile-cuda")]
     CompileCuda,
@@ -130,11 +133,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(a) => run::run(a, tasks_dir),
         Command::Generate(a) => generate::run(a, tasks_dir),
         Command::Reference(a) => reference::run(a, tasks_dir),
-        Command::Worker { dir } => {
-            crate::engine::worker::serve(&dir)
-                .with_context(|| format!("worker in {}", dir.display()))?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Serve(a) => serve::run(a, tasks_dir),
+        Command::Worker(a) => worker::run(a, tasks_dir),
         Command::CompileCuda => {
             crate::sandbox::nvrtc::serve().context("compile-cuda")?;
             Ok(ExitCode::SUCCESS)

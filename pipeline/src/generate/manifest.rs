@@ -154,6 +154,10 @@ pub struct EvalSettings {
     /// GPUs evaluations may use (one evaluation at a time on each).
     #[serde(default = "default_gpus")]
     pub gpus: usize,
+    /// A `ptxbench serve` to evaluate on instead of this host's GPUs (its base URL; the
+    /// token, if it needs one, in `PTXBENCH_SERVE_TOKEN`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 impl Default for EvalSettings {
@@ -163,6 +167,7 @@ impl Default for EvalSettings {
             no_timing: false,
             workloads: Vec::new(),
             gpus: default_gpus(),
+            endpoint: None,
         }
     }
 }
@@ -365,6 +370,14 @@ impl GenManifest {
             ));
         }
         within("eval.gpus", self.eval.gpus as u64, 1, MAX_GPUS as u64, "")?;
+        if let Some(e) = &self.eval.endpoint
+            && !(e.starts_with("http://") || e.starts_with("https://"))
+        {
+            return Err(invalid(
+                "eval.endpoint",
+                "must start with http:// or https://",
+            ));
+        }
         within(
             "eval.timeout_s",
             self.eval.timeout_s,

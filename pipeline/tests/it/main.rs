@@ -11,6 +11,7 @@ mod published;
 mod reference;
 mod runner;
 mod sandbox;
+mod serve;
 mod zoo;
 mod zoo_static;
 

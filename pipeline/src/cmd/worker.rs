@@ -1,0 +1,96 @@
+//! `ptxbench worker --queue redis://…`: one GPU's worker for a service's Redis queue. (With a
+//! folder instead, the internal worker that evaluates one request in this process.)
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::serve::redis::{DEFAULT_STREAM, Streams, WorkerOptions, work};
+use crate::serve::resp::RedisError;
+use crate::store::Store;
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Internal: evaluate the request in this folder (used by `eval`, `run` and `serve`).
+    #[arg(
+        hide = true,
+        conflicts_with = "queue",
+        required_unless_present = "queue"
+    )]
+    pub dir: Option<PathBuf>,
+    /// The service's Redis (`redis://[:password@]host[:port][/db]`).
+    #[arg(long, value_name = "URL")]
+    pub queue: Option<String>,
+    /// The Redis streams' name prefix (the server's `--stream`).
+    #[arg(long, default_value = DEFAULT_STREAM)]
+    pub stream: String,
+    /// Which GPU (run one worker per GPU).
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+    /// Where records are made before they go to the server (default: a temporary folder).
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Seconds a job may go without its worker's heartbeat before another worker takes it.
+    #[arg(long, default_value_t = 60)]
+    pub claim_after: u64,
+    /// Deliveries after which a job gets a harness verdict (`other`) instead of a run.
+    #[arg(long, default_value_t = 3)]
+    pub max_deliveries: u64,
+    /// Stop after this many jobs (default: never).
+    #[arg(long)]
+    pub max_jobs: Option<usize>,
+}
+
+pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = a.dir {
+        crate::engine::worker::serve(&dir)
+            .with_context(|| format!("worker in {}", dir.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let url = a.queue.context("--queue is required")?;
+    let suite_dir = std::path::absolute(super::suite_dir(tasks)?)?;
+    let suite = super::load_suite(Some(suite_dir))?;
+    let scratch;
+    let store = match &a.store {
+        Some(d) => Store::open(d),
+        None => {
+            scratch = tempfile::Builder::new()
+                .prefix("ptxbench-worker-")
+                .tempdir()
+                .context("making the worker's store")?;
+            Store::open(scratch.path())
+        }
+    };
+    let exe = std::env::current_exe().context("locating the ptxbench executable")?;
+    let bench = crate::serve::bench(store, suite, exe)?;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "host".into());
+    let opts = WorkerOptions {
+        streams: Streams {
+            url: url.clone(),
+            prefix: a.stream,
+        },
+        name: format!("{host}-{}-gpu{}", std::process::id(), a.gpu),
+        gpu: a.gpu,
+        claim_after: Duration::from_secs(a.claim_after.max(1)),
+        max_deliveries: a.max_deliveries.max(1),
+        max_jobs: a.max_jobs,
+    };
+    eprintln!("worker {} taking jobs from {url}", opts.name);
+    // Redis gone away (a restart, the network): connect again; a job this worker held is
+    // taken over by another after --claim-after, or by this one when it is back.
+    loop {
+        match work(&bench, &opts) {
+            Ok(()) => return Ok(ExitCode::SUCCESS),
+            Err(e @ (RedisError::Io(_) | RedisError::Protocol(_))) => {
+                eprintln!("worker {}: {e}; connecting again in 2 s", opts.name);
+                std::thread::sleep(Duration::from_secs(2));
+            }
+            Err(e) => return Err(e).with_context(|| format!("worker on {url}")),
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! A submission (what a client sends), the job it becomes (what a worker runs) and the one
+//! way a job is evaluated and recorded: `Evaluator::prepare`, `Evaluator::finish`, then
+//! `Measured { .. }.store`, exactly as `run` and `generate` do it.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::arch::Arch;
+use crate::candidate::{Candidate, KernelLang};
+use crate::digest::Digest;
+use crate::engine::evaluator::{Evaluator, Job, Prepared, Work};
+use crate::engine::{Outcome, Protocol, Verdict};
+use crate::record::measured::Measured;
+use crate::record::task::SuiteObjects;
+use crate::record::{Role, Stage};
+use crate::store::Store;
+use crate::task::Suite;
+
+/// The leaderboard entry of a submission that names none.
+pub const DEFAULT_ENTRY: &str = "service";
+
+/// The candidate's bytes, as submitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Submitted {
+    /// A model's raw response: the kernel and the plan are extracted from it.
+    Response(String),
+    /// A kernel (PTX or CUDA C++) and its launch plan.
+    Kernel {
+        cuda: bool,
+        kernel: String,
+        plan: String,
+    },
+}
+
+/// One evaluation asked of the service, checked field by field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    pub task: String,
+    pub arch: Arch,
+    pub candidate: Submitted,
+    /// The base seed; drawn when the job is made if absent.
+    pub seed: Option<u64>,
+    pub workloads: Vec<String>,
+    pub correctness_only: bool,
+    /// Evaluate again even when an identical submission has a record.
+    pub fresh: bool,
+    pub entry: String,
+}
+
+/// A request the service refuses, naming the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+fn bad(field: &str, message: impl Into<String>) -> FieldError {
+    FieldError {
+        field: field.to_string(),
+        message: message.into(),
+    }
+}
+
+/// The fields of a submission (the OpenAPI document's `Submission`).
+pub const FIELDS: [&str; 11] = [
+    "task",
+    "arch",
+    "response",
+    "kernel",
+    "plan",
+    "lang",
+    "seed",
+    "workloads",
+    "correctness_only",
+    "fresh",
+    "entry",
+];
+
+impl Submission {
+    /// Reads one submission from JSON; `at` prefixes field names (`items[3].`).
+    pub fn from_json(v: &Value, at: &str) -> Result<Submission, FieldError> {
+        let f = |name: &str| format!("{at}{name}");
+        let obj = v
+            .as_object()
+            .ok_or_else(|| bad(at.trim_end_matches('.'), "must be a JSON object"))?;
+        if let Some(k) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+            return Err(bad(&f(k), "unknown field"));
+        }
+        let text = |name: &str| -> Result<Option<String>, FieldError> {
+            match obj.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(bad(&f(name), "must be a string")),
+            }
+        };
+        let flag = |name: &str| -> Result<bool, FieldError> {
+            match obj.get(name) {
+                None | Some(Value::Null) => Ok(false),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(_) => Err(bad(&f(name), "must be true or false")),
+            }
+        };
+        let task = text("task")?.ok_or_else(|| bad(&f("task"), "is required"))?;
+        let arch = match text("arch")? {
+            None => Arch::Sm90a,
+            Some(s) => s
+                .parse::<Arch>()
+                .map_err(|e| bad(&f("arch"), e.to_string()))?,
+        };
+        let candidate = match (text("response")?, text("kernel")?, text("plan")?) {
+            (Some(r), None, None) => Submitted::Response(r),
+            (None, Some(kernel), Some(plan)) => Submitted::Kernel {
+                cuda: match text("lang")?.as_deref() {
+                    None | Some("ptx") => false,
+                    Some("cuda") => true,
+                    Some(other) => {
+                        return Err(bad(&f("lang"), format!("`{other}`: takes `ptx` or `cuda`")));
+                    }
+                },
+                kernel,
+                plan,
+            },
+            (Some(_), ..) => {
+                return Err(bad(
+                    &f("response"),
+                    "give a response or a kernel and a plan, not both",
+                ));
+            }
+            (None, Some(_), None) => return Err(bad(&f("plan"), "is required with `kernel`")),
+            (None, None, Some(_)) => return Err(bad(&f("kernel"), "is required with `plan`")),
+            (None, None, None) => {
+                return Err(bad(&f("response"), "is required (or `kernel` and `plan`)"));
+            }
+        };
+        if text("lang")?.is_some() && matches!(candidate, Submitted::Response(_)) {
+            return Err(bad(&f("lang"), "goes with `kernel` only"));
+        }
+        let seed = match obj.get("seed") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .ok_or_else(|| bad(&f("seed"), "must be an integer from 0 to 2^64-1"))?,
+            ),
+        };
+        let workloads = match obj.get("workloads") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    w.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| bad(&f(&format!("workloads[{i}]")), "must be a string"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(bad(&f("workloads"), "must be a list of workload names")),
+        };
+        let entry = text("entry")?.unwrap_or_else(|| DEFAULT_ENTRY.to_string());
+        if entry.is_empty() || entry.len() > 200 {
+            return Err(bad(&f("entry"), "must have 1 to 200 characters"));
+        }
+        Ok(Submission {
+            task,
+            arch,
+            candidate,
+            seed,
+            workloads,
+            correctness_only: flag("correctness_only")?,
+            fresh: flag("fresh")?,
+            entry,
+        })
+    }
+
+    /// The submission as JSON (what [`Submission::from_json`] reads back).
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("task".into(), self.task.clone().into());
+        m.insert("arch".into(), self.arch.to_string().into());
+        match &self.candidate {
+            Submitted::Response(r) => {
+                m.insert("response".into(), r.clone().into());
+            }
+            Submitted::Kernel { cuda, kernel, plan } => {
+                m.insert("kernel".into(), kernel.clone().into());
+                m.insert("plan".into(), plan.clone().into());
+                m.insert("lang".into(), if *cuda { "cuda" } else { "ptx" }.into());
+            }
+        }
+        if let Some(s) = self.seed {
+            m.insert("seed".into(), s.into());
+        }
+        if !self.workloads.is_empty() {
+            m.insert("workloads".into(), self.workloads.clone().into());
+        }
+        m.insert("correctness_only".into(), self.correctness_only.into());
+        m.insert("fresh".into(), self.fresh.into());
+        m.insert("entry".into(), self.entry.clone().into());
+        Value::Object(m)
+    }
+
+    /// What identifies the evaluation: the candidate's bytes, task, arch, protocol, seed
+    /// policy (the seed given, or "drawn"), workloads, timing switch and entry. Identical
+    /// submissions share it and are answered from the store.
+    pub fn key(&self, task: Digest, protocol: &Protocol) -> Digest {
+        let mut h = blake3::Hasher::new();
+        let candidate = serde_json::to_string(&self.candidate).expect("strings serialise");
+        for part in [
+            candidate,
+            task.hex(),
+            self.arch.to_string(),
+            self.seed.map_or("drawn".into(), |s| s.to_string()),
+            serde_json::to_string(protocol).expect("numbers serialise"),
+            self.workloads.join(","),
+            self.correctness_only.to_string(),
+            self.entry.clone(),
+        ] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        Digest::from_hasher(&h)
+    }
+}
+
+/// A job: a submission with its seed settled, as a worker receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub id: String,
+    pub key: Digest,
+    /// The suite the server evaluates against; a worker with another refuses the job.
+    pub suite_hash: Digest,
+    pub task: String,
+    pub arch: Arch,
+    pub candidate: Submitted,
+    pub seed: u64,
+    pub workloads: Vec<String>,
+    pub no_timing: bool,
+    pub entry: String,
+    pub protocol: Protocol,
+    pub timeout_s: u64,
+}
+
+/// What a finished job left in the store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub record: Digest,
+    /// The repair turn's feedback text, stored as a blob.
+    pub feedback: Digest,
+    pub verdict: Verdict,
+    /// Seconds the GPU part took (0 when the static check decided).
+    pub gpu_seconds: f64,
+}
+
+/// What a worker needs to evaluate jobs: the suite, its objects, a store and the evaluator.
+#[derive(Debug)]
+pub struct Bench {
+    pub store: Store,
+    pub suite: Suite,
+    pub objects: SuiteObjects,
+    pub evaluator: Evaluator,
+}
+
+impl Bench {
+    /// The evaluation of `job` on `gpu` and its record, as `run` makes it. `gave_up` replaces
+    /// the GPU part by a harness verdict (the job killed the workers that took it).
+    pub fn evaluate(
+        &self,
+        job: &JobSpec,
+        gpu: usize,
+        gave_up: Option<&str>,
+    ) -> Result<Answer, String> {
+        if job.suite_hash != self.objects.suite_hash {
+            return Err(format!(
+                "job {}: the server's task suite is {}, this worker's {}",
+                job.id, job.suite_hash, self.objects.suite_hash
+            ));
+        }
+        let (task, object) = match (self.suite.get(&job.task), self.objects.object(&job.task)) {
+            (Some(t), Some(o)) => (t, o),
+            _ => return Err(format!("job {}: no task `{}`", job.id, job.task)),
+        };
+        let candidate = match &job.candidate {
+            Submitted::Response(text) => Candidate::from_response(text).map_err(|e| e.to_string()),
+            Submitted::Kernel { cuda, kernel, plan } => Ok(Candidate {
+                lang: if *cuda {
+                    KernelLang::Cuda
+                } else {
+                    KernelLang::Ptx
+                },
+                kernel: kernel.clone(),
+                plan: plan.clone(),
+                plan_source: "the submission's plan".into(),
+                notes: Vec::new(),
+            }),
+        };
+        let spec = Job {
+            arch: job.arch,
+            seed: job.seed,
+            protocol: job.protocol.clone(),
+            workloads: job.workloads.clone(),
+            no_timing: job.no_timing,
+        };
+        let Prepared { report, work } = Evaluator::prepare(
+            candidate.as_ref().map_err(Clone::clone),
+            task,
+            object,
+            &spec,
+        );
+        let started = Instant::now();
+        let outcome = match (&work, gave_up) {
+            (Work::Evaluate(_), Some(why)) => {
+                Outcome::failed(Verdict::Other, Stage::Worker, why.to_string())
+            }
+            _ => self
+                .evaluator
+                .finish(&work, gpu, Duration::from_secs(job.timeout_s)),
+        };
+        let gpu_seconds = match work {
+            Work::Evaluate(_) if gave_up.is_none() => started.elapsed().as_secs_f64(),
+            _ => 0.0,
+        };
+        let feedback = crate::generate::feedback::build(&report, &outcome, None);
+        let cand = candidate.as_ref().ok();
+        let verdict = outcome.verdict;
+        let record = Measured {
+            entry: &job.entry,
+            role: Role::Entry,
+            model: None,
+            evaluation: None,
+            task: &job.task,
+            task_hash: task.digest(),
+            arch: job.arch,
+            seed: job.seed,
+            protocol: &job.protocol,
+            workloads: &job.workloads,
+            expected: None,
+            source: cand
+                .filter(|c| c.lang == KernelLang::Cuda)
+                .map(|c| c.kernel.as_str()),
+            ptx: report.ptx.as_deref(),
+            plan: cand.map_or("", |c| c.plan.as_str()),
+            prompt: None,
+            response: match &job.candidate {
+                Submitted::Response(r) => Some(r.as_str()),
+                Submitted::Kernel { .. } => None,
+            },
+            turn: None,
+            previous: None,
+        }
+        .store(&self.store, &self.objects, outcome)
+        .map_err(|e| format!("job {}: storing the record: {e}", job.id))?;
+        let feedback = self
+            .store
+            .put(feedback.as_bytes())
+            .map_err(|e| format!("job {}: storing the feedback: {e}", job.id))?;
+        Ok(Answer {
+            record,
+            feedback,
+            verdict,
+            gpu_seconds,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_malformed_submission_names_its_field() {
+        let cases = [
+            (json!({"task": 3}), "items[2].task"),
+            (json!({"response": "x"}), "items[2].task"),
+            (
+                json!({"task": "t", "response": "x", "seed": -1}),
+                "items[2].seed",
+            ),
+            (json!({"task": "t", "kernel": "k"}), "items[2].plan"),
+            (
+                json!({"task": "t", "response": "x", "colour": 1}),
+                "items[2].colour",
+            ),
+            (
+                json!({"task": "t", "response": "x", "arch": "sm_1"}),
+                "items[2].arch",
+            ),
+            (
+                json!({"task": "t", "response": "x", "workloads": [1]}),
+                "items[2].workloads[0]",
+            ),
+        ];
+        for (v, field) in cases {
+            let e = Submission::from_json(&v, "items[2].").expect_err("refused");
+            assert_eq!(e.field, field, "{v}");
+        }
+    }
+
+    #[test]
+    fn the_key_follows_the_seed_policy_and_round_trips() {
+        let v = json!({"task": "t", "kernel": "k", "plan": "p", "seed": 7});
+        let s = Submission::from_json(&v, "").expect("valid");
+        let back = Submission::from_json(&s.to_json(), "").expect("valid");
+        assert_eq!(s, back);
+        let p = Protocol::default();
+        let d = Digest::of(b"task");
+        let drawn = Submission {
+            seed: None,
+            ..s.clone()
+        };
+        assert_ne!(s.key(d, &p), drawn.key(d, &p));
+        assert_eq!(s.key(d, &p), back.key(d, &p));
+        let fresh = Submission {
+            fresh: true,
+            ..s.clone()
+        };
+        assert_eq!(
+            s.key(d, &p),
+            fresh.key(d, &p),
+            "fresh asks again, the same evaluation"
+        );
+    }
+}

@@ -1,0 +1,717 @@
+//! `ptxbench serve` and `ptxbench worker --queue`, as processes, over real HTTP on loopback
+//! and a real Redis. On a machine without a GPU the workers run the static part of each
+//! evaluation, which decides the candidates used here (no kernel in the response, or a kernel
+//! that reaches the GPU part and is given up on).
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ptxbench::serve::resp::{Connection, Reply};
+use serde_json::{Value, json};
+
+use super::root;
+
+const TASK: &str = "gemm_n4096_k4096";
+
+/// A running `ptxbench serve` or `worker`, killed when dropped.
+struct Proc {
+    child: Child,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(args: &[&str]) -> Proc {
+    let child = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ptxbench starts");
+    Proc { child }
+}
+
+/// Starts a server and returns it with its base URL (read from its first line).
+fn serve(store: &Path, extra: &[&str]) -> (Proc, String) {
+    let store = store.to_str().expect("UTF-8 path");
+    let mut args = vec!["serve", "--store", store, "--bind", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut p = spawn(&args);
+    let mut line = String::new();
+    let stderr = p.child.stderr.take().expect("piped");
+    let mut reader = BufReader::new(stderr);
+    reader.read_line(&mut line).expect("a first line");
+    // Keep draining the server's messages so that it never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (p, url)
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(90)))
+        .build()
+        .new_agent()
+}
+
+/// Status, headers we look at, and the JSON body (or the text as a string).
+fn call(
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    body: Option<&[u8]>,
+) -> (u16, Option<String>, Value) {
+    let a = agent();
+    let resp = match (method, body) {
+        ("POST", Some(b)) => {
+            let mut r = a.post(url).header("Content-Type", "application/json");
+            if let Some(t) = token {
+                r = r.header("Authorization", format!("Bearer {t}"));
+            }
+            r.send(b)
+        }
+        _ => {
+            let mut r = a.get(url);
+            if let Some(t) = token {
+                r = r.header("Authorization", format!("Bearer {t}"));
+            }
+            r.call()
+        }
+    };
+    let mut resp = resp.expect("the server answers");
+    let status = resp.status().as_u16();
+    let retry = resp
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap_or_default().to_string());
+    let text = resp.body_mut().read_to_string().expect("a body");
+    let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, retry, v)
+}
+
+fn post(url: &str, body: &Value) -> (u16, Option<String>, Value) {
+    call(
+        "POST",
+        url,
+        None,
+        Some(&serde_json::to_vec(body).expect("JSON")),
+    )
+}
+
+fn wait(base: &str, id: &str) -> Value {
+    let (status, _, v) = call(
+        "GET",
+        &format!("{base}/v1/evaluations/{id}?wait=60"),
+        None,
+        None,
+    );
+    assert_eq!(status, 200, "{v}");
+    v
+}
+
+#[test]
+fn serve_evaluates_over_http_and_answers_identical_submissions_from_the_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let (_server, base) = serve(
+        &store,
+        &[
+            "--max-batch",
+            "6",
+            "--max-body",
+            "20000",
+            "--max-queue",
+            "4",
+        ],
+    );
+
+    let (status, _, health) = call("GET", &format!("{base}/healthz"), None, None);
+    assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
+    let (_, _, tasks) = call("GET", &format!("{base}/v1/tasks"), None, None);
+    assert!(
+        tasks["tasks"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .any(|t| t["id"] == TASK)
+    );
+
+    // A response without a kernel: the static check decides it.
+    let sub = json!({"task": TASK, "response": "I cannot write this kernel.", "seed": 11});
+    let (status, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+    assert_eq!(status, 202, "{v}");
+    let first = wait(&base, v["id"].as_str().expect("an id"));
+    assert_eq!(first["state"], "done", "{first}");
+    assert_eq!(first["reward"]["verdict"], "extraction");
+    assert_eq!(first["reward"]["correct"], false);
+    assert_eq!(first["cached"], false);
+    assert!(
+        first["feedback"]
+            .as_str()
+            .expect("text")
+            .contains("extraction"),
+        "{first}"
+    );
+    // The record is in the store, under its digest, as the API shows it.
+    let digest = first["record_digest"].as_str().expect("a digest");
+    let s = ptxbench::store::Store::open(&store);
+    let d: ptxbench::digest::Digest = digest.parse().expect("hex");
+    let bytes = s.get(&d).expect("the record is stored");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&bytes).expect("JSON"),
+        first["record"]
+    );
+    assert_eq!(first["record"]["seed"], 11);
+    assert_eq!(first["record"]["task"], TASK);
+
+    // The same submission again: answered from the store; `fresh` evaluates again.
+    let (_, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+    let again = wait(&base, v["id"].as_str().expect("an id"));
+    assert_eq!(
+        (again["cached"].as_bool(), again["record_digest"].as_str()),
+        (Some(true), Some(digest))
+    );
+    let mut fresh = sub.clone();
+    fresh["fresh"] = true.into();
+    let (_, _, v) = post(&format!("{base}/v1/evaluations"), &fresh);
+    assert_eq!(
+        wait(&base, v["id"].as_str().expect("an id"))["cached"],
+        false
+    );
+
+    // A batch: ids in order; a bad item names its field and queues nothing.
+    let items = json!({"items": [
+        {"task": TASK, "response": "none", "seed": 1},
+        {"task": TASK, "response": "none either", "seed": 2},
+    ]});
+    let (status, _, v) = post(&format!("{base}/v1/batches"), &items);
+    assert_eq!(status, 202, "{v}");
+    for id in v["ids"].as_array().expect("ids") {
+        assert_eq!(
+            wait(&base, id.as_str().expect("an id"))["reward"]["verdict"],
+            "extraction"
+        );
+    }
+    let cases = [
+        (
+            json!({"items": [{"task": TASK, "response": "x"}, {"task": "no_such", "response": "x"}]}),
+            "items[1].task",
+        ),
+        (
+            json!({"items": [{"task": TASK, "response": "x", "seed": "one"}]}),
+            "items[0].seed",
+        ),
+        (
+            json!({"items": [{"task": TASK, "kernel": "k"}]}),
+            "items[0].plan",
+        ),
+        (json!({"things": []}), "items"),
+    ];
+    for (body, field) in cases {
+        let (status, _, v) = post(&format!("{base}/v1/batches"), &body);
+        assert_eq!(
+            (status, v["field"].as_str()),
+            (400, Some(field)),
+            "{body} → {v}"
+        );
+    }
+    let (status, _, v) = post(&format!("{base}/v1/evaluations"), &json!({"task": TASK}));
+    assert_eq!(
+        (status, v["field"].as_str()),
+        (400, Some("response")),
+        "{v}"
+    );
+    let (status, _, _) = call(
+        "POST",
+        &format!("{base}/v1/evaluations"),
+        None,
+        Some(b"{not json"),
+    );
+    assert_eq!(status, 400);
+
+    // Caps: a batch over --max-batch and a body over --max-body are 413; more jobs than
+    // --max-queue at once is 429 with Retry-After.
+    let batch = |n: u64, seed: u64| json!({"items": (0..n).map(|i| json!({"task": TASK, "response": "x", "seed": seed + i})).collect::<Vec<_>>()});
+    assert_eq!(post(&format!("{base}/v1/batches"), &batch(7, 100)).0, 413);
+    let big = json!({"task": TASK, "response": "x".repeat(30_000)});
+    assert_eq!(post(&format!("{base}/v1/evaluations"), &big).0, 413);
+    let (status, retry, v) = post(&format!("{base}/v1/batches"), &batch(5, 200));
+    assert_eq!(status, 429, "{v}");
+    assert!(
+        retry.is_some_and(|r| r.parse::<u32>().is_ok_and(|s| s > 0)),
+        "{v}"
+    );
+
+    let (status, _, metrics) = call("GET", &format!("{base}/metrics"), None, None);
+    let metrics = metrics.as_str().expect("text").to_string();
+    assert_eq!(status, 200);
+    for m in [
+        "ptxbench_queue_depth ",
+        "ptxbench_evaluations_per_second ",
+        "ptxbench_verdicts_total{verdict=\"extraction\"} ",
+        "ptxbench_gpu_busy_share ",
+        "ptxbench_answered_from_store_total 1",
+        "ptxbench_rejected_requests_total{reason=\"too_large\"} 2",
+        "ptxbench_rejected_requests_total{reason=\"queue_full\"} 1",
+    ] {
+        assert!(metrics.contains(m), "{m} in\n{metrics}");
+    }
+    let (status, _, v) = call("GET", &format!("{base}/v1/evaluations/nope"), None, None);
+    assert_eq!(status, 404, "{v}");
+
+    // A server started again on the same store answers from the store what the first made.
+    drop(_server);
+    let (_server, base) = serve(&store, &[]);
+    let (_, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+    let after = wait(&base, v["id"].as_str().expect("an id"));
+    assert_eq!(
+        (after["cached"].as_bool(), after["record_digest"].as_str()),
+        (Some(true), Some(digest)),
+        "{after}"
+    );
+
+    // The Python client (standard library only), as a training loop would call it.
+    let mut py = Command::new("python3")
+        .arg(root().join("pipeline/python/ptxbench_client.py"))
+        .args([base.as_str(), "--task", TASK, "--seed", "5", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    std::io::Write::write_all(py.stdin.as_mut().expect("piped"), b"Sorry, no kernel.")
+        .expect("write");
+    drop(py.stdin.take());
+    let out = py.wait_with_output().expect("python3 ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("\"verdict\": \"extraction\"") && stdout.contains("reward 0.0"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_token_guards_everything_but_health_and_none_means_loopback_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").expect("write");
+    let (_server, base) = serve(
+        &store,
+        &["--token-file", token_file.to_str().expect("UTF-8")],
+    );
+    assert_eq!(call("GET", &format!("{base}/healthz"), None, None).0, 200);
+    assert_eq!(call("GET", &format!("{base}/v1/tasks"), None, None).0, 401);
+    assert_eq!(
+        call(
+            "GET",
+            &format!("{base}/metrics"),
+            Some("wrong-token!"),
+            None
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        call(
+            "GET",
+            &format!("{base}/v1/tasks"),
+            Some("s3cret-token"),
+            None
+        )
+        .0,
+        200
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .args([
+            "serve",
+            "--store",
+            store.to_str().expect("UTF-8"),
+            "--bind",
+            "0.0.0.0:0",
+        ])
+        .env_remove("PTXBENCH_SERVE_TOKEN")
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("loopback only"),
+        "{stderr}"
+    );
+}
+
+/// A Redis for the test: `PTXBENCH_TEST_REDIS` (CI starts one), else a `redis-server` on a
+/// free port started here; `None` (skip) when there is none, unless `PTXBENCH_REQUIRE_REDIS=1`.
+fn redis(test: &str) -> Option<(String, Option<Proc>)> {
+    if let Ok(url) = std::env::var("PTXBENCH_TEST_REDIS") {
+        return Some((url, None));
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let started = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .spawn();
+    match started {
+        Ok(child) => {
+            let url = format!("redis://127.0.0.1:{port}");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Connection::open(&url).is_err() {
+                assert!(Instant::now() < deadline, "redis-server did not start");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Some((url, Some(Proc { child })))
+        }
+        Err(e) => {
+            assert!(
+                std::env::var_os("PTXBENCH_REQUIRE_REDIS").is_none_or(|v| v != "1"),
+                "{test}: redis-server required: {e}"
+            );
+            eprintln!("SKIP {test}: no redis-server ({e})");
+            None
+        }
+    }
+}
+
+/// A stream prefix of its own, so that tests sharing one Redis never see each other's jobs.
+fn stream(test: &str) -> String {
+    format!(
+        "t-{test}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    )
+}
+
+#[test]
+fn redis_workers_return_records_and_a_job_that_kills_workers_ends_with_a_verdict() {
+    let Some((url, _redis)) = redis("redis_workers") else {
+        return;
+    };
+    let prefix = stream("workers");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let (_server, base) = serve(&store, &["--queue", &url, "--stream", &prefix]);
+
+    // A kernel that passes the static check (it needs a GPU next), taken by three workers
+    // that die holding it: one reads it, two more take it over.
+    let kernel = std::fs::read_to_string(root().join("tasks/candidates/nvcc_simt_gemm/kernel.ptx"))
+        .expect("read");
+    let plan = std::fs::read_to_string(root().join("tasks/candidates/nvcc_simt_gemm/plan.yaml"))
+        .expect("read");
+    let (status, _, v) = post(
+        &format!("{base}/v1/evaluations"),
+        &json!({"task": TASK, "kernel": kernel, "plan": plan, "seed": 3}),
+    );
+    assert_eq!(status, 202, "{v}");
+    let killer = v["id"].as_str().expect("an id").to_string();
+    let mut c = Connection::open(&url).expect("redis");
+    let jobs = format!("{prefix}:jobs");
+    let read = c
+        .call(&[
+            b"XREADGROUP",
+            b"GROUP",
+            b"workers",
+            b"dead-1",
+            b"COUNT",
+            b"1",
+            b"STREAMS",
+            jobs.as_bytes(),
+            b">",
+        ])
+        .expect("read");
+    let entry = ptxbench::serve::resp::entries(&read.items()[0].items()[1]);
+    assert_eq!(entry.len(), 1, "{read:?}");
+    for dead in ["dead-2", "dead-3"] {
+        c.call(&[
+            b"XCLAIM",
+            jobs.as_bytes(),
+            b"workers",
+            dead.as_bytes(),
+            b"0",
+            entry[0].id.as_bytes(),
+        ])
+        .expect("claim");
+    }
+
+    // Then jobs the static check decides, and two live workers.
+    let items: Vec<Value> = (0..6)
+        .map(|i| json!({"task": TASK, "response": format!("no code {i}"), "seed": i}))
+        .collect();
+    let (status, _, v) = post(&format!("{base}/v1/batches"), &json!({"items": items}));
+    assert_eq!(status, 202, "{v}");
+    let worker = |n: &str| {
+        let ws = dir.path().join(n);
+        spawn(&[
+            "worker",
+            "--queue",
+            &url,
+            "--stream",
+            &prefix,
+            "--claim-after",
+            "1",
+            "--max-deliveries",
+            "3",
+            "--store",
+            ws.to_str().expect("UTF-8"),
+        ])
+    };
+    let (_w1, _w2) = (worker("w1"), worker("w2"));
+    let s = ptxbench::store::Store::open(&store);
+    for id in v["ids"].as_array().expect("ids") {
+        let r = wait(&base, id.as_str().expect("an id"));
+        assert_eq!(
+            (r["state"].as_str(), r["reward"]["verdict"].as_str()),
+            (Some("done"), Some("extraction")),
+            "{r}"
+        );
+        assert_eq!(r["results"], 1, "{r}");
+        // The worker's record and its closure are in the server's store.
+        let d: ptxbench::digest::Digest = r["record_digest"]
+            .as_str()
+            .expect("digest")
+            .parse()
+            .expect("hex");
+        let walk = ptxbench::store::closure::closure(
+            &s,
+            &[ptxbench::store::closure::Root {
+                digest: d,
+                label: "test".into(),
+                expect: None,
+            }],
+        );
+        assert!(walk.is_complete(), "{:?}", walk.problems);
+    }
+    let r = wait(&base, &killer);
+    assert_eq!(r["reward"]["verdict"], "other", "{r}");
+    let message = r["record"]["outcome"]["message"]
+        .as_str()
+        .expect("a message");
+    assert!(message.contains("delivered 4 times"), "{message}");
+
+    // Everything acknowledged and deleted: nothing left to deliver.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pending = c.call(&[b"XLEN", jobs.as_bytes()]).expect("xlen");
+        if pending == Reply::Int(0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "jobs left: {pending:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[path = "../support/canned.rs"]
+mod canned;
+
+#[test]
+fn generate_evaluates_through_a_service_when_its_manifest_names_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_server, base) = serve(&dir.path().join("service-store"), &[]);
+    // A model that answers with the known-good SIMT GEMM: it passes the static check, so its
+    // GPU part goes to the service (which, without a GPU, records `other: no GPU`).
+    let cand = root().join("tasks/candidates/simt/gemm");
+    let read = |f: &str| std::fs::read_to_string(cand.join(f)).expect("candidate file");
+    let answers = dir.path().join("canned");
+    std::fs::create_dir(&answers).expect("mkdir");
+    std::fs::write(
+        answers.join("turn-0.md"),
+        format!(
+            "```cuda\n{}```\n\n```yaml\n{}```\n",
+            read("kernel.cu"),
+            read("plan.yaml")
+        ),
+    )
+    .expect("answer");
+    let chat = canned::CannedServer::start(&answers, 0).expect("canned server");
+    let manifest = format!(
+        "generate: 1\nname: via-service\ntasks: [{TASK}]\narchs: [sm_90a]\nvariants: [1]\nreplicas: 1\nturn_limits: [1]\neval: {{endpoint: \"{base}\", timeout_s: 60}}\nmodels:\n  - {{name: canned-model, endpoint: \"{}\", timeout_s: 5}}\n",
+        chat.url()
+    );
+    let gen_path = dir.path().join("gen.yaml");
+    std::fs::write(&gen_path, manifest).expect("manifest");
+    let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .arg("--tasks")
+        .arg(root().join("tasks"))
+        .arg("generate")
+        .arg(&gen_path)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--store")
+        .arg(dir.path().join("artifacts"))
+        .output()
+        .expect("generate runs");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The service made one record, of the PTX that generate's static check produced.
+    let (_, _, metrics) = call("GET", &format!("{base}/metrics"), None, None);
+    let metrics = metrics.as_str().expect("text").to_string();
+    assert!(
+        metrics.contains("ptxbench_evaluations_total 1\n"),
+        "{metrics}\n{log}"
+    );
+    // Generate's own record carries the service's outcome.
+    let store = ptxbench::store::Store::open(dir.path().join("artifacts"));
+    let records: Vec<_> = store
+        .list()
+        .expect("list")
+        .into_iter()
+        .filter_map(|d| ptxbench::record::load_record(&store, &d).ok())
+        .collect();
+    assert_eq!(records.len(), 1, "{log}");
+    assert_eq!(
+        records[0].verdict,
+        ptxbench::record::Verdict::Other,
+        "{log}"
+    );
+    assert!(
+        records[0].outcome.message.contains("no GPU"),
+        "{}",
+        records[0].outcome.message
+    );
+}
+
+#[test]
+fn a_service_record_is_the_record_run_makes_of_the_same_pair() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cand = root().join("tasks/candidates/nvcc_simt_gemm");
+    // A real kernel with a line that is not PTX: the static check decides it, so `run` needs
+    // no GPU either.
+    let kernel =
+        std::fs::read_to_string(cand.join("kernel.ptx")).expect("kernel") + "\nthis is not ptx;\n";
+    let plan = std::fs::read_to_string(cand.join("plan.yaml")).expect("plan");
+    std::fs::write(dir.path().join("kernel.ptx"), &kernel).expect("write");
+    std::fs::write(dir.path().join("plan.yaml"), &plan).expect("write");
+    std::fs::write(
+        dir.path().join("list.yaml"),
+        format!("name: same\narch: sm_90a\nevaluations:\n  - {{name: broken, entry: service, kernel: kernel.ptx, plan: plan.yaml, tasks: [{TASK}]}}\n"),
+    )
+    .expect("write");
+    let run_store = dir.path().join("run-store");
+    let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .arg("run")
+        .arg(dir.path().join("list.yaml"))
+        .args(["--seed", "9", "--store"])
+        .arg(&run_store)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .current_dir(root())
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("run/index.json")).expect("index"))
+            .expect("JSON");
+    let digest: ptxbench::digest::Digest = index["records"]
+        .as_object()
+        .expect("records")
+        .values()
+        .next()
+        .expect("one")
+        .as_str()
+        .expect("hex")
+        .parse()
+        .expect("digest");
+    let ran: Value = serde_json::from_slice(
+        &ptxbench::store::Store::open(&run_store)
+            .get(&digest)
+            .expect("record"),
+    )
+    .expect("JSON");
+
+    let (_server, base) = serve(&dir.path().join("service-store"), &[]);
+    let (_, _, v) = post(
+        &format!("{base}/v1/evaluations"),
+        &json!({"task": TASK, "kernel": kernel, "plan": plan, "seed": 9}),
+    );
+    let served = wait(&base, v["id"].as_str().expect("an id"));
+    assert_eq!(served["reward"]["verdict"], "compilation", "{served}");
+    let mut served = served["record"].clone();
+    let mut ran = ran;
+    // What only a run list names.
+    for r in [&mut served, &mut ran] {
+        r.as_object_mut().expect("object").remove("evaluation");
+    }
+    assert_eq!(served, ran);
+}
+
+#[test]
+fn a_server_started_again_keeps_the_results_of_jobs_queued_before() {
+    let Some((url, _redis)) = redis("restart") else {
+        return;
+    };
+    let prefix = stream("restart");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let sub = json!({"task": TASK, "response": "queued before a restart", "seed": 1});
+    let (first, base) = serve(&store, &["--queue", &url, "--stream", &prefix]);
+    let (status, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+    assert_eq!(status, 202, "{v}");
+    drop(first);
+    // The job is evaluated while the new server runs; it records the result it did not queue.
+    let (_second, base) = serve(&store, &["--queue", &url, "--stream", &prefix]);
+    let ws = dir.path().join("w");
+    let _worker = spawn(&[
+        "worker",
+        "--queue",
+        &url,
+        "--stream",
+        &prefix,
+        "--store",
+        ws.to_str().expect("UTF-8"),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, _, m) = call("GET", &format!("{base}/metrics"), None, None);
+        if m.as_str()
+            .is_some_and(|m| m.contains("ptxbench_duplicate_results_total 1\n"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no result came: {m}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+    let r = wait(&base, v["id"].as_str().expect("an id"));
+    assert_eq!(
+        (r["cached"].as_bool(), r["reward"]["verdict"].as_str()),
+        (Some(true), Some("extraction")),
+        "{r}"
+    );
+}
