@@ -69,10 +69,6 @@ use ptxbench::store::Store;
 use ptxbench::task::Suite;
 use synthetic::Rng;
 
-/// The allocator of the `ptxbench` binary, so the bench measures what a build runs.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Debug, Parser)]
 struct BenchSiteArgs {
     /// A folder for the generated store, manifest and site (created; must not exist unless
@@ -282,8 +278,6 @@ fn keep_earlier(dir: &std::path::Path, out: &std::path::Path) -> anyhow::Result<
 
 fn main() -> anyhow::Result<()> {
     // As `ptxbench site` does.
-    ptxbench::allocator::hold_freed_memory();
-    ptxbench::allocator::no_huge_pages();
     let a = BenchSiteArgs::parse();
     let store_dir = a.dir.join("artifacts");
     let manifest = a.dir.join("manifest.yaml");
@@ -346,7 +340,7 @@ fn main() -> anyhow::Result<()> {
                 bytes.into_inner() as f64 / 1e6,
                 total - load,
                 cpu_since(cpu),
-                ptxbench::allocator::peak_resident_text()
+                ptxbench::peak_memory::peak_resident_text()
             );
         }
         if !a.generate_only {
@@ -396,7 +390,7 @@ fn main() -> anyhow::Result<()> {
             let input = SiteInput::load(&manifest, &store, suite.clone())?;
             let load = t.elapsed().as_secs_f64();
             let load_cpu = cpu_since(cpu);
-            let load_peak = ptxbench::allocator::peak_resident_text();
+            let load_peak = ptxbench::peak_memory::peak_resident_text();
             let written = write_site(&input, &out)?;
             let total = t.elapsed().as_secs_f64();
             let own = cpu
@@ -409,7 +403,7 @@ fn main() -> anyhow::Result<()> {
                 written.bytes as f64 / 1e6,
                 total - load,
                 cpu_since(cpu),
-                ptxbench::allocator::peak_resident_text(),
+                ptxbench::peak_memory::peak_resident_text(),
                 machine_since(machine, own)
             );
             let t = Instant::now();

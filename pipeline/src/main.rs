@@ -19,11 +19,6 @@ use clap::Parser;
 
 use ptxbench::cmd::Cli;
 
-/// mimalloc rather than the system allocator: a site build makes millions of short-lived
-/// strings, and glibc's malloc and free took about a fifth of its CPU time (the site bench).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The exit status of a command whose output pipe was closed.
 const BROKEN_PIPE_EXIT: u8 = 141;
 
