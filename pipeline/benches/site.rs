@@ -12,8 +12,7 @@
 //!
 //! On a virtual machine that hands freed memory back to its host ("Free page reporting
 //! enabled" in the kernel log), every page the build takes fresh (its heap, the store's pages
-//! it reads, the site's pages it writes: on a disk they are drained as the build goes, see
-//! `ptxbench::site::output::DRAIN_BYTES`) is faulted in by the host again, at a cost that moves
+//! it reads, the site's pages it writes) is faulted in by the host again, at a cost that moves
 //! with the host: here 7–9 µs a 4 KiB page in some hours (under 1 µs in others), against
 //! about 1 µs for memory freed lately and not handed back yet (the host took back about 110
 //! of 3,000 MiB freed in the next 30 s;

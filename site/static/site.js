@@ -158,7 +158,10 @@
     });
     if (window.innerWidth <= 720) {
       var over = document.documentElement.scrollWidth - window.innerWidth;
-      check("the page does not scroll sideways at " + window.innerWidth + " px", over <= 1, over + " px too wide");
+      var wide = Array.prototype.filter.call(document.querySelectorAll("main *, header *"), function (el) {
+        return el.getBoundingClientRect().right > window.innerWidth + 1 && !el.closest(".wide, .scroll, pre, figure");
+      }).slice(0, 3).map(function (el) { return el.tagName.toLowerCase() + (el.className ? "." + el.className : ""); });
+      check("the page does not scroll sideways at " + window.innerWidth + " px", over <= 1, over + " px too wide " + wide.join(" "));
       Array.prototype.forEach.call(document.querySelectorAll("table.leaderboard"), function (t) {
         var box = t.parentElement;
         box.scrollLeft = box.scrollWidth;
@@ -226,7 +229,7 @@
         text.value = ""; applyFilters(box);
       }
     }
-    if (table && table.tHead && table.offsetHeight > 400 && window.innerWidth > 720) {
+    if (table && table.tHead && table.offsetHeight > 400 && window.innerWidth > 720 && !table.closest(".scroll")) {
       // Scrolled into the table, its header stays at the top of the window (no box around it
       // that scrolls on its own).
       var top = table.getBoundingClientRect().top + window.pageYOffset;

@@ -67,7 +67,7 @@ YAML
   { tail -n 20 "$work/generate.log"; exit 1; }
 
 # The records of the generation: its trajectories' record digests.
-show() { "$ptxbench" show "$1" --store "$work/artifacts"; }
+show() { "$ptxbench" show "$1" --raw --store "$work/artifacts"; }
 generation="$(cat "$work/out/generation.digest")"
 records=()
 for t in $(show "$generation" | python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin)["trajectory_digests"]))'); do

@@ -71,7 +71,7 @@ pub struct LeaderboardRow {
 pub const PRIMARY_METRIC: &str = "correct on target";
 
 /// How the pages declare the primary metric.
-pub const PRIMARY_STATEMENT: &str = "Models are ranked by one primary metric, correct on target: per task, the share of trajectories that are correct, whose target instructions (e.g. wgmma, TMA) were shown to execute, and that ran at least 90% of the task's FLOPs on the target MMA instructions; averaged over the entry's tasks, at each turn limit. The paper's data has no MMA share, so reported rows are ranked by the paper's own grade, correct with arch (marked ‡), which a token wgmma can pass; it is an upper bound of correct on target. Ties: correctness, then the geometric-mean speedup.";
+pub const PRIMARY_STATEMENT: &str = "Models measured here are ranked by one primary metric, correct on target: per task, the share of trajectories that are correct, whose target instructions (e.g. wgmma, TMA) were shown to execute, and that ran at least 90% of the task's FLOPs on the target MMA instructions; averaged over the entry's tasks, at each turn limit. The paper's data has no MMA share, so its models are in a table of their own (its GPUs), ranked by the paper's own grade, correct with arch, which a token wgmma can pass: an upper bound of correct on target. Ties: correctness, then the geometric-mean speedup. Tables open at turn limit 1 (single-shot); the plots and the speedup matrix are at turn limit 8, the paper's largest.";
 
 /// Marks a primary value that falls back to the paper's grade (reported data).
 pub const FALLBACK_MARK: &str = "‡";
@@ -226,6 +226,8 @@ impl LeaderboardView {
             ranked.retain(|o| o.turn_limit == crate::metrics::TURN_LIMITS[0]);
         }
         let core = ctx.core_tasks.len();
+        let reported_only =
+            !ranked.is_empty() && ranked.iter().all(|o| o.provenance == Provenance::Reported);
         let mut at_limit: std::collections::BTreeMap<u32, usize> = Default::default();
         let rows = ranked
             .iter()
@@ -237,14 +239,20 @@ impl LeaderboardView {
                 if one_attempt {
                     r.turn_limit = String::new();
                 }
+                if reported_only {
+                    // The column is the paper's grade itself: nothing to mark.
+                    r.primary.text = r
+                        .primary
+                        .text
+                        .replace(&format!("\u{a0}{FALLBACK_MARK}"), "");
+                }
                 if scope == Scope::Core && (o.tasks as usize) < core {
                     r.tasks = r.tasks.with_note(format!("{} of {core} core", o.tasks));
                 }
                 r
             })
             .collect();
-        let reported = source == Some(Provenance::Reported)
-            || (!ranked.is_empty() && ranked.iter().all(|o| o.provenance == Provenance::Reported));
+        let reported = source == Some(Provenance::Reported) || reported_only;
         let (primary_header, primary_title) = if reported {
             WITH_ARCH_HEADER
         } else {

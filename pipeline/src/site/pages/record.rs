@@ -391,7 +391,11 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     facts.extend([
         Fact {
             key: "provenance".into(),
-            value: doc.provenance.clone(),
+            value: if is_evaluated(doc) {
+                doc.provenance.clone()
+            } else {
+                format!("{} (generated here, never run)", doc.provenance)
+            },
         },
         Fact {
             key: "min speedup over performance workloads".into(),
