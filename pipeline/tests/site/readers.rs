@@ -86,6 +86,22 @@ fn issue_44_unevaluated_records_never_look_measured() {
             "{d}: shown as verdict other"
         );
     }
+    let trajectories: Vec<&String> = pages
+        .files
+        .keys()
+        .filter(|p| p.starts_with("trajectory/"))
+        .filter(|p| {
+            unevaluated
+                .iter()
+                .any(|d| page(&pages, p).contains(&d.to_string()))
+        })
+        .collect();
+    assert!(!trajectories.is_empty());
+    for t in trajectories {
+        let html = page(&pages, t);
+        assert!(html.contains("badge unevaluated"), "{t}");
+        assert!(!html.contains("<dd>other"), "{t}: last verdict other");
+    }
 }
 
 /// Item 2: "peak" had two meanings; the leaderboards' column is named for what it divides

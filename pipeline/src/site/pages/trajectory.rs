@@ -445,7 +445,7 @@ pub fn view<'c>(ctx: &'c Context<'_>, t: &Trajectory) -> TrajectoryView<'c> {
             key: "last verdict".into(),
             value: format!(
                 "{} (turn {})",
-                last.record.verdict.as_str(),
+                super::record::shown_verdict(&last.record),
                 turn_text(last)
             ),
         },
