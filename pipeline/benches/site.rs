@@ -68,6 +68,10 @@ use ptxbench::store::Store;
 use ptxbench::task::Suite;
 use synthetic::Rng;
 
+/// The allocator of the `ptxbench` binary, so the bench measures what a build runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 struct BenchSiteArgs {
     /// A folder for the generated store, manifest and site (created; must not exist unless

@@ -19,7 +19,9 @@
 //! models:
 //!   Claude Opus 4.8: { display_name: Claude Opus 4.8, organisation: Anthropic,
 //!                      release_date: 2026-01-31, link: null }
-//! site: { title: PTXBench leaderboard, base_path: / }
+//!   Qwen3.6-27B-s0: { ..., ablation_of: Qwen3.6-27B }  # optional: shown apart, unranked
+//! site: { title: PTXBench leaderboard, base_path: /,
+//!         repository: "https://…", paper: "https://…" }    # both optional
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
