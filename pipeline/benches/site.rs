@@ -12,8 +12,7 @@
 //!
 //! On a virtual machine that hands freed memory back to its host ("Free page reporting
 //! enabled" in the kernel log), every page the build takes fresh (its heap, the store's pages
-//! it reads, the site's pages it writes: on a disk they are drained as the build goes, see
-//! `ptxbench::site::output::DRAIN_BYTES`) is faulted in by the host again, at a cost that moves
+//! it reads, the site's pages it writes) is faulted in by the host again, at a cost that moves
 //! with the host: here 7–9 µs a 4 KiB page in some hours (under 1 µs in others), against
 //! about 1 µs for memory freed lately and not handed back yet (the host took back about 110
 //! of 3,000 MiB freed in the next 30 s;
@@ -282,8 +281,6 @@ fn keep_earlier(dir: &std::path::Path, out: &std::path::Path) -> anyhow::Result<
 
 fn main() -> anyhow::Result<()> {
     // As `ptxbench site` does.
-    ptxbench::allocator::hold_freed_memory();
-    ptxbench::allocator::no_huge_pages();
     let a = BenchSiteArgs::parse();
     let store_dir = a.dir.join("artifacts");
     let manifest = a.dir.join("manifest.yaml");
@@ -346,7 +343,7 @@ fn main() -> anyhow::Result<()> {
                 bytes.into_inner() as f64 / 1e6,
                 total - load,
                 cpu_since(cpu),
-                ptxbench::allocator::peak_resident_text()
+                ptxbench::peak_memory::peak_resident_text()
             );
         }
         if !a.generate_only {
@@ -396,7 +393,7 @@ fn main() -> anyhow::Result<()> {
             let input = SiteInput::load(&manifest, &store, suite.clone())?;
             let load = t.elapsed().as_secs_f64();
             let load_cpu = cpu_since(cpu);
-            let load_peak = ptxbench::allocator::peak_resident_text();
+            let load_peak = ptxbench::peak_memory::peak_resident_text();
             let written = write_site(&input, &out)?;
             let total = t.elapsed().as_secs_f64();
             let own = cpu
@@ -409,7 +406,7 @@ fn main() -> anyhow::Result<()> {
                 written.bytes as f64 / 1e6,
                 total - load,
                 cpu_since(cpu),
-                ptxbench::allocator::peak_resident_text(),
+                ptxbench::peak_memory::peak_resident_text(),
                 machine_since(machine, own)
             );
             let t = Instant::now();

@@ -4,7 +4,6 @@
 //! The `ptxbench` binary (src/main.rs) is a thin CLI over this library; everything here except
 //! the `cuda` module is plain CPU code and is tested everywhere.
 
-pub mod allocator;
 pub mod arch;
 pub mod audit;
 pub mod bundle;
@@ -22,6 +21,7 @@ pub mod expr;
 pub mod generate;
 pub mod manifest;
 pub mod metrics;
+pub mod peak_memory;
 pub mod prompt;
 pub mod record;
 pub mod runner;

@@ -127,6 +127,60 @@
     return Array.prototype.filter.call(table.tBodies[0].rows, function (r) { return !r.hidden; });
   }
 
+  // What readers met on the site (issue 44): a record that was never evaluated must not look
+  // measured; every page leads to the code, the install steps and (record and run pages) the
+  // run's bundle; on a narrow screen nothing is squeezed or cut off.
+  function readerChecks(check) {
+    var lede = document.querySelector("[data-evaluated]");
+    if (lede) {
+      var evaluated = lede.getAttribute("data-evaluated") === "true";
+      var measured = lede.querySelector(".badge.measured"), unevaluated = lede.querySelector(".badge.unevaluated");
+      check("a record's badge says whether it was evaluated", evaluated ? (measured && !unevaluated) : (!measured && unevaluated),
+        "evaluated=" + evaluated);
+      if (!evaluated) {
+        var verdicts = Array.prototype.map.call(document.querySelectorAll(".verdict"), function (v) { return v.textContent.trim(); });
+        check("an unevaluated record shows no verdict of an evaluation", verdicts.every(function (v) { return v === "not evaluated"; }), verdicts.join(","));
+      }
+    }
+    var reproduce = document.querySelector("footer a.reproduce-link");
+    check("the footer links the install and reproduce steps", reproduce && /data\.html#reproduce$/.test(reproduce.getAttribute("href")));
+    if (document.getElementById("reproduce")) {
+      var steps = document.getElementById("reproduce").nextElementSibling;
+      check("the reproduce steps say where the store comes from and how to audit", steps && /ptxbench import/.test(steps.textContent) && /ptxbench audit/.test(steps.textContent));
+    }
+    var audit = document.querySelector(".audit-store");
+    if (document.getElementById("audit")) {
+      check("the audit section says where the store comes from", audit && /artifacts\//.test(audit.textContent));
+    }
+    var bundles = document.querySelectorAll(".audit-store a.bundle-link, .run-bundle a.bundle-link");
+    Array.prototype.forEach.call(bundles, function (a) {
+      check("a bundle link names a zip", /\.zip$/.test(a.getAttribute("href")), a.getAttribute("href"));
+    });
+    if (window.innerWidth <= 720) {
+      var over = document.documentElement.scrollWidth - window.innerWidth;
+      var wide = Array.prototype.filter.call(document.querySelectorAll("main *, header *"), function (el) {
+        return el.getBoundingClientRect().right > window.innerWidth + 1 && !el.closest(".wide, .scroll, pre, figure");
+      }).slice(0, 3).map(function (el) { return el.tagName.toLowerCase() + (el.className ? "." + el.className : ""); });
+      check("the page does not scroll sideways at " + window.innerWidth + " px", over <= 1, over + " px too wide " + wide.join(" "));
+      Array.prototype.forEach.call(document.querySelectorAll("table.leaderboard"), function (t) {
+        var box = t.parentElement;
+        box.scrollLeft = box.scrollWidth;
+        var name = t.querySelector("tbody td.name");
+        if (name) {
+          var r = name.getBoundingClientRect();
+          check("table " + t.id + ": the entry column stays in view when scrolled", r.left >= -1 && r.right <= window.innerWidth + 1 && r.width > 40, "left " + Math.round(r.left) + ", width " + Math.round(r.width));
+        }
+        box.scrollLeft = 0;
+      });
+      var squeezed = Array.prototype.filter.call(document.querySelectorAll("dl.facts dd"), function (dd) {
+        return dd.textContent.trim().length > 20 && dd.getBoundingClientRect().width < window.innerWidth * 0.6;
+      });
+      check("fact values take the screen's width", squeezed.length === 0, squeezed.length + " squeezed");
+      var tall = Array.prototype.filter.call(document.querySelectorAll("#turn-table tbody tr"), function (tr) { return tr.getBoundingClientRect().height > 160; });
+      check("trajectory rows stay short", tall.length === 0, tall.length + " rows over 160 px");
+    }
+  }
+
   function selftest() {
     var checks = [];
     var check = function (name, ok, detail) { checks.push({ name: name, ok: !!ok, detail: detail || "" }); };
@@ -175,7 +229,7 @@
         text.value = ""; applyFilters(box);
       }
     }
-    if (table && table.tHead && table.offsetHeight > 400) {
+    if (table && table.tHead && table.offsetHeight > 400 && window.innerWidth > 720 && !table.closest(".scroll")) {
       // Scrolled into the table, its header stays at the top of the window (no box around it
       // that scrolls on its own).
       var top = table.getBoundingClientRect().top + window.pageYOffset;
@@ -204,6 +258,7 @@
         check("table " + (t.id || "?") + " fits the window", needed <= shown + 1, needed + " px of " + shown + " px");
       });
     }
+    readerChecks(check);
     check("no script errors", errors.length === 0, errors.join(" | "));
     var ok = checks.every(function (c) { return c.ok; });
     var pre = document.createElement("pre");

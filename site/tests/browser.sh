@@ -72,17 +72,18 @@ record="$(cd "$site" && find record -name '*.html' | sort | sed -n 1p)"
 entry="$(cd "$site" && find entry -name '*.html' | sort | sed -n 1p)"
 arch="$(cd "$site" && find arch -name '*.html' | sort | sed -n 1p)"
 failed=0
-check() { # page, hash
-  local page="$1" hash="$2" name
-  name="$(echo "$page" | tr '/.' '__')"
+check() { # page, hash [window width]
+  local page="$1" hash="$2" width="${3:-1400}" name
+  name="$(echo "$page-$width" | tr '/.' '__')"
   # A 1400 px desktop window: the self-check also finds table columns cut off at that width.
-  chrome --window-size=1400,1000 --virtual-time-budget=5000 --dump-dom "$base/$page#$hash" >"$work/$name.dom" 2>"$work/$name.log" || true
+  # At 400 px (a phone) it checks that nothing is squeezed or cut off (issue 44, item 8).
+  chrome --window-size="$width",1000 --virtual-time-budget=5000 --dump-dom "$base/$page#$hash" >"$work/$name.dom" 2>"$work/$name.log" || true
   local result
   result="$(sed -n '/<pre id="selftest-result">/,/<\/pre>/p' "$work/$name.dom")"
   if ! grep -q "SELFTEST PASS" <<<"$result"; then
-    echo "FAIL $page: self-check did not pass"; printf '    %s\n' "$result"; failed=1
+    echo "FAIL $page ($width px): self-check did not pass"; printf '    %s\n' "$result"; failed=1
   else
-    echo "ok   $page: $(grep -c '^ok ' <<<"$result") checks passed"
+    echo "ok   $page ($width px): $(grep -c '^ok ' <<<"$result") checks passed"
   fi
   if grep -E ':(ERROR|WARNING):CONSOLE|Uncaught|ERR_NAME_NOT_RESOLVED' "$work/$name.log" >/dev/null; then
     echo "FAIL $page: console errors:"; grep -E 'CONSOLE|Uncaught|ERR_' "$work/$name.log" | sed 's/^/    /'; failed=1
@@ -95,6 +96,17 @@ while IFS= read -r page; do
   check "$page" selftest
 done < <(cd "$site" && find arch entry task -name '*.html' | sort)
 check "$record" selftest-optional
+# The reader checks (issue 44): records that were not evaluated never look measured (item 1),
+# every page leads to the install steps, the store and the run's bundle (item 6), and on a
+# 400 px screen nothing is squeezed or cut off (item 8).
+trajectory="$(cd "$site" && { find trajectory -name '*.html' 2>/dev/null || true; } | sort | sed -n 1p)"
+run="$(cd "$site" && { find run -name '*.html' 2>/dev/null || true; } | sort | sed -n 1p)"
+unevaluated="$(cd "$site" && grep -l 'data-evaluated="false"' record/*.html 2>/dev/null | sort | sed -n 1p || true)"
+for page in "$record" $trajectory $run $unevaluated data.html; do check "$page" selftest-optional; done
+for page in index.html "$arch" "$record" $trajectory $unevaluated; do check "$page" selftest-optional 400; done
+if [ "${REQUIRE_UNEVALUATED:-0}" = 1 ] && [ -z "$unevaluated" ]; then
+  echo "FAIL: REQUIRE_UNEVALUATED is set and the site has no record that was not evaluated"; failed=1
+fi
 
 # Every request the pages made was answered (no 404: a broken asset or link target).
 if grep -E '" (4|5)[0-9][0-9] ' "$work/server.log"; then
@@ -104,8 +116,8 @@ fi
 specs=("index:index.html:1400,1000" "index-narrow:index.html:400,1400" "arch:$arch:1400,2600" "record:$record:1400,2200"
   "entry:$entry:1400,1400" "methodology:methodology.html:1400,1800" "data:data.html:1400,2400")
 # A site of measured runs alone has no trajectory (they come from `generate`).
-trajectory="$(cd "$site" && { find trajectory -name '*.html' 2>/dev/null || true; } | sort | sed -n 1p)"
-if [ -n "$trajectory" ]; then specs+=("trajectory:$trajectory:1400,2400"); fi
+if [ -n "$trajectory" ]; then specs+=("trajectory:$trajectory:1400,2400" "trajectory-narrow:$trajectory:400,2400"); fi
+specs+=("record-narrow:$record:400,2400" "harness:harness-tests.html:1400,2000")
 for spec in "${specs[@]}"; do
   IFS=: read -r name page size <<<"$spec"
   shoot() {

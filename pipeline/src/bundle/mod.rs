@@ -248,6 +248,8 @@ pub fn run_manifest(
         site: crate::manifest::SiteOptions {
             title: format!("{} · run {run_name}", base.site.title),
             base_path: base.site.base_path.clone(),
+            repository: base.site.repository.clone(),
+            paper: None,
         },
     };
     let yaml = serde_saphyr::to_string(&m).map_err(|e| BundleError::RunManifest {

@@ -83,11 +83,6 @@ pub fn load_input(
 }
 
 pub fn run(a: SiteArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    // A build frees and takes again gigabytes of short-lived pages and strings; they stay with
-    // the process rather than go back to the system in between.
-    crate::allocator::hold_freed_memory();
-    // It does so in small pieces: 4 KiB pages touch less memory than huge ones.
-    crate::allocator::no_huge_pages();
     let start = Instant::now();
     let manifest = manifest_path(a.manifest)?;
     let input = load_input(&manifest, a.store, tasks_dir)?;
@@ -104,7 +99,7 @@ pub fn run(a: SiteArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
         input.reported.len(),
         start.elapsed().as_secs_f64(),
         loaded.as_secs_f64(),
-        crate::allocator::peak_resident_text()
+        crate::peak_memory::peak_resident_text()
     );
     // The process ends next, which returns all its memory at once: freeing the loaded records
     // one allocation at a time first would only add serial work at the end of every build.

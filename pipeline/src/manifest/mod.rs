@@ -20,7 +20,9 @@
 //! models:
 //!   Claude Opus 4.8: { display_name: Claude Opus 4.8, organisation: Anthropic,
 //!                      release_date: 2026-01-31, link: null }
-//! site: { title: PTXBench leaderboard, base_path: / }
+//!   Qwen3.6-27B-s0: { ..., ablation_of: Qwen3.6-27B }  # optional: shown apart, unranked
+//! site: { title: PTXBench leaderboard, base_path: /,
+//!         repository: "https://…", paper: "https://…" }    # both optional
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -93,6 +95,10 @@ pub struct ModelInfo {
     pub release_date: Option<String>,
     #[serde(default)]
     pub link: Option<String>,
+    /// The model this one is a variant of, where a paper studied its settings (an ablation):
+    /// the site shows it apart from the models, unranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ablation_of: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +107,13 @@ pub struct SiteOptions {
     pub title: String,
     /// Where the site is served, `/` or `/name/`.
     pub base_path: String,
+    /// The repository of this leaderboard's code and store (an http(s) link), for the pages'
+    /// "install and reproduce" links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The paper the reported data comes from (an http(s) link).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper: Option<String>,
 }
 
 /// Why a manifest cannot be used; always names the file.
@@ -235,6 +248,19 @@ impl Manifest {
         }
         if self.site.title.trim().is_empty() {
             return Err(invalid("site.title".into(), "must not be empty".into()));
+        }
+        for (name, l) in [
+            ("repository", &self.site.repository),
+            ("paper", &self.site.paper),
+        ] {
+            if let Some(l) = l
+                && !(l.starts_with("https://") || l.starts_with("http://"))
+            {
+                return Err(invalid(
+                    format!("site.{name}"),
+                    format!("`{l}` is not an http(s) link"),
+                ));
+            }
         }
         let b = &self.site.base_path;
         if !b.starts_with('/') || !b.ends_with('/') || b.contains("//") || b.contains("..") {

@@ -176,8 +176,8 @@ pub fn ceilings(
                     ms: timing.map(|t| t.candidate.median_ms),
                 };
                 let slot = match kind {
-                    EntryKind::Model => &mut wa.model,
-                    EntryKind::Reference => &mut wa.reference,
+                    EntryKind::Model | EntryKind::Ablation => &mut wa.model,
+                    EntryKind::Reference | EntryKind::EngineCheck => &mut wa.reference,
                 };
                 keep_best(slot, best, r.digest);
             }
@@ -206,8 +206,8 @@ pub fn ceilings(
                 ms: None,
             };
             let slot = match kind {
-                EntryKind::Model => &mut t.model,
-                EntryKind::Reference => &mut t.reference,
+                EntryKind::Model | EntryKind::Ablation => &mut t.model,
+                EntryKind::Reference | EntryKind::EngineCheck => &mut t.reference,
             };
             keep_best(slot, best, r.digest);
         }

@@ -16,15 +16,32 @@ use super::paths;
 use super::trajectory::Trajectories;
 use crate::record::Record;
 
-/// What a leaderboard row is: a model, or a kernel that is not a model's (a reference).
+/// What a leaderboard row is: a model, a variant of one that a paper studied (an ablation), a
+/// kernel that is not a model's (a reference), or one of the engine's own simple kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum EntryKind {
     /// Written by a model: reported data, records made by `generate` (they name their model),
     /// or a name the manifest lists under `models`.
     Model,
-    /// Hand-written or compiler-made kernels, and the engine's own simple kernels: ceilings
-    /// and floors for the models, never ranked among them.
+    /// A model the manifest marks `ablation_of` another: a study of one model's settings, not
+    /// a model of its own; shown apart from the models, never ranked among them.
+    Ablation,
+    /// Hand-written or compiler-made kernels: ceilings and floors for the models, never ranked
+    /// among them.
     Reference,
+    /// The engine's simple correct kernels (entries named `simt-*`, no target instructions):
+    /// they show a plain kernel is graded correct and not on target; listed with the harness
+    /// tests, never in a leaderboard or a plot.
+    EngineCheck,
+}
+
+/// The name prefix of the engine's simple kernels ([`EntryKind::EngineCheck`]).
+pub const ENGINE_CHECK_PREFIX: &str = "simt-";
+
+/// Whether a record was evaluated: `generate --no-eval` stores candidates that were checked,
+/// never run (stage `not-evaluated`); they count in no table and no plot.
+pub fn is_evaluated(r: &Record) -> bool {
+    r.outcome.stage != crate::record::Stage::NotEvaluated
 }
 
 /// A submission on the leaderboard: a model of the reported data or an entry of the records.
@@ -81,6 +98,8 @@ pub struct Context<'a> {
     pub task_records: BTreeMap<String, Vec<usize>>,
     /// Indices into `input.records` of role `harness-test`.
     pub harness: Vec<usize>,
+    /// Indices into `input.records` of records that were not evaluated ([`is_evaluated`]).
+    pub unevaluated: Vec<usize>,
     /// Indices into `input.records` of role `entry`, by (entry, arch, task).
     pub cell_records: BTreeMap<(String, String, String), Vec<usize>>,
     /// The paper's own per-run aggregates, per reported data set (as published).
@@ -277,6 +296,7 @@ impl<'a> Context<'a> {
         let mut entry_records: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut task_records: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut harness = Vec::new();
+        let mut unevaluated = Vec::new();
         let mut cell_records: BTreeMap<(String, String, String), Vec<usize>> = BTreeMap::new();
         let mut archs = BTreeSet::new();
         let mut tasks: BTreeSet<String> = suite.tasks.iter().map(|t| t.id.to_string()).collect();
@@ -309,6 +329,10 @@ impl<'a> Context<'a> {
 
         let roots = trajectory_roots(records);
         for (i, r) in records.iter().enumerate() {
+            if !is_evaluated(&r.record) {
+                unevaluated.push(i);
+                continue;
+            }
             let arch = r.record.arch.to_string();
             tasks.insert(r.record.task.clone());
             task_records
@@ -371,8 +395,15 @@ impl<'a> Context<'a> {
                 .get(name)
                 .cloned()
                 .unwrap_or_else(|| paths::slug(name));
+            if name.starts_with(ENGINE_CHECK_PREFIX) && e.kind == EntryKind::Reference {
+                e.kind = EntryKind::EngineCheck;
+            }
             if let Some(m) = input.manifest.models.get(name) {
-                e.kind = EntryKind::Model;
+                e.kind = if m.ablation_of.is_some() {
+                    EntryKind::Ablation
+                } else {
+                    EntryKind::Model
+                };
                 e.display_name = m.display_name.clone();
                 e.organisation = Some(m.organisation.clone());
                 e.release_date = m.release_date.clone();
@@ -424,6 +455,7 @@ impl<'a> Context<'a> {
             entry_records,
             task_records,
             harness,
+            unevaluated,
             cell_records,
             published,
             suite_digest: suite.digest(),

@@ -12,8 +12,8 @@ use super::SiteError;
 use super::context::{Context, workload_rates};
 use super::input::LoadedRecord;
 use super::paths;
-use crate::metrics::MetricsError;
 use crate::metrics::export::{Format, write_frame};
+use crate::metrics::{MetricsError, Provenance};
 use crate::record::Record;
 
 /// One documented column: name, type as the CSV holds it, meaning.
@@ -186,6 +186,9 @@ fn metric_meaning(name: &str) -> &'static str {
         "provenance" => "reported (the paper's) or measured (records here); never pooled",
         "entry" => "the entry",
         "arch" => "target architecture",
+        "gpu" => {
+            "the GPUs the row's numbers were measured on (reported: the paper's; measured: the records'); speedups compare across GPUs, times and throughputs do not"
+        }
         "task" => "task id; * on rows over all the entry's tasks",
         "turn_limit" => "a trajectory counts its turns 0..limit",
         "trajectories" => "trajectories counted",
@@ -342,6 +345,37 @@ fn workloads_frame(
     Ok(DataFrame::new(height, columns)?)
 }
 
+/// Adds the `gpu` column after `arch`: the GPUs each row's numbers were measured on (the
+/// paper's H100 or B200 for reported rows, the records' for measured ones), so rows of
+/// different GPUs are never read as one.
+fn with_gpu_column(ctx: &Context<'_>, frame: &mut DataFrame) -> Result<(), SiteError> {
+    let text = |name: &str| -> Result<Vec<String>, SiteError> {
+        let c = frame.column(name).map_err(MetricsError::from)?;
+        let s = c.str().map_err(MetricsError::from)?;
+        Ok((0..s.len())
+            .map(|i| s.get(i).unwrap_or_default().to_string())
+            .collect())
+    };
+    let (prov, entry, arch) = (text("provenance")?, text("entry")?, text("arch")?);
+    let gpu: Vec<String> = (0..frame.height())
+        .map(|i| {
+            let p = if prov[i] == Provenance::Reported.as_str() {
+                Provenance::Reported
+            } else {
+                Provenance::Measured
+            };
+            ctx.gpus(&entry[i], p, &arch[i])
+        })
+        .collect();
+    let at = frame
+        .get_column_index("arch")
+        .map_or(frame.width(), |i| i + 1);
+    frame
+        .insert_column(at, Column::new("gpu".into(), gpu))
+        .map_err(MetricsError::from)?;
+    Ok(())
+}
+
 fn owned(docs: &[ColumnDoc]) -> Vec<(String, &'static str, &'static str)> {
     docs.iter()
         .map(|(n, t, m)| (n.to_string(), *t, *m))
@@ -357,7 +391,8 @@ pub fn tables(
 ) -> Result<(), SiteError> {
     let mut records: Vec<&LoadedRecord> = ctx.input.records.iter().collect();
     records.sort_by_key(|r| r.digest);
-    let results = crate::metrics::export::results_frame(&ctx.metrics)?;
+    let mut results = crate::metrics::export::results_frame(&ctx.metrics)?;
+    with_gpu_column(ctx, &mut results)?;
     let results_columns = results
         .columns()
         .iter()

@@ -319,33 +319,11 @@ fn load_suite_object(store: &Store, d: &Digest, by: &str) -> Result<SuiteObject,
     }
 }
 
-/// The cores this process may use (1 where that cannot be told, at most 16).
-fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 16)
-}
-
-/// Threads used to render (the output never depends on it): twice the cores, as the work
-/// waits on file writes about as much as it computes.
-pub(crate) fn threads() -> usize {
-    2 * cores()
-}
-
-/// Reads of the store kept in flight while loading.
+/// Reads of the store kept in flight while loading: reading is mostly waiting when the store
+/// is not in memory (188,442 small reads for a 100k-record site), so what matters is how many
+/// reads the disk is given at once, not the cores. On a 2-core virtual machine 32 loaded a
+/// 100k-record store from its disk in 3.95 s mean against 4.39 s with 8.
 const READS_IN_FLIGHT: usize = 32;
-
-/// Threads that read the store while loading (the output never depends on it):
-/// [`READS_IN_FLIGHT`], or the render count where that is more. Reading is mostly waiting when
-/// the store is not in memory (a disk whose cache was evicted: 188,442 small reads for a
-/// 100k-record site), so the number that matters is the reads the disk is given at once, not
-/// the cores; on a store in memory the extra threads only take turns. On a 2-core virtual machine
-/// 32 threads loaded a 100k-record store from its disk in 3.95 s mean against 4.39 s
-/// with 8 (6 cold runs each, alternated), and made no difference on tmpfs.
-pub(crate) fn read_threads() -> usize {
-    READS_IN_FLIGHT.max(threads())
-}
 
 /// Store files read ahead together by a reading thread (see [`Store::get_many`]): each holds
 /// a file open, so a load holds at most [`READS_IN_FLIGHT`] times as many, well under the
@@ -356,16 +334,16 @@ pub(crate) fn read_threads() -> usize {
 const READ_AHEAD_FILES: usize = 16;
 
 /// `then` of each of `items` and the bytes (or the error) of the store object it names, in
-/// order, read on [`read_threads`] threads [`READ_AHEAD_FILES`] at a time; the first error in
+/// order, read on [`READS_IN_FLIGHT`] threads [`READ_AHEAD_FILES`] at a time; the first error in
 /// item order.
 fn read_each<T: Sync, U: Send>(
     store: &Store,
     items: &[T],
-    digest: impl Fn(&T) -> &Digest + Sync,
-    then: impl Fn(&T, Result<Vec<u8>, StoreError>) -> Result<U, SiteError> + Sync,
+    digest: impl Fn(&T) -> &Digest + Sync + Send,
+    then: impl Fn(&T, Result<Vec<u8>, StoreError>) -> Result<U, SiteError> + Sync + Send,
 ) -> Result<Vec<U>, SiteError> {
     let blocks: Vec<&[T]> = items.chunks(READ_AHEAD_FILES).collect();
-    let read = parallel_map_on(read_threads(), &blocks, |block| {
+    let read = |block: &&[T]| {
         let digests: Vec<Digest> = block.iter().map(|i| *digest(i)).collect();
         store
             .get_many(&digests)
@@ -373,187 +351,33 @@ fn read_each<T: Sync, U: Send>(
             .zip(*block)
             .map(|(bytes, item)| then(item, bytes))
             .collect::<Result<Vec<U>, SiteError>>()
-    })?;
+    };
+    // Reading is mostly waiting on the disk, so more reads are kept in flight than there are
+    // cores; a pool that cannot be made leaves the reads to the shared one.
+    let read = match rayon::ThreadPoolBuilder::new()
+        .num_threads(READS_IN_FLIGHT)
+        .build()
+    {
+        Ok(pool) => pool.install(|| parallel_map(&blocks, read))?,
+        Err(_) => parallel_map(&blocks, read)?,
+    };
     Ok(read.into_iter().flatten().collect())
 }
 
-/// Maps `f` over `items` on all cores, keeping the order; the first error (in item order) wins.
-/// [`parallel_map_on`] with [`threads`].
+/// Maps `f` over `items` on rayon's threads, keeping the order; the first error (in item
+/// order) wins, whichever thread met it, so a failing build always names the same thing.
 pub(crate) fn parallel_map<T: Sync, U: Send>(
     items: &[T],
-    f: impl Fn(&T) -> Result<U, SiteError> + Sync,
+    f: impl Fn(&T) -> Result<U, SiteError> + Sync + Send,
 ) -> Result<Vec<U>, SiteError> {
-    parallel_map_on(threads(), items, f)
-}
-
-/// Maps `f` over `items` on `threads` threads, keeping the order; the first error (in item
-/// order) wins.
-///
-/// Workers take blocks of consecutive items in order as they finish the last, so a block of
-/// slow items (large pages) does not leave the other cores idle at the end the way fixed shares
-/// would. After an error no new block is taken; every block before it was already taken and is
-/// finished, so the error reported is still the first in item order.
-///
-/// Each result is written straight into its place in the returned vector by the worker that
-/// made it. Until 2026-12-03 each worker gathered its blocks' results and one thread copied
-/// them into the returned vector afterwards: for the 100k records of the site benchmark (1,464
-/// bytes each, 146 MB) a profile showed about 0.6 s of one core copying into fresh memory
-/// while the other idled (`artifacts/evidence/site-bench/in-place-2026-12-03.log`).
-pub(crate) fn parallel_map_on<T: Sync, U: Send>(
-    threads: usize,
-    items: &[T],
-    f: impl Fn(&T) -> Result<U, SiteError> + Sync,
-) -> Result<Vec<U>, SiteError> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    let threads = threads.max(1);
-    if threads == 1 || items.len() < 64 {
-        return items.iter().map(&f).collect();
-    }
-    // About 16 blocks per thread: few enough that taking one costs nothing, many enough that
-    // the last to finish is short.
-    let block = items.len().div_ceil(16 * threads).clamp(1, 4096);
-    let mut out: Vec<U> = Vec::with_capacity(items.len());
-    let slots = &mut out.spare_capacity_mut()[..items.len()];
-    let blocks = Mutex::new(slots.chunks_mut(block).zip(items.chunks(block)).enumerate());
-    let failed = AtomicBool::new(false);
-    type Done<'a, U> = Vec<(usize, Result<Filled<'a, U>, SiteError>)>;
-    let work = || {
-        let mut done: Done<'_, U> = Vec::new();
-        while !failed.load(Relaxed) {
-            let next = blocks.lock().map(|mut b| b.next());
-            let Ok(Some((b, (slots, part)))) = next else {
-                break;
-            };
-            let mut filled = Filled { slots, len: 0 };
-            let mut result = Ok(());
-            for item in part {
-                match f(item) {
-                    Ok(u) => filled.push(u),
-                    Err(e) => {
-                        result = Err(e);
-                        break;
-                    }
-                }
-            }
-            match result {
-                Ok(()) => done.push((b, Ok(filled))),
-                Err(e) => {
-                    failed.store(true, Relaxed);
-                    done.push((b, Err(e)));
-                }
-            }
-        }
-        done
-    };
-    let mut done: Done<'_, U> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-        let mut all = Vec::new();
-        for h in handles {
-            match h.join() {
-                Ok(done) => all.extend(done),
-                // Sorts after every block, so a real error of an earlier block still wins.
-                Err(_) => all.push((
-                    usize::MAX,
-                    Err(SiteError::Internal("a worker thread panicked".into())),
-                )),
-            }
-        }
-        all
-    });
-    done.sort_unstable_by_key(|(b, _)| *b);
-    // The first error in item order; every result written is dropped with its block.
-    let mut filled = Vec::with_capacity(done.len());
-    for (_, r) in done {
-        filled.push(r?);
-    }
-    // No block holds more results than it has slots, and the blocks do not overlap.
-    let written: usize = filled.iter().map(|f| f.len).sum();
-    if written != items.len() {
-        return Err(SiteError::Internal(format!(
-            "parallel map: {written} results for {} items",
-            items.len()
-        )));
-    }
-    // The results now belong to `out`, not to the blocks that wrote them.
-    for f in filled {
-        std::mem::forget(f);
-    }
-    // SAFETY: the blocks partition `0..items.len()` of `out`'s capacity (`chunks_mut`, each
-    // block taken once) and together hold as many results as there are items (checked above),
-    // so every block is full and each of those slots holds an initialized `U` that nothing
-    // else owns (the blocks' `Filled` were forgotten, not dropped).
-    unsafe { out.set_len(items.len()) };
-    Ok(out)
-}
-
-/// The results a worker has written into one block of [`parallel_map_on`]'s output so far:
-/// the first `len` of `slots`. Dropped (after an error or a panic), it drops them, so no result
-/// is leaked; once the whole output is written it is forgotten and the output owns them.
-struct Filled<'a, U> {
-    slots: &'a mut [std::mem::MaybeUninit<U>],
-    len: usize,
-}
-
-impl<U> Filled<'_, U> {
-    /// Writes the block's next result. Panics (without leaking) if the block is full, which
-    /// the caller never lets happen: it pushes one result per item of the block.
-    fn push(&mut self, u: U) {
-        self.slots[self.len].write(u);
-        self.len += 1;
-    }
-}
-
-impl<U> Drop for Filled<'_, U> {
-    fn drop(&mut self) {
-        for slot in &mut self.slots[..self.len] {
-            // SAFETY: the first `len` slots were written by `push` and are dropped only here,
-            // once (a `Filled` the output took over is forgotten, not dropped).
-            unsafe { slot.assume_init_drop() }
-        }
-    }
+    use rayon::prelude::*;
+    let all: Vec<Result<U, SiteError>> = items.par_iter().map(f).collect();
+    all.into_iter().collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Results are written in place: each is dropped exactly once, whether the map returns
-    /// them, fails after some blocks were written, or a worker panics mid-block.
-    #[test]
-    fn parallel_map_drops_each_result_once() {
-        use std::sync::Arc;
-        let items: Vec<usize> = (0..20_000).collect();
-        let token = Arc::new(());
-        let all = parallel_map_on(4, &items, |&i| Ok((i, Arc::clone(&token)))).expect("no error");
-        assert_eq!(Arc::strong_count(&token), 1 + items.len());
-        assert!(all.iter().enumerate().all(|(k, (i, _))| k == *i));
-        drop(all);
-        assert_eq!(Arc::strong_count(&token), 1);
-        for bad in [0, 64, 10_000, 19_999] {
-            let r = parallel_map_on(4, &items, |&i| {
-                if i == bad {
-                    Err(SiteError::Internal(format!("item {i}")))
-                } else {
-                    Ok(Arc::clone(&token))
-                }
-            });
-            assert!(matches!(r, Err(SiteError::Internal(m)) if m == format!("item {bad}")));
-            assert_eq!(
-                Arc::strong_count(&token),
-                1,
-                "results leaked after item {bad} failed"
-            );
-        }
-        let r = parallel_map_on(4, &items, |&i| {
-            if i == 12_345 {
-                panic!("a worker panics mid-block");
-            }
-            Ok(Arc::clone(&token))
-        });
-        assert!(matches!(r, Err(SiteError::Internal(m)) if m.contains("panicked")));
-        assert_eq!(Arc::strong_count(&token), 1, "results leaked after a panic");
-    }
 
     #[test]
     fn read_each_keeps_order_and_reports_the_first_error() {
@@ -619,27 +443,5 @@ mod tests {
             parallel_map(&items[..3], |&i| Ok(i)).expect("few"),
             vec![0, 1, 2]
         );
-        // Any number of threads, more than the cores included (as loading uses), and zero
-        // taken as one.
-        for threads in [0, 1, 3, read_threads(), 64] {
-            assert_eq!(
-                parallel_map_on(threads, &items, |&i| Ok(3 * i)).expect("no error"),
-                items.iter().map(|i| 3 * i).collect::<Vec<_>>(),
-                "{threads} threads"
-            );
-            let r = parallel_map_on(threads, &items, |&i| {
-                if i == 7_000 || i == 9_000 {
-                    Err(SiteError::Internal(format!("item {i}")))
-                } else {
-                    Ok(i)
-                }
-            });
-            match r {
-                Err(SiteError::Internal(m)) => assert_eq!(m, "item 7000", "{threads} threads"),
-                other => {
-                    panic!("{threads} threads: expected the error of item 7000, got {other:?}")
-                }
-            }
-        }
     }
 }

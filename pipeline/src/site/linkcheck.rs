@@ -5,7 +5,9 @@
 //! or the text of a page. Stored artifacts shown verbatim (`<pre class="code">` blocks: PTX,
 //! prompts, responses, logs) are exempt from the text scan: they are the hashed bytes an
 //! auditor must see unchanged, and a compiler may have written a path into them; so are the
-//! stored objects under `objects/`, which are those bytes themselves.
+//! stored objects under `objects/`, which are those bytes themselves. The one exception is the
+//! outside links a manifest names on purpose (`site.repository`, `site.paper`), which
+//! [`check_allowing`] is given.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -98,6 +100,11 @@ fn has_scheme(s: &str) -> bool {
 
 /// Every problem with the links of `pages`, sorted.
 pub fn check(pages: &Pages) -> Vec<LinkProblem> {
+    check_allowing(pages, &[])
+}
+
+/// [`check`], with the exact outside links in `allowed` accepted as `href`s and in text.
+pub fn check_allowing(pages: &Pages, allowed: &[String]) -> Vec<LinkProblem> {
     let mut problems = BTreeSet::new();
     let mut id_cache: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut push = |page: &str, target: &str, kind: &'static str| {
@@ -115,11 +122,14 @@ pub fn check(pages: &Pages) -> Vec<LinkProblem> {
             continue;
         };
         let is_svg = path.ends_with(".svg");
-        let scan = if is_svg {
+        let mut scan = if is_svg {
             text.replacen(SVG_NS, "", 1)
         } else {
             without_artifacts(text)
         };
+        for a in allowed {
+            scan = scan.replace(&format!("\"{a}\""), "\"\"");
+        }
         for scheme in ["http://", "https://", "file://", "ftp://"] {
             if let Some(i) = scan.to_ascii_lowercase().find(scheme) {
                 push(path, &scan[i..(i + 60).min(scan.len())], "external URL");
@@ -168,7 +178,9 @@ pub fn check(pages: &Pages) -> Vec<LinkProblem> {
                 continue;
             }
             if has_scheme(&t) {
-                push(path, &t, "external URL");
+                if !allowed.contains(&t) {
+                    push(path, &t, "external URL");
+                }
                 continue;
             }
             if t.starts_with('/') || t.starts_with('\\') {

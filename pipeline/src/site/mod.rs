@@ -330,14 +330,20 @@ fn render_site_pages(
     )?;
 
     for arch in &ctx.archs {
-        let drawn = [
-            plots::best_speedup_per_task(ctx, arch)?,
-            plots::fast_p_curves_plot(ctx, arch)?,
-            plots::rates_by_turn_limit(ctx, arch)?,
-            plots::speedup_by_release_date(ctx, arch)?,
-            plots::speedup_distribution(ctx, arch)?,
-        ];
-        let drawn: Vec<plots::Plot> = drawn.into_iter().flatten().collect();
+        let mut drawn: Vec<plots::Plot> = Vec::new();
+        for panel in plots::panels(ctx, arch) {
+            let plots = [
+                plots::best_speedup_per_task(ctx, &panel)?,
+                plots::fast_p_curves_plot(ctx, &panel)?,
+                plots::rates_by_turn_limit(ctx, &panel)?,
+                plots::speedup_by_release_date(ctx, &panel)?,
+                plots::speedup_distribution(ctx, &panel)?,
+            ];
+            drawn.extend(plots.into_iter().flatten().map(|mut p| {
+                p.note = panel.note();
+                p
+            }));
+        }
         for p in &drawn {
             emit(paths::plot(&p.name), p.svg.as_str().as_bytes().to_vec())?;
         }

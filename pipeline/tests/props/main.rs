@@ -91,7 +91,7 @@ pub fn bounded_for<T: Send + 'static>(
             Ok(()) => panic!("{what}: the case ended without an answer"),
         },
     };
-    if let Some(peak) = ptxbench::allocator::peak_resident_bytes() {
+    if let Some(peak) = ptxbench::peak_memory::peak_resident_bytes() {
         assert!(
             peak <= MEMORY_LIMIT,
             "{what}: the process has held {peak} bytes, over {MEMORY_LIMIT}"

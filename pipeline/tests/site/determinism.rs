@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ptxbench::site::output::{self, MARKER, write_site, write_site_draining};
+use ptxbench::site::output::{MARKER, write_site};
 use ptxbench::site::{SiteInput, build};
 use ptxbench::store::Store;
 
@@ -60,89 +60,6 @@ fn the_written_folder_is_the_built_site() {
     for (path, bytes) in &built.files {
         assert!(written.get(path) == Some(bytes), "{path} differs");
     }
-}
-
-/// Pages of the files under `dir` (stored objects aside: they are the store's files, linked)
-/// that are in the page cache, and all their pages.
-#[cfg(target_os = "linux")]
-fn cached_pages(dir: &Path) -> (usize, usize) {
-    use std::os::fd::AsRawFd as _;
-    let page = 4096;
-    let (mut cached, mut all) = (0, 0);
-    for e in walkdir::WalkDir::new(dir) {
-        let e = e.expect("walk");
-        let objects = e
-            .path()
-            .strip_prefix(dir)
-            .expect("under dir")
-            .starts_with("objects");
-        if !e.file_type().is_file() || objects {
-            continue;
-        }
-        let file = std::fs::File::open(e.path()).expect("open");
-        let len = file.metadata().expect("stat").len() as usize;
-        if len == 0 {
-            continue;
-        }
-        let pages = len.div_ceil(page);
-        // SAFETY: a read-only shared map of an open file, unmapped below; `mincore` fills one
-        // byte per page of it, never touching the pages themselves.
-        unsafe {
-            let map = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            );
-            assert_ne!(map, libc::MAP_FAILED, "mmap {}", e.path().display());
-            let mut resident = vec![0u8; pages];
-            assert_eq!(libc::mincore(map, len, resident.as_mut_ptr()), 0, "mincore");
-            libc::munmap(map, len);
-            cached += resident.iter().filter(|b| *b & 1 == 1).count();
-        }
-        all += pages;
-    }
-    (cached, all)
-}
-
-/// A build that drains every few KiB (its pages written to the disk and dropped from the page
-/// cache as it goes, as a large site's are every 32 MiB) writes the same folder as one that
-/// never drains; on a file system with a disk, the drained pages are out of the page cache
-/// (tmpfs keeps every page: there the check is skipped, and said).
-#[cfg(target_os = "linux")]
-#[test]
-fn a_draining_build_writes_the_same_folder_and_leaves_its_pages_on_the_disk() {
-    let (dir, input) = fixture_input();
-    let kept = dir.path().join("kept");
-    write_site_draining(&input, &kept, u64::MAX).expect("writes without draining");
-    let drained = dir.path().join("drained");
-    write_site_draining(&input, &drained, 4096).expect("writes, draining");
-    // Before anything reads them back.
-    let (kept_cached, kept_all) = cached_pages(&kept);
-    let (drained_cached, drained_all) = cached_pages(&drained);
-    assert_eq!(kept_all, drained_all);
-    assert!(drained_all > 100, "{drained_all} pages");
-    let in_memory = output::in_memory(&std::fs::File::open(dir.path()).expect("open the folder"));
-    if in_memory {
-        eprintln!(
-            "{} is in memory (tmpfs): page cache not checked",
-            dir.path().display()
-        );
-    } else {
-        // Every page of the build that never drained is still cached; of the drained one, at
-        // most the last batch (the files written after the last drain, a few KiB here).
-        assert!(
-            kept_cached * 10 >= kept_all * 9,
-            "{kept_cached} of {kept_all} kept pages cached"
-        );
-        assert!(
-            drained_cached * 4 < drained_all,
-            "{drained_cached} of {drained_all} drained pages still cached"
-        );
-    }
-    assert_eq!(tree(&kept), tree(&drained));
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod determinism;
 mod links;
 mod loading;
 mod metrics;
+mod readers;
 mod record_lists;
 mod snapshots;
 mod suites;

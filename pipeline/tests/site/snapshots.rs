@@ -20,17 +20,20 @@ const SNAPSHOTS: &[(&str, Option<&str>)] = &[
     ),
     ("record-correct.html", None),
     (
-        "sm_90a-best-speedup.svg",
-        Some("plots/sm_90a-best-speedup.svg"),
-    ),
-    ("sm_90a-fast-p.svg", Some("plots/sm_90a-fast-p.svg")),
-    (
-        "sm_90a-rates-by-turn-limit.svg",
-        Some("plots/sm_90a-rates-by-turn-limit.svg"),
+        "sm_90a-best-speedup-measured.svg",
+        Some("plots/sm_90a-best-speedup-measured.svg"),
     ),
     (
-        "sm_90a-speedup-distribution.svg",
-        Some("plots/sm_90a-speedup-distribution.svg"),
+        "sm_90a-fast-p-measured.svg",
+        Some("plots/sm_90a-fast-p-measured.svg"),
+    ),
+    (
+        "sm_90a-rates-by-turn-limit-measured.svg",
+        Some("plots/sm_90a-rates-by-turn-limit-measured.svg"),
+    ),
+    (
+        "sm_90a-speedup-distribution-measured.svg",
+        Some("plots/sm_90a-speedup-distribution-measured.svg"),
     ),
     ("results.csv", Some("data/results.csv")),
 ];
@@ -110,7 +113,7 @@ fn plots_have_full_legends_and_point_titles() {
         .iter()
         .filter(|(p, _)| p.starts_with("plots/"))
         .collect();
-    assert!(plots.iter().any(|(p, _)| p.ends_with("-fast-p.svg")));
+    assert!(plots.iter().any(|(p, _)| p.contains("-fast-p-")));
     for (path, bytes) in plots {
         let svg = std::str::from_utf8(bytes).expect("utf-8");
         assert!(!svg.contains("more</text>"), "{path} cuts its legend");

@@ -9,7 +9,7 @@ use super::ceilings::CeilingSummary;
 use super::leaderboard::{FULL_SUITE_ANCHOR, LeaderboardView, Scope};
 use super::{Cell, Link, Page, PlotView, badge};
 use crate::metrics::{Provenance, TURN_LIMITS};
-use crate::site::context::Context;
+use crate::site::context::{Context, EntryKind};
 use crate::site::paths;
 use crate::site::plots::Plot;
 
@@ -72,8 +72,13 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
+    // The engine's simple kernels are listed with the harness tests, not here.
     let series: Vec<(Provenance, &str)> = rows
         .iter()
+        .filter(|t| {
+            ctx.entry(&t.entry)
+                .is_none_or(|e| e.kind != EntryKind::EngineCheck)
+        })
         .map(|t| (t.provenance, t.entry.as_str()))
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -131,23 +136,26 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         .collect();
     let mut undated: Vec<String> = series
         .iter()
-        .filter(|(_, e)| ctx.entry(e).is_none_or(|i| i.release_date.is_none()))
+        .filter(|(_, e)| {
+            ctx.entry(e)
+                .is_none_or(|i| i.kind == EntryKind::Model && i.release_date.is_none())
+        })
         .map(|(_, e)| e.to_string())
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
     undated.sort();
     let captions = |name: &str| -> String {
-        if name.ends_with("best-speedup") {
+        if name.contains("best-speedup") {
             "Each point is the best speedup of an entry on a task over all its correct trajectories (correct trajectories only; a task with none has no point). The line at 1× is the library."
-        } else if name.ends_with("fast-p") {
+        } else if name.contains("fast-p") {
             "fast_p for p from 0 to 2: per model, the fraction of its trajectories (macro average over its tasks) that are correct and whose speedup, the smallest over the workloads, exceeds p; at p = 0 every correct trajectory counts. The vertical line at p = 1 is the library; dotted lines are the reference kernels. The numbers at p = 0.5, 1.0 and 1.5 are the leaderboard's fast columns. Hover a point for its value."
-        } else if name.ends_with("rates-by-turn-limit") {
+        } else if name.contains("rates-by-turn-limit") {
             "Macro average over tasks. A trajectory is correct at turn limit L when any of its first L turns is correct. Entries whose target evidence was not measured have no correct-with-arch line."
-        } else if name.ends_with("release-date") {
-            "One point per (model, task): best speedup at the largest turn limit, at the model's release date (from the manifest), coloured by model; each model is named in the legend and, where there is room, beside its best point. Hover a point for its model, task and value."
+        } else if name.contains("release-date") {
+            "One point per (model, task): best speedup at the largest turn limit, at the model's release date (the manifest's, from the paper's model_release_dates.csv), coloured by model; each model is named in the legend and, where there is room, beside its best point. The paper's ablations are not models and are left out. Gemini 3.1 Pro's 2025-01-31 is the paper's date as published (2025-0131 in every file of its release), a year before its peers; it is shown as published, not corrected. Hover a point for its model, task and value."
         } else {
-            "Quartile boxes, median line and min–max whiskers of the speedups of correct trajectories, reported and measured side by side."
+            "Quartile boxes, median line and min–max whiskers of the speedups of correct trajectories."
         }
         .to_string()
     };

@@ -8,7 +8,7 @@ use super::leaderboard::{LeaderboardView, TaskTableOn, TaskTableView};
 use super::record::RecordsTable;
 use super::{Link, Page, badge, format};
 use crate::metrics::reported::reported_arch;
-use crate::site::context::{Context, EntryInfo};
+use crate::site::context::{Context, EntryInfo, EntryKind};
 use crate::site::paths;
 
 #[derive(Debug)]
@@ -17,6 +17,10 @@ pub struct EntryView {
     pub name: String,
     pub organisation: String,
     pub release_date: String,
+    /// A word on a release date that stands out (empty: none).
+    pub date_note: String,
+    /// The model this entry is an ablation of (empty: none).
+    pub ablation_of: String,
     pub badges: Vec<&'static str>,
     pub sections: Vec<EntryArch>,
     pub published: Vec<PublishedRow>,
@@ -141,10 +145,38 @@ pub fn view(ctx: &Context<'_>, e: &EntryInfo) -> EntryView {
         name: e.name.clone(),
         organisation: e.organisation.clone().unwrap_or_default(),
         release_date: e.release_date.clone().unwrap_or_default(),
+        date_note: date_note(ctx, e),
+        ablation_of: ctx
+            .input
+            .manifest
+            .models
+            .get(&e.name)
+            .and_then(|m| m.ablation_of.clone())
+            .unwrap_or_default(),
         badges: e.provenances.iter().map(|p| badge(*p)).collect(),
         sections,
         published,
         published_sources: sources.join("; "),
         record_tables: RecordsTable::of(ctx, records, &from, "record-list"),
+    }
+}
+
+/// A note for a model released more than 300 days before every other dated model: such a
+/// date stands out beside its peers (the paper's Gemini 3.1 Pro, 2025-01-31, as published in
+/// every file of its release); the page shows it as given and says so.
+fn date_note(ctx: &Context<'_>, e: &EntryInfo) -> String {
+    use crate::site::plots::parse_date;
+    let Some(mine) = e.release_date.as_deref().and_then(parse_date) else {
+        return String::new();
+    };
+    let others: Vec<i64> = ctx
+        .entries
+        .values()
+        .filter(|o| o.name != e.name && o.kind == EntryKind::Model)
+        .filter_map(|o| o.release_date.as_deref().and_then(parse_date))
+        .collect();
+    match others.iter().min() {
+        Some(first) if mine + 300 < *first => "More than 300 days before every other model here; shown as the source gives it, not corrected".into(),
+        _ => String::new(),
     }
 }

@@ -12,6 +12,8 @@ pub struct IndexView {
     pub archs: Vec<ArchSummary>,
     pub measured_records: usize,
     pub harness_records: usize,
+    /// Records `generate --no-eval` made: checked, never run.
+    pub unevaluated_records: usize,
     pub reported_sources: Vec<String>,
     pub methodology: String,
     pub harness: String,
@@ -78,7 +80,8 @@ pub fn view(ctx: &Context<'_>) -> IndexView {
         .collect();
     IndexView {
         archs,
-        measured_records: ctx.input.records.len() - ctx.harness.len(),
+        measured_records: ctx.input.records.len() - ctx.harness.len() - ctx.unevaluated.len(),
+        unevaluated_records: ctx.unevaluated.len(),
         harness_records: ctx.harness.len(),
         reported_sources: ctx.input.reported.iter().map(|r| r.label.clone()).collect(),
         methodology: paths::link(from, paths::METHODOLOGY),

@@ -22,7 +22,25 @@ pub struct LeaderboardView {
     pub ranked: bool,
     /// Set where reported and measured rows of different GPUs share the table.
     pub gpu_note: String,
+    /// The primary column's header and its hover text: the rows' own grade.
+    pub primary_header: &'static str,
+    pub primary_title: &'static str,
+    /// The hover text of the "Min over workloads" column: over which workloads, by source.
+    pub min_title: &'static str,
 }
+
+/// The primary column of a table of measured rows.
+const ON_TARGET_HEADER: (&str, &str) = (
+    "Correct on target",
+    "the primary metric: correct, target instructions executed, at least 90% of the FLOPs on the target MMA and at most 10% in other arithmetic (macro average over tasks)",
+);
+/// The primary column of a table of reported rows (the paper has no MMA share).
+const WITH_ARCH_HEADER: (&str, &str) = (
+    "Correct with arch (paper's grade)",
+    "the paper's grade: correct and the target instructions shown to execute; no MMA share reported, so an upper bound of correct on target",
+);
+const MIN_MEASURED: &str = "best over tasks and trajectories of the smallest speedup over the task's performance workloads (2 to 5 here), with its 95% interval; links to that task";
+const MIN_REPORTED: &str = "best over tasks and trajectories of the speedup at the paper's one headline workload per task (the paper reports no other); links to that task";
 
 #[derive(Debug, Clone)]
 pub struct LeaderboardRow {
@@ -53,7 +71,7 @@ pub struct LeaderboardRow {
 pub const PRIMARY_METRIC: &str = "correct on target";
 
 /// How the pages declare the primary metric.
-pub const PRIMARY_STATEMENT: &str = "Models are ranked by one primary metric, correct on target: per task, the share of trajectories that are correct, whose target instructions (e.g. wgmma, TMA) were shown to execute, and that ran at least 90% of the task's FLOPs on the target MMA instructions; averaged over the entry's tasks, at each turn limit. The paper's data has no MMA share, so reported rows are ranked by the paper's own grade, correct with arch (marked ‡), which a token wgmma can pass; it is an upper bound of correct on target. Ties: correctness, then the geometric-mean speedup.";
+pub const PRIMARY_STATEMENT: &str = "Models measured here are ranked by one primary metric, correct on target: per task, the share of trajectories that are correct, whose target instructions (e.g. wgmma, TMA) were shown to execute, and that ran at least 90% of the task's FLOPs on the target MMA instructions; averaged over the entry's tasks, at each turn limit. The paper's data has no MMA share, so its models are in a table of their own (its GPUs), ranked by the paper's own grade, correct with arch, which a token wgmma can pass: an upper bound of correct on target. Ties: correctness, then the geometric-mean speedup. Tables open at turn limit 1 (single-shot); the plots and the speedup matrix are at turn limit 8, the paper's largest.";
 
 /// Marks a primary value that falls back to the paper's grade (reported data).
 pub const FALLBACK_MARK: &str = "‡";
@@ -195,11 +213,21 @@ impl LeaderboardView {
         arch: &str,
         kind: EntryKind,
         scope: Scope,
+        source: Option<Provenance>,
         from: &str,
         id: &str,
     ) -> LeaderboardView {
-        let ranked = ranked(ctx, arch, kind, scope);
+        let mut ranked = ranked(ctx, arch, kind, scope);
+        ranked.retain(|o| source.is_none_or(|p| o.provenance == p));
+        // A reference kernel has one attempt, so its rows at every turn limit are the same:
+        // one row, under no turn limit.
+        let one_attempt = kind == EntryKind::Reference;
+        if one_attempt {
+            ranked.retain(|o| o.turn_limit == crate::metrics::TURN_LIMITS[0]);
+        }
         let core = ctx.core_tasks.len();
+        let reported_only =
+            !ranked.is_empty() && ranked.iter().all(|o| o.provenance == Provenance::Reported);
         let mut at_limit: std::collections::BTreeMap<u32, usize> = Default::default();
         let rows = ranked
             .iter()
@@ -208,21 +236,42 @@ impl LeaderboardView {
                 *n += 1;
                 let mut r = row(ctx, o, from);
                 r.rank = n.to_string();
+                if one_attempt {
+                    r.turn_limit = String::new();
+                }
+                if reported_only {
+                    // The column is the paper's grade itself: nothing to mark.
+                    r.primary.text = r
+                        .primary
+                        .text
+                        .replace(&format!("\u{a0}{FALLBACK_MARK}"), "");
+                }
                 if scope == Scope::Core && (o.tasks as usize) < core {
                     r.tasks = r.tasks.with_note(format!("{} of {core} core", o.tasks));
                 }
                 r
             })
             .collect();
+        let reported = source == Some(Provenance::Reported) || reported_only;
+        let (primary_header, primary_title) = if reported {
+            WITH_ARCH_HEADER
+        } else {
+            ON_TARGET_HEADER
+        };
+        let metric = primary_header.to_lowercase();
+        let on = source_words(ctx, arch, &ranked, source);
         let caption = match (kind, scope) {
             (EntryKind::Model, Scope::Core) => format!(
-                "Models on {arch} over the {core} core tasks, ranked by {PRIMARY_METRIC} (per turn limit)"
+                "Models on {arch}{on}, over the {core} core tasks, ranked by {metric} (per turn limit)"
             ),
             (EntryKind::Model, Scope::Full) => format!(
-                "Models on {arch} over every task each attempted (full suite), ranked by {PRIMARY_METRIC} (per turn limit); rows over different task sets do not compare"
+                "Models on {arch}{on}, over every task each attempted (full suite), ranked by {metric} (per turn limit); rows over different task sets do not compare"
             ),
-            (EntryKind::Reference, _) => format!(
-                "Reference kernels on {arch} (hand-written, compiler-made, the engine's simple kernels) over every task each ran: not ranked among the models"
+            (EntryKind::Ablation, _) => format!(
+                "The paper's ablations on {arch}{on} (variants of one model's settings, not models of their own): not ranked among the models"
+            ),
+            (EntryKind::Reference | EntryKind::EngineCheck, _) => format!(
+                "Reference kernels on {arch}{on} (hand-written, compiler-made; one attempt each, so no turn limit) over every task each ran: not ranked among the models"
             ),
         };
         LeaderboardView {
@@ -232,6 +281,9 @@ impl LeaderboardView {
             rows,
             turn_default: DEFAULT_TURN,
             ranked: true,
+            primary_header,
+            primary_title,
+            min_title: if reported { MIN_REPORTED } else { MIN_MEASURED },
         }
     }
 
@@ -243,19 +295,41 @@ impl LeaderboardView {
         from: &str,
         id: &str,
     ) -> LeaderboardView {
+        let one_attempt = ctx
+            .entry(entry)
+            .is_some_and(|e| e.kind == EntryKind::Reference);
         let mine: Vec<&OverallMetrics> = ctx
             .metrics
             .overall
             .iter()
             .filter(|o| o.arch == arch && o.entry == entry)
+            .filter(|o| !one_attempt || o.turn_limit == crate::metrics::TURN_LIMITS[0])
             .collect();
+        let reported = mine.iter().all(|o| o.provenance == Provenance::Reported);
+        let (primary_header, primary_title) = if reported {
+            WITH_ARCH_HEADER
+        } else {
+            ON_TARGET_HEADER
+        };
         LeaderboardView {
             id: id.to_string(),
             caption: format!("Over all its tasks on {arch}, per source and turn limit"),
             gpu_note: gpu_note(ctx, &mine),
-            rows: mine.iter().map(|o| row(ctx, o, from)).collect(),
+            rows: mine
+                .iter()
+                .map(|o| {
+                    let mut r = row(ctx, o, from);
+                    if one_attempt {
+                        r.turn_limit = String::new();
+                    }
+                    r
+                })
+                .collect(),
             turn_default: "all",
             ranked: false,
+            primary_header,
+            primary_title,
+            min_title: if reported { MIN_REPORTED } else { MIN_MEASURED },
         }
     }
 }
@@ -271,28 +345,61 @@ pub fn default_scope(ctx: &Context<'_>, arch: &str) -> Scope {
 }
 
 /// The tables of an arch page and of the overview: the models' over the core tasks (see
-/// [`default_scope`]), then the references' (left out when there are none).
+/// [`default_scope`]), one per source (their grades and GPUs differ), then the paper's
+/// ablations and the references' (each left out when empty).
 pub fn tables(ctx: &Context<'_>, arch: &str, from: &str) -> Vec<LeaderboardView> {
-    let mut out = vec![LeaderboardView::new(
-        ctx,
-        arch,
-        EntryKind::Model,
-        default_scope(ctx, arch),
-        from,
-        &format!("lb-{arch}"),
-    )];
-    let refs = LeaderboardView::new(
-        ctx,
-        arch,
-        EntryKind::Reference,
-        Scope::Full,
-        from,
-        &format!("ref-{arch}"),
-    );
-    if !refs.rows.is_empty() {
-        out.push(refs);
+    let scope = default_scope(ctx, arch);
+    let tables = [
+        (EntryKind::Model, scope, Some(Provenance::Measured), "lb"),
+        (
+            EntryKind::Model,
+            scope,
+            Some(Provenance::Reported),
+            "lb-paper",
+        ),
+        (EntryKind::Ablation, Scope::Full, None, "ablation"),
+        (EntryKind::Reference, Scope::Full, None, "ref"),
+    ];
+    tables
+        .into_iter()
+        .map(|(kind, scope, source, id)| {
+            LeaderboardView::new(
+                ctx,
+                arch,
+                kind,
+                scope,
+                source,
+                from,
+                &format!("{id}-{arch}"),
+            )
+        })
+        .filter(|t| !t.rows.is_empty())
+        .collect()
+}
+
+/// How a caption names a table's source and GPUs: ` as the paper reports them (H100)`.
+fn source_words(
+    ctx: &Context<'_>,
+    arch: &str,
+    rows: &[&OverallMetrics],
+    source: Option<Provenance>,
+) -> String {
+    let gpus: std::collections::BTreeSet<String> = rows
+        .iter()
+        .map(|o| ctx.gpus(&o.entry, o.provenance, arch))
+        .filter(|g| !g.is_empty())
+        .collect();
+    let gpus = gpus.into_iter().collect::<Vec<_>>().join(", ");
+    let gpus = if gpus.is_empty() {
+        String::new()
+    } else {
+        format!(" ({gpus})")
+    };
+    match source {
+        Some(Provenance::Reported) => format!(", as the paper reports them{gpus}"),
+        Some(Provenance::Measured) => format!(", measured here{gpus}"),
+        None => gpus,
     }
-    out
 }
 
 /// The models' table of `arch` over the full suite (the arch page's second view).
@@ -302,6 +409,7 @@ pub fn full_suite_table(ctx: &Context<'_>, arch: &str, from: &str) -> Leaderboar
         arch,
         EntryKind::Model,
         Scope::Full,
+        None,
         from,
         &format!("lb-full-{arch}"),
     )

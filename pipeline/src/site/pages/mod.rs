@@ -33,6 +33,11 @@ pub struct Page {
     pub root: String,
     pub nav: Vec<NavLink>,
     pub footer: String,
+    /// The manifest's `site.repository` and `site.paper` links (empty: not given).
+    pub repository: String,
+    pub paper: String,
+    /// The data page's "install and reproduce" section, from this page.
+    pub reproduce: String,
 }
 
 #[derive(Debug, Clone)]
@@ -75,6 +80,15 @@ impl Page {
             root: paths::root_of(path),
             nav,
             footer: ctx.footer.clone(),
+            repository: ctx
+                .input
+                .manifest
+                .site
+                .repository
+                .clone()
+                .unwrap_or_default(),
+            paper: ctx.input.manifest.site.paper.clone().unwrap_or_default(),
+            reproduce: paths::link(path, &format!("{}#reproduce", paths::DATA)),
         }
     }
 }
@@ -189,7 +203,11 @@ impl PlotView {
             title: plot.title.clone(),
             svg: plot.svg.inline(),
             href: paths::link(from, &paths::plot(&plot.name)),
-            caption: caption.into(),
+            caption: if plot.note.is_empty() {
+                caption.into()
+            } else {
+                format!("{} {}", caption.into(), plot.note)
+            },
         }
     }
 }
@@ -202,6 +220,7 @@ pub fn verdict_class(v: &str) -> &'static str {
         "compilation" => "compilation",
         "runtime" => "runtime",
         "timeout" => "timeout",
+        "not evaluated" => "unevaluated",
         "numerical" => "numerical",
         _ => "other",
     }

@@ -11,7 +11,7 @@ use crate::digest::Digest;
 use crate::evidence::DynamicMethod;
 use crate::record::Stats;
 use crate::site::blob_kind::{BlobKind, text_blobs};
-use crate::site::context::{Context, DigestLink, precision, workload_rates};
+use crate::site::context::{Context, DigestLink, is_evaluated, precision, workload_rates};
 use crate::site::format;
 use crate::site::input::Blob;
 use crate::site::paths;
@@ -82,6 +82,19 @@ pub struct RecordRow {
     pub text: String,
 }
 
+/// The verdict a page shows: `not evaluated` for a candidate that was checked and never run
+/// (its stored verdict is `other`, which would read as a harness failure).
+pub fn shown_verdict(doc: &crate::record::Record) -> &'static str {
+    if is_evaluated(doc) {
+        doc.verdict.as_str()
+    } else {
+        NOT_EVALUATED
+    }
+}
+
+/// How pages name a record that was not evaluated.
+pub const NOT_EVALUATED: &str = "not evaluated";
+
 /// What a record's row and its page both show of it, linked from page `from`.
 struct Head {
     entry: Link,
@@ -110,7 +123,7 @@ impl Head {
                 },
             }
         };
-        let verdict = doc.verdict.as_str();
+        let verdict = shown_verdict(doc);
         let expected = doc.expected.map(|v| v.as_str()).unwrap_or_default();
         Head {
             entry,
@@ -136,7 +149,7 @@ impl RecordRow {
         let r = &ctx.input.records[index];
         let doc = &r.record;
         let head = Head::of(ctx, doc, from);
-        let verdict = doc.verdict.as_str();
+        let verdict = shown_verdict(doc);
         RecordRow {
             record: Link {
                 text: r.digest.short(12),
@@ -265,6 +278,10 @@ pub struct RecordView<'a> {
     pub digest: String,
     pub entry: Link,
     pub is_harness: bool,
+    /// False for a candidate `generate --no-eval` checked and never ran.
+    pub evaluated: bool,
+    /// The bundles of the runs that list it (zips with its closure).
+    pub bundles: Vec<Link>,
     pub task: Link,
     pub arch: String,
     pub verdict: String,
@@ -374,7 +391,11 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     facts.extend([
         Fact {
             key: "provenance".into(),
-            value: doc.provenance.clone(),
+            value: if is_evaluated(doc) {
+                doc.provenance.clone()
+            } else {
+                format!("{} (generated here, never run)", doc.provenance)
+            },
         },
         Fact {
             key: "min speedup over performance workloads".into(),
@@ -548,7 +569,9 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                             ""
                         }
                     ),
-                    (_, _, Some(c), Some(p)) => format::percent(c / p.tflops),
+                    (_, _, Some(c), Some(p)) => {
+                        format!("{} of best library", format::percent(c / p.tflops))
+                    }
                     _ => format::NONE.to_string(),
                 },
                 recheck: if t.recheck_passed {
@@ -876,7 +899,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                     n.record
                         .turn
                         .map_or_else(|| "?".to_string(), |t| t.to_string()),
-                    n.record.verdict.as_str()
+                    shown_verdict(&n.record)
                 ),
                 href: paths::link(&from, &paths::record(&n.digest)),
             }
@@ -918,14 +941,21 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
             href: paths::link(&from, &paths::run(&run.digest)),
         })
         .collect();
+    let bundles = r
+        .runs
+        .iter()
+        .filter_map(|i| ctx.input.runs.get(*i))
+        .filter_map(|run| super::run::bundle_link(run, &from))
+        .collect();
 
     RecordView {
         digest: r.digest.to_string(),
         entry: head.entry,
         is_harness: doc.is_harness_test(),
+        evaluated: is_evaluated(doc),
         task: head.task,
         arch,
-        verdict: doc.verdict.as_str().to_string(),
+        verdict: shown_verdict(doc).to_string(),
         verdict_class: head.verdict_class,
         expected: head.expected,
         agrees: head.agrees,
@@ -933,6 +963,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         message_text: TextView::new(o.message.as_str()),
         facts,
         runs,
+        bundles,
         warnings,
         evidence,
         evidence_notes,

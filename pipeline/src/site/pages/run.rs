@@ -2,8 +2,8 @@
 
 use askama::Template;
 
-use super::Page;
 use super::record::RecordsTable;
+use super::{Link, Page};
 use crate::site::context::{Context, DigestLink};
 use crate::site::paths;
 
@@ -15,6 +15,9 @@ pub struct RunView {
     pub facts: Vec<(String, DigestLink)>,
     pub record_tables: Vec<RecordsTable>,
     pub show: String,
+    /// Its bundle (`None`: too large to bundle here; the data page says how).
+    pub bundle: Option<Link>,
+    pub reproduce: String,
 }
 
 #[derive(Debug, Template)]
@@ -30,6 +33,15 @@ fn plain(value: String) -> DigestLink {
         digest: value,
         ..DigestLink::default()
     }
+}
+
+/// The bundle of `run` the site makes (a zip of its closure), linked from page `from`; `None`
+/// for a run too large to bundle here ([`crate::site::MAX_BUNDLED_RECORDS`]).
+pub fn bundle_link(run: &crate::site::input::LoadedRun, from: &str) -> Option<Link> {
+    (run.run.record_digests.len() <= crate::site::MAX_BUNDLED_RECORDS).then(|| Link {
+        text: format!("run-{}.zip", run.digest.short(12)),
+        href: paths::link(from, &paths::run_bundle(&run.digest)),
+    })
 }
 
 pub fn view(ctx: &Context<'_>, run_index: usize) -> RunView {
@@ -64,5 +76,7 @@ pub fn view(ctx: &Context<'_>, run_index: usize) -> RunView {
         ],
         record_tables: RecordsTable::of(ctx, &records, &from, "record-list"),
         show: format!("ptxbench show {}", run.digest),
+        bundle: bundle_link(run, &from),
+        reproduce: paths::link(&from, &format!("{}#runs", paths::DATA)),
     }
 }

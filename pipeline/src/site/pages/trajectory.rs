@@ -34,6 +34,8 @@ pub struct TrajectoryView<'c> {
     pub root: DigestLink,
     pub facts: Vec<Fact>,
     pub notes: Vec<String>,
+    /// False when no turn was evaluated (`generate --no-eval`).
+    pub evaluated: bool,
     pub turns: Vec<TurnView<'c>>,
 }
 
@@ -396,8 +398,8 @@ pub fn view<'c>(ctx: &'c Context<'_>, t: &Trajectory) -> TrajectoryView<'c> {
                 text: r.digest.short(12),
                 href: record_page.clone(),
             },
-            verdict: rec.verdict.as_str().to_string(),
-            verdict_class: verdict_class(rec.verdict.as_str()),
+            verdict: super::record::shown_verdict(rec).to_string(),
+            verdict_class: verdict_class(super::record::shown_verdict(rec)),
             stage: rec.outcome.stage.to_string(),
             speedup: Cell::speedup(rec.min_speedup()).linked(format!("{record_page}#timing")),
             message: format::shorten_line(&rec.outcome.message, 300),
@@ -443,7 +445,7 @@ pub fn view<'c>(ctx: &'c Context<'_>, t: &Trajectory) -> TrajectoryView<'c> {
             key: "last verdict".into(),
             value: format!(
                 "{} (turn {})",
-                last.record.verdict.as_str(),
+                super::record::shown_verdict(&last.record),
                 turn_text(last)
             ),
         },
@@ -471,6 +473,10 @@ pub fn view<'c>(ctx: &'c Context<'_>, t: &Trajectory) -> TrajectoryView<'c> {
         root: ctx.digest_link(&from, &t.root, "json"),
         facts,
         notes,
+        evaluated: t
+            .records
+            .iter()
+            .any(|&i| crate::site::context::is_evaluated(&ctx.input.records[i].record)),
         turns,
     }
 }

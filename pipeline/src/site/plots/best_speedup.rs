@@ -14,14 +14,16 @@ use crate::site::format;
 
 pub fn best_speedup_per_task<'a>(
     ctx: &'a Context<'_>,
-    arch: &str,
+    panel: &super::Panel,
 ) -> Result<Option<Plot>, SiteError> {
+    let arch = panel.arch.as_str();
     let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
     let rows: Vec<_> = ctx
         .metrics
         .tasks
         .iter()
         .filter(|t| t.arch == arch && t.turn_limit == limit && t.best_speedup.is_some())
+        .filter(|t| panel.admits(&t.entry, t.provenance))
         .collect();
     if rows.is_empty() {
         return Ok(None);
@@ -38,8 +40,10 @@ pub fn best_speedup_per_task<'a>(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let name = format!("{arch}-best-speedup");
-    let title = format!("Best speedup per task on {arch} (turn limit {limit})");
+    let name = panel.name("best-speedup");
+    let title = panel.title(&format!(
+        "Best speedup per task on {arch} (turn limit {limit})"
+    ));
     let (lo, hi) = log_range(rows.iter().filter_map(|t| t.best_speedup));
     let n_series = series.len();
     let label = |entry: &'a str| super::display_name(ctx, entry);

@@ -23,13 +23,18 @@ fn quantile(values: &[f64], q: f64) -> f64 {
     values[lo] + (values[hi] - values[lo]) * (pos - lo as f64)
 }
 
-pub fn speedup_distribution(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>, SiteError> {
+pub fn speedup_distribution(
+    ctx: &Context<'_>,
+    panel: &super::Panel,
+) -> Result<Option<Plot>, SiteError> {
+    let arch = panel.arch.as_str();
     let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
     let points: Vec<_> = ctx
         .metrics
         .speedups
         .iter()
         .filter(|p| p.arch == arch && p.turn_limit == limit)
+        .filter(|p| panel.admits(&p.entry, p.provenance))
         .collect();
     if points.is_empty() {
         return Ok(None);
@@ -41,10 +46,10 @@ pub fn speedup_distribution(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot
         .into_iter()
         .collect();
     let (lo, hi) = log_range(points.iter().map(|p| p.speedup));
-    let name = format!("{arch}-speedup-distribution");
-    let title = format!(
+    let name = panel.name("speedup-distribution");
+    let title = panel.title(&format!(
         "Speedup distribution per task on {arch} (correct trajectories, turn limit {limit})"
-    );
+    ));
     let plot = render(&name, &title, HEIGHT, |root, tips| {
         let (left, right) = chart_and_legend(root);
         let mut chart = task_speedup_chart(

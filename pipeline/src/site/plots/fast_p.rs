@@ -22,9 +22,14 @@ const STEPS: u32 = 200;
 /// Where points carry a marker and a hover text.
 const MARKED: [f64; 5] = [0.0, 0.5, 1.0, 1.5, 2.0];
 
-pub fn fast_p_curves_plot(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>, SiteError> {
+pub fn fast_p_curves_plot(
+    ctx: &Context<'_>,
+    panel: &super::Panel,
+) -> Result<Option<Plot>, SiteError> {
+    let arch = panel.arch.as_str();
     let ps = p_grid(P_MAX, STEPS);
-    let curves = fast_p_curves(&ctx.metrics.tasks, &ctx.metrics.speedups, arch, &ps);
+    let mut curves = fast_p_curves(&ctx.metrics.tasks, &ctx.metrics.speedups, arch, &ps);
+    curves.retain(|c| panel.admits(&c.entry, c.provenance));
     if curves.is_empty() {
         return Ok(None);
     }
@@ -60,9 +65,10 @@ pub fn fast_p_curves_plot(ctx: &Context<'_>, arch: &str) -> Result<Option<Plot>,
         })
         .collect();
     let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
-    let name = format!("{arch}-fast-p");
-    let title =
-        format!("fast_p on {arch}: correct and faster than p × the library (turn limit {limit})");
+    let name = panel.name("fast-p");
+    let title = panel.title(&format!(
+        "fast_p on {arch}: correct and faster than p × the library (turn limit {limit})"
+    ));
     let plot = render(&name, &title, plot_height(&items), |root, tips| {
         let (left, right) = chart_and_legend(root);
         let mut chart = ChartBuilder::on(&left)

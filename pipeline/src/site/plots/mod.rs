@@ -9,6 +9,7 @@ mod best_speedup;
 mod distribution;
 mod fast_p;
 mod palette;
+mod panel;
 mod release;
 mod turns;
 
@@ -22,7 +23,8 @@ pub use best_speedup::best_speedup_per_task;
 pub use distribution::speedup_distribution;
 pub use fast_p::fast_p_curves_plot;
 pub use palette::series_color;
-pub use release::speedup_by_release_date;
+pub use panel::{MAX_SERIES, Panel, panels};
+pub use release::{parse_date, speedup_by_release_date};
 pub use turns::rates_by_turn_limit;
 
 use super::SiteError;
@@ -56,6 +58,8 @@ pub struct Plot {
     pub name: String,
     pub title: String,
     pub svg: Svg,
+    /// What the plot leaves out (see [`Panel::left_out`]); empty: nothing.
+    pub note: String,
 }
 
 /// Plot size in pixels (the SVG scales with its `viewBox`); a plot whose legend needs more
@@ -435,6 +439,7 @@ pub(crate) fn render(
         name: name.to_string(),
         title: title.to_string(),
         svg: Svg(accessible(buf, title)),
+        note: String::new(),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Series colours: `n` series get `n` distinct colours, made deterministically from `n`
 //! evenly spaced hues with alternating lightness, so a plot never repeats a colour however
-//! many series it has. Series take the hues in a stride of about 0.38 of the wheel (a step
+//! many series it has (even series darker, odd ones lighter, both dark enough for a thin
+//! dotted line on white). Series take the hues in a stride of about 0.38 of the wheel (a step
 //! coprime with `n`, so every hue is used once): neighbouring series, often one model's
 //! variants, get far-apart hues.
 
@@ -13,7 +14,7 @@ pub fn series_color(i: usize, n: usize) -> RGBColor {
     let slot = (i % n) * stride(n) % n;
     // Start at a blue; even series darker, odd ones lighter.
     let hue = (210.0 + 360.0 * slot as f64 / n as f64) % 360.0;
-    let lightness = if i.is_multiple_of(2) { 0.42 } else { 0.60 };
+    let lightness = if i.is_multiple_of(2) { 0.42 } else { 0.52 };
     hsl(hue, 0.68, lightness)
 }
 

@@ -85,8 +85,9 @@ fn place_label(
 
 pub fn speedup_by_release_date<'a>(
     ctx: &'a Context<'_>,
-    arch: &str,
+    panel: &super::Panel,
 ) -> Result<Option<Plot>, SiteError> {
+    let arch = panel.arch.as_str();
     let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
     // (date, speedup, entry, task, provenance)
     let mut points: Vec<(i64, f64, &str, &str, Provenance)> = Vec::new();
@@ -95,6 +96,7 @@ pub fn speedup_by_release_date<'a>(
         .tasks
         .iter()
         .filter(|t| t.arch == arch && t.turn_limit == limit)
+        .filter(|t| panel.admits(&t.entry, t.provenance))
     {
         let date = ctx
             .entry(&t.entry)
@@ -133,8 +135,10 @@ pub fn speedup_by_release_date<'a>(
     // Room on the right for the labels of the latest models.
     let (d0, d1) = (d0 - 45, d1 + 45 + (d1 - d0) / 4);
     let (lo, hi) = log_range(points.iter().map(|p| p.1));
-    let name = format!("{arch}-speedup-by-release-date");
-    let title = format!("Best speedup against model release date on {arch} (turn limit {limit})");
+    let name = panel.name("speedup-by-release-date");
+    let title = panel.title(&format!(
+        "Best speedup against model release date on {arch} (turn limit {limit})"
+    ));
     let plot = render(&name, &title, plot_height(&items), |root, tips| {
         let (left, right) = chart_and_legend(root);
         let mut chart = ChartBuilder::on(&left)

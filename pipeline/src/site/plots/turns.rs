@@ -44,13 +44,14 @@ pub(crate) fn dashes(points: &[(i32, i32)], on: f64, off: f64) -> Vec<Vec<(i32, 
 
 pub fn rates_by_turn_limit<'a>(
     ctx: &'a Context<'_>,
-    arch: &str,
+    panel: &super::Panel,
 ) -> Result<Option<Plot>, SiteError> {
+    let arch = panel.arch.as_str();
     let rows: Vec<&OverallMetrics> = ctx
         .metrics
         .overall
         .iter()
-        .filter(|o| o.arch == arch)
+        .filter(|o| o.arch == arch && panel.admits(&o.entry, o.provenance))
         .collect();
     if rows.is_empty() {
         return Ok(None);
@@ -61,8 +62,8 @@ pub fn rates_by_turn_limit<'a>(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let name = format!("{arch}-rates-by-turn-limit");
-    let title = format!("Correctness against turn limit on {arch}");
+    let name = panel.name("rates-by-turn-limit");
+    let title = panel.title(&format!("Correctness against turn limit on {arch}"));
     let last = TURN_LIMITS.len() as f64 - 1.0;
     let label = |entry: &'a str| super::display_name(ctx, entry);
     let n_series = series.len();

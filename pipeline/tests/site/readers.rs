@@ -1,0 +1,330 @@
+//! Issue 44: the leaderboard as its readers meet it. Each test names the item of the issue it
+//! checks; every one of them failed on the site before the change.
+
+use std::sync::OnceLock;
+
+use ptxbench::metrics::Provenance;
+use ptxbench::record::{Stage, Verdict};
+use ptxbench::site::context::EntryKind;
+use ptxbench::site::plots::{MAX_SERIES, panels};
+use ptxbench::site::{Context, Pages, SiteInput, build};
+use ptxbench::task::Suite;
+
+use crate::{committed_store, fixture_input, root};
+
+/// The published leaderboard (the default manifest, the committed store and suite), built
+/// once for the tests that read it.
+fn published() -> &'static (SiteInput, Pages) {
+    static SITE: OnceLock<(SiteInput, Pages)> = OnceLock::new();
+    SITE.get_or_init(|| {
+        let path = root().join("manifests/leaderboard.yaml");
+        let suite = Suite::load(&root().join("tasks")).expect("suite loads");
+        let input = SiteInput::load(&path, &committed_store(), suite).expect("loads");
+        let pages = build(&input).expect("builds");
+        (input, pages)
+    })
+}
+
+fn page<'a>(pages: &'a Pages, path: &str) -> &'a str {
+    pages.text(path).unwrap_or_else(|| panic!("no page {path}"))
+}
+
+/// The rows (`<tr ...>` to `</tr>`) of the table with id `id` on `html`.
+fn rows<'a>(html: &'a str, id: &str) -> Vec<&'a str> {
+    let Some(start) = html.find(&format!("id=\"{id}\"")) else {
+        return Vec::new();
+    };
+    let table = &html[start..start + html[start..].find("</table>").expect("table ends")];
+    let body = &table[table.find("<tbody>").expect("a body")..];
+    body.split("<tr").skip(1).collect()
+}
+
+/// Item 1: records of `generate --no-eval` (checked, never run) count in no table, make no
+/// entry, and their pages say "not evaluated", never "measured" or verdict `other`.
+#[test]
+fn issue_44_unevaluated_records_never_look_measured() {
+    let (_dir, mut input) = fixture_input();
+    let total = input.records.len();
+    let entry = "synthetic-model-01";
+    let mut unevaluated = Vec::new();
+    for r in &mut input.records {
+        if r.record.entry == entry {
+            r.record.verdict = Verdict::Other;
+            r.record.outcome.verdict = Verdict::Other;
+            r.record.outcome.stage = Stage::NotEvaluated;
+            r.record.outcome.workloads.clear();
+            r.record.outcome.dynamic = None;
+            unevaluated.push(r.digest);
+        }
+    }
+    assert!(!unevaluated.is_empty());
+    let ctx = Context::new(&input).expect("context");
+    assert!(
+        ctx.entry(entry).is_none(),
+        "an entry of unevaluated records"
+    );
+    assert!(ctx.metrics.overall.iter().all(|o| o.entry != entry));
+    let harness = ctx.harness.len();
+    let pages = build(&input).expect("builds");
+    let index = page(&pages, "index.html");
+    let measured = total - harness - unevaluated.len();
+    assert!(
+        index.contains(&format!("come from {measured} records evaluated")),
+        "the index counts unevaluated records as evaluated"
+    );
+    assert!(index.contains(&format!("{} records were not evaluated", unevaluated.len())));
+    assert!(!pages.files.keys().any(|p| p.contains(entry)));
+    for d in &unevaluated {
+        let rec = page(&pages, &format!("record/{d}.html"));
+        let lede = &rec[rec.find("class=\"lede\"").expect("lede")..];
+        let lede = &lede[..lede.find("</p>").expect("ends")];
+        assert!(lede.contains("badge unevaluated"), "{d}: {lede}");
+        assert!(!lede.contains("badge measured"), "{d}: {lede}");
+        assert!(rec.contains("ptxbench generate --no-eval"));
+        assert!(
+            !rec.contains("verdict other"),
+            "{d}: shown as verdict other"
+        );
+    }
+    let trajectories: Vec<&String> = pages
+        .files
+        .keys()
+        .filter(|p| p.starts_with("trajectory/"))
+        .filter(|p| {
+            unevaluated
+                .iter()
+                .any(|d| page(&pages, p).contains(&d.to_string()))
+        })
+        .collect();
+    assert!(!trajectories.is_empty());
+    for t in trajectories {
+        let html = page(&pages, t);
+        assert!(html.contains("badge unevaluated"), "{t}");
+        assert!(!html.contains("<dd>other"), "{t}: last verdict other");
+    }
+}
+
+/// Item 2: "peak" had two meanings; the leaderboards' column is named for what it divides
+/// by (the best library here), the record page's for the datasheet speed of light.
+#[test]
+fn issue_44_peak_has_one_meaning_per_column() {
+    let (_input, pages) = published();
+    let arch = page(pages, "arch/sm_90a.html");
+    assert!(arch.contains(">Of best library</th>"));
+    assert!(!arch.contains(">Peak</th>"));
+    let record = pages
+        .files
+        .keys()
+        .find(|p| p.starts_with("record/") && page(pages, p).contains("id=\"timing\""))
+        .expect("a record page");
+    let record = page(pages, record);
+    assert!(record.contains("Of datasheet speed of light</th>"));
+    assert!(!record.contains("Fraction of peak"));
+}
+
+/// Item 3: an MMA share over 100% is explained where the column is, not only in the
+/// methodology.
+#[test]
+fn issue_44_mma_share_over_100_is_explained_beside_the_table() {
+    let (_input, pages) = published();
+    for p in ["index.html", "arch/sm_90a.html"] {
+        let html = page(pages, p);
+        assert!(html.contains("MMA share<sup>†</sup>"), "{p}");
+        assert!(html.contains("Honest kernels often exceed 100%"), "{p}");
+    }
+}
+
+/// Item 4: reported (H100, the paper's grade) and measured (H200, correct on target) rows are
+/// in tables of their own whose primary column names its grade; results.csv has a GPU column.
+#[test]
+fn issue_44_unlike_quantities_do_not_share_a_column() {
+    let (_input, pages) = published();
+    let arch = page(pages, "arch/sm_90a.html");
+    let paper = rows(arch, "lb-paper-sm_90a");
+    assert!(!paper.is_empty());
+    assert!(paper.iter().all(|r| r.contains("data-prov=\"reported\"")));
+    let caption = &arch[arch.find("id=\"lb-paper-sm_90a\"").expect("table")..];
+    assert!(caption.contains("as the paper reports them (H100)"));
+    assert!(caption.contains(">Correct with arch (paper&#39;s grade)</th>"));
+    for id in ["lb-sm_90a", "ref-sm_90a"] {
+        assert!(
+            rows(arch, id)
+                .iter()
+                .all(|r| r.contains("data-prov=\"measured\"")),
+            "{id}"
+        );
+    }
+    let csv = page(pages, "data/results.csv");
+    let header = csv.lines().next().expect("a header");
+    assert!(header.starts_with("provenance,entry,arch,gpu,"), "{header}");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("reported,Claude Opus 4.8,sm_90a,H100,"))
+    );
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("measured,") && l.contains(",NVIDIA H200,"))
+    );
+}
+
+/// Items 4, 5 and 9: plots are small multiples, one source (and GPU) each, at most
+/// [`MAX_SERIES`] series, naming the source and GPU; no ablation and no engine kernel in any.
+#[test]
+fn issue_44_plots_are_small_multiples_of_one_source() {
+    let (input, pages) = published();
+    let ctx = Context::new(input).expect("context");
+    for arch in &ctx.archs {
+        let panels = panels(&ctx, arch);
+        assert!(!panels.is_empty());
+        for p in &panels {
+            assert!(p.entries.len() <= MAX_SERIES, "{arch} {}", p.source);
+            assert!(!p.gpu.is_empty(), "{arch} {}: no GPU", p.source);
+            for e in &p.entries {
+                let kind = ctx.entry(e).expect("known").kind;
+                assert!(
+                    matches!(kind, EntryKind::Model | EntryKind::Reference),
+                    "{e} ({kind:?}) drawn"
+                );
+                assert!(kind == EntryKind::Model || p.source == Provenance::Measured);
+            }
+        }
+    }
+    let plots: Vec<&String> = pages
+        .files
+        .keys()
+        .filter(|p| p.starts_with("plots/"))
+        .collect();
+    assert!(!plots.is_empty());
+    for p in plots {
+        let svg = page(pages, p);
+        let source = if p.ends_with("-reported.svg") {
+            "reported by the paper, H100"
+        } else {
+            assert!(p.ends_with("-measured.svg"), "{p}");
+            "measured here, NVIDIA H200"
+        };
+        let source = if p.starts_with("plots/sm_100a") {
+            source.replace("H100", "B200")
+        } else {
+            source.to_string()
+        };
+        assert!(svg.contains(&source), "{p}: does not name {source}");
+        assert!(!svg.contains("Qwen3.6-27B-s"), "{p}: an ablation drawn");
+        assert!(!svg.contains("simt-"), "{p}: an engine kernel drawn");
+    }
+}
+
+/// Item 6: every page links the install and reproduce steps; those say where the store comes
+/// from; record and run pages link their run's bundle, which the site holds.
+#[test]
+fn issue_44_reproduction_has_no_dead_end() {
+    let (_input, pages) = published();
+    for (path, _) in pages.files.iter().filter(|(p, _)| p.ends_with(".html")) {
+        let html = page(pages, path);
+        assert!(
+            html.contains("class=\"reproduce-link\""),
+            "{path}: no reproduce link"
+        );
+    }
+    let data = page(pages, "data.html");
+    let steps = &data[data.find("id=\"reproduce\"").expect("the section")..];
+    assert!(steps.contains("ptxbench import FILE.zip"));
+    assert!(steps.contains("<code>artifacts/</code>"));
+    assert!(page(pages, "index.html").contains("https://github.com/zhang677/PTXBench"));
+    let bundle_of = |html: &str| -> String {
+        let at = html
+            .find("class=\"bundle-link\" href=\"")
+            .expect("a bundle link")
+            + "class=\"bundle-link\" href=\"".len();
+        html[at..at + html[at..].find('"').expect("ends")].to_string()
+    };
+    let mut checked = 0;
+    for (path, _) in pages
+        .files
+        .iter()
+        .filter(|(p, _)| p.starts_with("record/") || p.starts_with("run/"))
+    {
+        let html = page(pages, path);
+        if path.starts_with("record/") {
+            assert!(html.contains("class=\"audit-store\""), "{path}");
+        }
+        let href = bundle_of(html);
+        let target = href.trim_start_matches("../");
+        assert!(
+            pages.get(target).is_some(),
+            "{path}: {href} is not in the site"
+        );
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked} pages");
+}
+
+/// Item 7: the harness-tests page shows the grade and the shares that make a cheat kernel
+/// fail on target, and lists the tests of one GPU before the multi-GPU ones.
+#[test]
+fn issue_44_harness_page_shows_grades_and_orders_rows() {
+    let (_input, pages) = published();
+    let html = page(pages, "harness-tests.html");
+    for h in [
+        ">Correct on target</th>",
+        ">MMA share</th>",
+        ">Other share</th>",
+    ] {
+        assert!(html.contains(h), "{h}");
+    }
+    let tests = rows(html, "harness-tests");
+    // A cheat kernel: correct, yet not correct on target.
+    assert!(
+        tests
+            .iter()
+            .any(|r| r.contains("<code>zoo-token-wgmma-tma</code>")
+                && r.contains("verdict correct")
+                && r.contains("class=\"grade-no\""))
+    );
+    let several: Vec<usize> = tests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.contains("<td data-v=\"several\">"))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!several.is_empty(), "no multi-GPU rows");
+    assert!(several.iter().all(|i| *i >= tests.len() - several.len()));
+    let checks = rows(html, "engine-checks");
+    assert!(!checks.is_empty());
+    assert!(checks.iter().all(|r| r.contains("<code>simt-")));
+}
+
+/// Item 9: the engine's `simt-*` kernels are not reference rows; a reference kernel has one
+/// row (one attempt), not one per turn limit; the paper's ablations are not ranked as models;
+/// Gemini 3.1 Pro's release date says where it comes from.
+#[test]
+fn issue_44_rows_are_what_their_table_says() {
+    let (_input, pages) = published();
+    let arch = page(pages, "arch/sm_90a.html");
+    let refs = rows(arch, "ref-sm_90a");
+    assert!(!refs.is_empty());
+    // (nvcc's own SIMT build, `nvcc-13-0-simt-…`, is a reference kernel.)
+    assert!(refs.iter().all(|r| !r.contains(">simt-")));
+    assert!(refs.iter().all(|r| !r.contains("data-turn=")));
+    let names: std::collections::BTreeSet<&str> = refs
+        .iter()
+        .map(|r| {
+            let at = r.find("class=\"name\"").expect("a name");
+            &r[at..at + r[at..].find("</td>").expect("ends")]
+        })
+        .collect();
+    assert_eq!(
+        names.len(),
+        refs.len(),
+        "a reference kernel has several rows"
+    );
+    let models = rows(arch, "lb-paper-sm_90a");
+    assert!(models.iter().all(|r| !r.contains("Qwen3.6-27B-s")));
+    let ablations = rows(arch, "ablation-sm_90a");
+    assert!(ablations.iter().any(|r| r.contains("Qwen3.6-27B-s0")));
+    let gemini = page(pages, "entry/gemini-3-1-pro.html");
+    assert!(gemini.contains("2025-01-31"));
+    assert!(gemini.contains("model_release_dates.csv"));
+    assert!(gemini.contains("shown as the source gives it, not corrected"));
+    assert!(!page(pages, "entry/claude-opus-4-8.html").contains("not corrected"));
+}
