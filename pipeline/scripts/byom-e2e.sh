@@ -61,10 +61,14 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 fail() { echo "byom-e2e: failed: $1 (log: $log)" >&2; tail -n 20 "$log" >&2; exit 1; }
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
-# The copy: tracked files as they are in the checkout (a fresh clone in CI).
+# The copy: tracked files as they are in the checkout (a fresh clone in CI); a file the index
+# lists but the checkout no longer has (a copy of a working tree beside an older index) is left
+# out.
 clone="$work/clone"
 mkdir -p "$clone"
-(cd "$repo" && git ls-files -z | xargs -0 cp --parents -t "$clone")
+(cd "$repo" && git ls-files -z | while IFS= read -r -d '' f; do
+  [ -e "$f" ] && printf '%s\0' "$f"
+done | xargs -0 cp --parents -t "$clone")
 
 # The canned model.
 model="Qwen/Qwen3.6-27B"
