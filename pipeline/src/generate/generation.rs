@@ -203,8 +203,11 @@ impl Generation {
                 Duration::from_secs(m.timeout_s),
             ));
         }
+        // Evaluations on a service need no GPU here, but the service must answer.
+        let remote = manifest.eval.endpoint.is_some();
         let needs = preflight::Needs {
-            gpu: !options.no_eval && !options.allow_no_gpu,
+            gpu: !options.no_eval && !options.allow_no_gpu && !remote,
+            service: !options.no_eval && remote,
         };
         let notes = preflight::check(&manifest, &clients, needs).map_err(|problems| {
             GenerateError::Unusable {

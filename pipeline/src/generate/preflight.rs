@@ -19,6 +19,8 @@ pub const INSTALL_TOOLS: &str = "export CUDA_HOME=$(pipeline/scripts/install-cud
 pub struct Needs {
     /// A local GPU for the evaluations.
     pub gpu: bool,
+    /// The evaluation service of `eval.endpoint`, in its place.
+    pub service: bool,
 }
 
 /// Checks the tools, the GPU (when `needs.gpu`) and every model's endpoint; returns notes
@@ -31,6 +33,13 @@ pub fn check(
     let mut problems = tools();
     if needs.gpu {
         problems.extend(gpu(manifest.eval.gpus));
+    }
+    if let (true, Some(url)) = (needs.service, &manifest.eval.endpoint)
+        && let Err(e) = crate::serve::client::reachable(url)
+    {
+        problems.push(format!(
+            "eval.endpoint: the evaluation service is not reachable ({e}); start it with `ptxbench serve` (README: \"Evaluation as a service\")"
+        ));
     }
     let mut notes = Vec::new();
     for (i, (m, client)) in manifest.models.iter().zip(clients).enumerate() {

@@ -39,6 +39,26 @@ pub fn evaluate_request(endpoint: &str, req: &Request, timeout: Duration) -> Out
     })
 }
 
+/// Whether the service at `endpoint` answers its health check (`GET /healthz`, which needs no
+/// token); the reason when it does not.
+pub fn reachable(endpoint: &str) -> Result<(), String> {
+    let base = endpoint.trim_end_matches('/');
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .new_agent();
+    match agent.get(format!("{base}/healthz")).call() {
+        Ok(r) if r.status().is_success() => Ok(()),
+        Ok(r) => Err(format!(
+            "{base}/healthz answered HTTP {}",
+            r.status().as_u16()
+        )),
+        Err(e) => Err(format!("{base}: {e}")),
+    }
+}
+
 /// Evaluates `sub` through the service at `endpoint` (its base URL), waiting at most
 /// `timeout`; returns the outcome of the record the service made.
 pub fn evaluate(endpoint: &str, sub: &Submission, timeout: Duration) -> Result<Outcome, String> {

@@ -50,6 +50,30 @@ fn issue_43_an_unreachable_endpoint_is_named() {
     );
 }
 
+/// With `eval.endpoint`, the evaluations go to a service: no local GPU is asked for, but a
+/// service nobody runs stops the run before any request, naming the field.
+#[test]
+fn issue_42_43_an_unreachable_evaluation_service_is_named_and_no_gpu_is_asked_for() {
+    let canned = canned_dir(&[(0, good_answer())], "");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let port = {
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("a free port");
+        l.local_addr().expect("addr").port()
+    };
+    let text = manifest(&server.url(), 1, "[1]", "")
+        + &format!("eval: {{endpoint: \"http://127.0.0.1:{port}\"}}\n");
+    let work = tempfile::tempdir().expect("work");
+    let (code, stdout, stderr) = generate(work.path(), &text, &[]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("eval.endpoint: the evaluation service is not reachable")
+            && stderr.contains("ptxbench serve"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no GPU to evaluate on"), "{stderr}");
+    assert!(server.served().is_empty(), "no completion requested");
+}
+
 /// Without the CUDA compiler tools every answer would be a harness failure: the message says
 /// how to install them.
 #[test]
