@@ -11,6 +11,7 @@ mod ceilings;
 mod cli;
 mod core_set;
 mod determinism;
+mod intervals;
 mod links;
 mod loading;
 mod metrics;

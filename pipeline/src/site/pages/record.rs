@@ -543,13 +543,14 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
                 baseline_spread: t.baseline.as_ref().map(spread).unwrap_or_default(),
                 speedup: match (t.speedup_ci95, t.stop_reason) {
                     (Some([lo, hi]), stop) => format!(
-                        "{} (95% CI {}–{}, {} pairs{})",
+                        "{} (95% CI {}–{}, {} pairs{}{})",
                         format::opt_speedup(t.speedup),
                         format::opt_speedup(Some(lo)),
                         format::opt_speedup(Some(hi)),
                         t.candidate.n,
                         stop.map_or_else(String::new, |s| format!(", stopped: {s:?}")
-                            .to_lowercase())
+                            .to_lowercase()),
+                        between_runs(t)
                     ),
                     _ => format::opt_speedup(rate.and_then(|x| x.speedup)),
                 },
@@ -980,5 +981,21 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         code,
         conversation,
         trajectory,
+    }
+}
+
+/// How a record's interval covers a re-run: the within-process interval and the between-run
+/// component it was widened by (nothing for records made before there was one).
+fn between_runs(t: &crate::record::Timing) -> String {
+    match (&t.between_runs, t.speedup_ci95_within) {
+        (Some(b), Some([lo, hi])) => format!(
+            "; holds a re-run: this process's pairs gave {}–{}, widened by the {} between-run component (log sd {}; {})",
+            format::opt_speedup(Some(lo)),
+            format::opt_speedup(Some(hi)),
+            b.gpu_model,
+            b.log_sd,
+            b.source.split(" (").next().unwrap_or_default()
+        ),
+        _ => String::new(),
     }
 }
