@@ -214,6 +214,38 @@ fn issue_44_plots_are_small_multiples_of_one_source() {
     }
 }
 
+/// Item 5 (plots): intervals where they exist. Every measured point of a best-speedup plot
+/// carries its 95% interval, none of the paper's does (it reports none), and the captions say
+/// which, and how many intervals are too narrow to show as a bar.
+#[test]
+fn issue_44_plots_give_measured_intervals() {
+    let (_, pages) = published();
+    let mut measured = 0;
+    for (path, bytes) in &pages.files {
+        if !path.starts_with("plots/") || !path.contains("best-speedup") {
+            continue;
+        }
+        let svg = std::str::from_utf8(bytes).expect("text");
+        let tips = svg.matches("</title></circle>").count();
+        let with_ci = svg.matches(" (95% interval ").count();
+        assert!(tips > 0, "{path}: no points");
+        if path.ends_with("-measured.svg") {
+            assert_eq!(
+                with_ci, tips,
+                "{path}: a measured point without its interval"
+            );
+            measured += 1;
+        } else {
+            assert_eq!(with_ci, 0, "{path}: an interval on reported data");
+        }
+    }
+    assert!(measured > 0, "no measured best-speedup plot");
+    let arch = page(pages, "arch/sm_90a.html");
+    assert!(arch.contains("The paper reports no intervals, so none are drawn."));
+    assert!(arch.contains("Vertical bars are 95% intervals of the measured speedups"));
+    assert!(arch.contains("measured intervals are narrower than their markers"));
+}
+
 /// Item 6: every page links the install and reproduce steps; those say where the store comes
 /// from; record and run pages link their run's bundle, which the site holds.
 #[test]

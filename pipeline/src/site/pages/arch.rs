@@ -145,7 +145,7 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         .into_iter()
         .collect();
     undated.sort();
-    let captions = |name: &str| -> String {
+    let caption = |name: &str| -> &str {
         if name.contains("best-speedup") {
             "Each point is the best speedup of an entry on a task over all its correct trajectories (correct trajectories only; a task with none has no point). The line at 1× is the library."
         } else if name.contains("fast-p") {
@@ -157,7 +157,17 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         } else {
             "Quartile boxes, median line and min–max whiskers of the speedups of correct trajectories."
         }
-        .to_string()
+    };
+    let captions = |name: &str| -> String {
+        let mut caption = caption(name).to_string();
+        if name.contains("best-speedup") || name.contains("release-date") {
+            caption.push_str(if name.ends_with("-measured") {
+                " Vertical bars are 95% intervals of the measured speedups (from the largest lower and the largest upper bound over the workloads); an interval no taller than its marker is hidden by it and not drawn. Hover a point for its interval in numbers."
+            } else {
+                " The paper reports no intervals, so none are drawn."
+            });
+        }
+        caption
     };
     ArchView {
         arch: arch.to_string(),
