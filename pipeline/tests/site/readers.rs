@@ -167,6 +167,54 @@ fn issue_44_unlike_quantities_do_not_share_a_column() {
     );
 }
 
+/// Item 4, the full suite: the models' table over every task is split by source like the core
+/// tables, so no column holds the paper's grade (once marked ‡) beside the grade measured
+/// here; each caption names its source and GPU.
+#[test]
+fn issue_44_full_suite_tables_are_one_source_each() {
+    let (_dir, input) = fixture_input();
+    let pages = build(&input).expect("builds");
+    let arch = page(&pages, "arch/sm_90a.html");
+    let full = &arch[arch.find("<h2 id=\"full-suite\">").expect("the full suite")..];
+    let caption = |id: &str| -> &str {
+        let at = full.find(&format!("id=\"{id}\"")).expect(id);
+        let c = &full[at..];
+        &c[c.find("<caption>").expect("caption")..c.find("</caption>").expect("caption ends")]
+    };
+    for (id, prov, words, header) in [
+        (
+            "lb-full-sm_90a",
+            "measured",
+            "measured here (NVIDIA H200)",
+            "Correct on target",
+        ),
+        (
+            "lb-full-paper-sm_90a",
+            "reported",
+            "as the paper reports them (H100)",
+            "Correct with arch (paper&#39;s grade)",
+        ),
+    ] {
+        let rows = rows(full, id);
+        assert!(!rows.is_empty(), "{id}: no rows");
+        for r in &rows {
+            assert!(r.contains(&format!("data-prov=\"{prov}\"")), "{id}: {r}");
+            assert!(!r.contains('‡'), "{id}: a fallback mark in {r}");
+        }
+        let c = caption(id);
+        assert!(c.contains(words), "{id}: {c}");
+        assert!(c.contains("full suite"), "{id}: {c}");
+        let table = &full[full.find(&format!("id=\"{id}\"")).expect(id)..];
+        let head = &table[..table.find("</thead>").expect("a head")];
+        assert!(head.contains(header), "{id}: {head}");
+    }
+    assert_eq!(
+        full.matches("id=\"lb-full").count(),
+        2,
+        "two tables, no third"
+    );
+}
+
 /// Items 4, 5 and 9: plots are small multiples, one source (and GPU) each, at most
 /// [`MAX_SERIES`] series, naming the source and GPU; no ablation and no engine kernel in any.
 #[test]

@@ -25,7 +25,7 @@ pub struct ArchView {
     /// Which tasks the models' default table is over, and why.
     pub core: String,
     /// The models over the full suite (the second view); `None` when it is the default table.
-    pub full_suite: Option<LeaderboardView>,
+    pub full_suite: Vec<LeaderboardView>,
     pub full_anchor: &'static str,
     pub ceilings: CeilingSummary,
     pub matrix: Matrix,
@@ -180,8 +180,11 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         primary: super::leaderboard::PRIMARY_STATEMENT,
         leaderboards: super::leaderboard::tables(ctx, arch, &from),
         core: super::leaderboard::core_statement(ctx, arch),
-        full_suite: (super::leaderboard::default_scope(ctx, arch) == Scope::Core)
-            .then(|| super::leaderboard::full_suite_table(ctx, arch, &from)),
+        full_suite: if super::leaderboard::default_scope(ctx, arch) == Scope::Core {
+            super::leaderboard::full_suite_tables(ctx, arch, &from)
+        } else {
+            Vec::new()
+        },
         full_anchor: FULL_SUITE_ANCHOR,
         ceilings: CeilingSummary::new(ctx, arch, &from),
         matrix: Matrix {
