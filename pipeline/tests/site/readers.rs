@@ -290,8 +290,8 @@ fn issue_44_plots_give_measured_intervals() {
     assert!(measured > 0, "no measured best-speedup plot");
     let arch = page(pages, "arch/sm_90a.html");
     assert!(arch.contains("The paper reports no intervals, so none are drawn."));
-    assert!(arch.contains("Vertical bars are 95% intervals of the measured speedups"));
-    assert!(arch.contains("measured intervals are narrower than their markers"));
+    assert!(arch.contains("Vertical bars are the 95% intervals of the measured speedups"));
+    assert!(arch.contains("intervals are narrower than their markers"));
 }
 
 /// Item 6: every page links the install and reproduce steps; those say where the store comes

@@ -162,7 +162,7 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         let mut caption = caption(name).to_string();
         if name.contains("best-speedup") || name.contains("release-date") {
             caption.push_str(if name.ends_with("-measured") {
-                " Vertical bars are 95% intervals of the measured speedups (from the largest lower and the largest upper bound over the workloads); an interval no taller than its marker is hidden by it and not drawn. Hover a point for its interval in numbers."
+                " Vertical bars are the 95% intervals of the measured speedups (from the largest lower and the largest upper bound over the workloads); hover a point for its interval in numbers."
             } else {
                 " The paper reports no intervals, so none are drawn."
             });

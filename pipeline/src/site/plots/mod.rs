@@ -307,7 +307,7 @@ impl Intervals {
             return String::new();
         }
         format!(
-            "{} of {} measured intervals are narrower than their markers (the widest ±{:.1}% of its speedup), so no bar shows for them.",
+            "{} of {} intervals are narrower than their markers (the widest ±{:.1}% of its speedup) and are not drawn.",
             self.hidden,
             self.hidden + self.drawn,
             self.widest_hidden * 100.0
@@ -594,7 +594,7 @@ mod tests {
         assert!(!svg.contains("points=\"90,"), "{svg}");
         assert_eq!(
             intervals.note(),
-            "1 of 2 measured intervals are narrower than their markers (the widest ±5.0% of its speedup), so no bar shows for them."
+            "1 of 2 intervals are narrower than their markers (the widest ±5.0% of its speedup) and are not drawn."
         );
     }
 
