@@ -454,6 +454,7 @@ fn main() -> anyhow::Result<()> {
                 correct_on_target: None,
                 mma_flop_share: None,
                 speedup_min_ci95: None,
+                speedup_best_ci95: None,
                 speedup_min: Some(s),
                 speedup_best: Some(s * 1.2),
                 peak_fraction: Some(s / 3.0),

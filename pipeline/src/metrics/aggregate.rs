@@ -38,6 +38,8 @@ pub struct TaskMetrics {
     pub min_speedup: Option<f64>,
     /// 95% interval of `min_speedup` (of the trajectory that has it), where measured.
     pub min_speedup_ci95: Option<[f64; 2]>,
+    /// 95% interval of `best_speedup` (of the trajectory that has it), where measured.
+    pub best_speedup_ci95: Option<[f64; 2]>,
     /// Geometric mean of the trajectories' speedups (smallest over the workloads), over the
     /// correct trajectories that have one.
     pub geomean_speedup: Option<f64>,
@@ -153,8 +155,13 @@ fn fast_name(i: usize) -> String {
 /// In a group, `name` of the row with the largest `speedup_min` (the largest such value on a
 /// tie, so the result does not depend on row order).
 fn at_best_min(name: &str) -> Expr {
+    at_largest(name, "speedup_min")
+}
+
+/// In a group, `name` of the row with the largest `key` (the largest such value on a tie).
+fn at_largest(name: &str, key: &str) -> Expr {
     col(name)
-        .filter(col("speedup_min").eq(col("speedup_min").max()))
+        .filter(col(key).eq(col(key).max()))
         .max()
         .alias(name)
 }
@@ -177,6 +184,8 @@ fn trajectories(samples: LazyFrame, limit: u32) -> LazyFrame {
             col("mma_flop_share").max().alias("mma_flop_share"),
             at_best_min("speedup_min_lo"),
             at_best_min("speedup_min_hi"),
+            at_largest("speedup_best_lo", "speedup_best"),
+            at_largest("speedup_best_hi", "speedup_best"),
             col("speedup_min").max().alias("speedup_min"),
             col("speedup_best").max().alias("speedup_best"),
             col("ln_speedup_min").max().alias("ln_speedup_min"),
@@ -243,6 +252,8 @@ pub fn compute(samples: Samples) -> Result<Metrics, MetricsError> {
             .alias("mma_flop_share"),
         at_best_min("speedup_min_lo"),
         at_best_min("speedup_min_hi"),
+        at_largest("speedup_best_lo", "speedup_best"),
+        at_largest("speedup_best_hi", "speedup_best"),
         (col("last_turn").max().cast(DataType::UInt32) + lit(1u32)).alias("turns_seen"),
         col("speedup_best").max().alias("best_speedup"),
         col("speedup_min").max().alias("min_speedup"),
@@ -337,6 +348,8 @@ fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsErr
     let mma = f64_col(df, "mma_flop_share")?;
     let lo = f64_col(df, "speedup_min_lo")?;
     let hi = f64_col(df, "speedup_min_hi")?;
+    let best_lo = f64_col(df, "speedup_best_lo")?;
+    let best_hi = f64_col(df, "speedup_best_hi")?;
     let turns = u32_col(df, "turns_seen")?;
     let best = f64_col(df, "best_speedup")?;
     let min = f64_col(df, "min_speedup")?;
@@ -371,6 +384,7 @@ fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsErr
             best_speedup: best.get(i),
             min_speedup: min.get(i),
             min_speedup_ci95: lo.get(i).zip(hi.get(i)).map(|(a, b)| [a, b]),
+            best_speedup_ci95: best_lo.get(i).zip(best_hi.get(i)).map(|(a, b)| [a, b]),
             geomean_speedup: geometric_mean_from_logs(ln, timed_i),
             timed: timed_i,
             fast: fast_i,

@@ -111,6 +111,7 @@ mod tests {
             correct_on_target: None,
             mma_flop_share: None,
             speedup_min_ci95: None,
+            speedup_best_ci95: None,
             speedup_min: speedup,
             speedup_best: speedup,
             peak_fraction: None,

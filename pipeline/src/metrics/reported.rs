@@ -120,6 +120,7 @@ fn sample(c: &Columns, row: &[String], grouping: Grouping) -> Result<Sample, Str
         correct_on_target: None,
         mma_flop_share: None,
         speedup_min_ci95: None,
+        speedup_best_ci95: None,
         speedup_min: speedup,
         speedup_best: speedup,
         peak_fraction: None,

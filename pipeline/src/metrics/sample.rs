@@ -39,6 +39,9 @@ pub struct Sample {
     pub speedup_min: Option<f64>,
     /// The largest speedup over the performance workloads.
     pub speedup_best: Option<f64>,
+    /// 95% interval of `speedup_best`: the largest lower and the largest upper bound over the
+    /// workloads (kept with `speedup_best` only).
+    pub speedup_best_ci95: Option<[f64; 2]>,
     /// The best fraction of the measured peak over the performance workloads.
     pub peak_fraction: Option<f64>,
 }
@@ -113,6 +116,8 @@ pub struct Samples {
     speedup_min_hi: Vec<Option<f64>>,
     speedup_min: Vec<Option<f64>>,
     speedup_best: Vec<Option<f64>>,
+    speedup_best_lo: Vec<Option<f64>>,
+    speedup_best_hi: Vec<Option<f64>>,
     ln_speedup_min: Vec<Option<f64>>,
     peak_fraction: Vec<Option<f64>>,
 }
@@ -154,6 +159,8 @@ impl Samples {
             speedup_min_hi: Vec::with_capacity(n),
             speedup_min: Vec::with_capacity(n),
             speedup_best: Vec::with_capacity(n),
+            speedup_best_lo: Vec::with_capacity(n),
+            speedup_best_hi: Vec::with_capacity(n),
             ln_speedup_min: Vec::with_capacity(n),
             peak_fraction: Vec::with_capacity(n),
             ..Samples::default()
@@ -172,10 +179,15 @@ impl Samples {
         let keep = |x: Option<f64>| if s.correct { positive(x) } else { None };
         let mut min = keep(s.speedup_min);
         let mut best = keep(s.speedup_best);
+        // An interval bounds the value it came with: none where the value was made up here.
+        let mut best_measured = best.is_some();
         match (min, best) {
             (Some(a), None) => best = Some(a),
             (None, Some(b)) => min = Some(b),
-            (Some(a), Some(b)) if a > b => (min, best) = (Some(b), Some(a)),
+            (Some(a), Some(b)) if a > b => {
+                (min, best) = (Some(b), Some(a));
+                best_measured = false;
+            }
             _ => {}
         }
         self.provenance.push(provenance_code(s.provenance));
@@ -201,6 +213,11 @@ impl Samples {
         self.speedup_min_hi.push(ci.map(|c| c[1]));
         self.speedup_min.push(min);
         self.speedup_best.push(best);
+        let best_ci = s
+            .speedup_best_ci95
+            .filter(|[lo, hi]| best_measured && lo.is_finite() && hi.is_finite() && lo <= hi);
+        self.speedup_best_lo.push(best_ci.map(|c| c[0]));
+        self.speedup_best_hi.push(best_ci.map(|c| c[1]));
         self.ln_speedup_min.push(min.map(f64::ln));
         self.peak_fraction.push(keep(s.peak_fraction));
     }
@@ -244,6 +261,8 @@ impl Samples {
                 Column::new("speedup_min_lo".into(), self.speedup_min_lo),
                 Column::new("speedup_min_hi".into(), self.speedup_min_hi),
                 Column::new("speedup_best".into(), self.speedup_best),
+                Column::new("speedup_best_lo".into(), self.speedup_best_lo),
+                Column::new("speedup_best_hi".into(), self.speedup_best_hi),
                 Column::new("ln_speedup_min".into(), self.ln_speedup_min),
                 Column::new("peak_fraction".into(), self.peak_fraction),
             ],

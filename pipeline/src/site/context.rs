@@ -739,19 +739,25 @@ fn record_sample(
     // the smallest lies between the smallest lower and the smallest upper bound. Only when
     // every timed workload has one.
     let timed: Vec<&WorkloadRate> = perf.iter().filter(|w| w.speedup.is_some()).collect();
-    let ci = (!timed.is_empty())
+    let cis = (!timed.is_empty())
         .then(|| {
             timed
                 .iter()
                 .map(|w| w.speedup_ci95)
                 .collect::<Option<Vec<[f64; 2]>>>()
         })
-        .flatten()
-        .map(|cis| {
-            let lo = cis.iter().map(|c| c[0]).min_by(f64::total_cmp);
-            let hi = cis.iter().map(|c| c[1]).min_by(f64::total_cmp);
-            [lo.unwrap_or(f64::NAN), hi.unwrap_or(f64::NAN)]
-        });
+        .flatten();
+    let ci = cis.as_ref().map(|cis| {
+        let lo = cis.iter().map(|c| c[0]).min_by(f64::total_cmp);
+        let hi = cis.iter().map(|c| c[1]).min_by(f64::total_cmp);
+        [lo.unwrap_or(f64::NAN), hi.unwrap_or(f64::NAN)]
+    });
+    // Likewise the largest lies between the largest lower and the largest upper bound.
+    let best_ci = cis.as_ref().map(|cis| {
+        let lo = cis.iter().map(|c| c[0]).max_by(f64::total_cmp);
+        let hi = cis.iter().map(|c| c[1]).max_by(f64::total_cmp);
+        [lo.unwrap_or(f64::NAN), hi.unwrap_or(f64::NAN)]
+    });
     let peak = task.and_then(|t| peaks.get(&(arch.clone(), precision(t))));
     let peak_fraction = peak.and_then(|p| {
         perf.iter()
@@ -775,6 +781,7 @@ fn record_sample(
         speedup_min_ci95: ci,
         speedup_min: min,
         speedup_best: best,
+        speedup_best_ci95: best_ci,
         peak_fraction,
     }
 }

@@ -340,7 +340,11 @@ fn render_site_pages(
                 plots::speedup_distribution(ctx, &panel)?,
             ];
             drawn.extend(plots.into_iter().flatten().map(|mut p| {
-                p.note = panel.note();
+                p.note = [std::mem::take(&mut p.note), panel.note()]
+                    .into_iter()
+                    .filter(|n| !n.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 p
             }));
         }

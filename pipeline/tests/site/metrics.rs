@@ -100,6 +100,7 @@ fn sample(traj: &str, turn: u32, correct: bool, speedup: Option<f64>) -> Sample 
         correct_on_target: None,
         mma_flop_share: None,
         speedup_min_ci95: None,
+        speedup_best_ci95: None,
         speedup_min: speedup,
         speedup_best: speedup.map(|s| s * 2.0),
         peak_fraction: speedup.map(|s| s / 10.0),
@@ -192,6 +193,35 @@ fn on_target_share_and_interval_are_aggregated() {
     assert!(close(o.correct_on_target_rate.expect("rate"), 1.0 / 3.0));
     assert_eq!(o.min_speedup_ci95, Some([1.1, 1.3]));
     assert_eq!(o.min_speedup_task.as_deref(), Some("t"));
+}
+
+/// The interval of the best speedup is the one of the turn and trajectory that have the best
+/// speedup, at every turn limit; an incorrect turn's interval is dropped.
+#[test]
+fn best_speedup_interval_follows_the_best_turn() {
+    let timed = |traj: &str, turn: u32, correct: bool, s: f64, ci: [f64; 2]| Sample {
+        speedup_best_ci95: Some(ci),
+        ..sample(traj, turn, correct, Some(s))
+    };
+    let mut s = Samples::default();
+    s.extend([
+        // Best speedups are twice these (see `sample`).
+        timed("a", 0, true, 1.0, [1.9, 2.1]),
+        timed("a", 1, true, 2.0, [3.5, 4.5]),
+        timed("b", 0, true, 1.5, [2.8, 3.2]),
+        timed("b", 1, false, 9.0, [17.0, 19.0]),
+    ]);
+    let m = metrics::compute(s).expect("aggregates");
+    let at = |limit: u32| {
+        m.tasks
+            .iter()
+            .find(|t| t.turn_limit == limit)
+            .expect("limit")
+    };
+    assert_eq!(at(1).best_speedup, Some(3.0));
+    assert_eq!(at(1).best_speedup_ci95, Some([2.8, 3.2]));
+    assert_eq!(at(8).best_speedup, Some(4.0));
+    assert_eq!(at(8).best_speedup_ci95, Some([3.5, 4.5]));
 }
 
 #[test]

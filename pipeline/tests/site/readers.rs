@@ -167,6 +167,54 @@ fn issue_44_unlike_quantities_do_not_share_a_column() {
     );
 }
 
+/// Item 4, the full suite: the models' table over every task is split by source like the core
+/// tables, so no column holds the paper's grade (once marked ‡) beside the grade measured
+/// here; each caption names its source and GPU.
+#[test]
+fn issue_44_full_suite_tables_are_one_source_each() {
+    let (_dir, input) = fixture_input();
+    let pages = build(&input).expect("builds");
+    let arch = page(&pages, "arch/sm_90a.html");
+    let full = &arch[arch.find("<h2 id=\"full-suite\">").expect("the full suite")..];
+    let caption = |id: &str| -> &str {
+        let at = full.find(&format!("id=\"{id}\"")).expect(id);
+        let c = &full[at..];
+        &c[c.find("<caption>").expect("caption")..c.find("</caption>").expect("caption ends")]
+    };
+    for (id, prov, words, header) in [
+        (
+            "lb-full-sm_90a",
+            "measured",
+            "measured here (NVIDIA H200)",
+            "Correct on target",
+        ),
+        (
+            "lb-full-paper-sm_90a",
+            "reported",
+            "as the paper reports them (H100)",
+            "Correct with arch (paper&#39;s grade)",
+        ),
+    ] {
+        let rows = rows(full, id);
+        assert!(!rows.is_empty(), "{id}: no rows");
+        for r in &rows {
+            assert!(r.contains(&format!("data-prov=\"{prov}\"")), "{id}: {r}");
+            assert!(!r.contains('‡'), "{id}: a fallback mark in {r}");
+        }
+        let c = caption(id);
+        assert!(c.contains(words), "{id}: {c}");
+        assert!(c.contains("full suite"), "{id}: {c}");
+        let table = &full[full.find(&format!("id=\"{id}\"")).expect(id)..];
+        let head = &table[..table.find("</thead>").expect("a head")];
+        assert!(head.contains(header), "{id}: {head}");
+    }
+    assert_eq!(
+        full.matches("id=\"lb-full").count(),
+        2,
+        "two tables, no third"
+    );
+}
+
 /// Items 4, 5 and 9: plots are small multiples, one source (and GPU) each, at most
 /// [`MAX_SERIES`] series, naming the source and GPU; no ablation and no engine kernel in any.
 #[test]
@@ -212,6 +260,38 @@ fn issue_44_plots_are_small_multiples_of_one_source() {
         assert!(!svg.contains("Qwen3.6-27B-s"), "{p}: an ablation drawn");
         assert!(!svg.contains("simt-"), "{p}: an engine kernel drawn");
     }
+}
+
+/// Item 5 (plots): intervals where they exist. Every measured point of a best-speedup plot
+/// carries its 95% interval, none of the paper's does (it reports none), and the captions say
+/// which, and how many intervals are too narrow to show as a bar.
+#[test]
+fn issue_44_plots_give_measured_intervals() {
+    let (_, pages) = published();
+    let mut measured = 0;
+    for (path, bytes) in &pages.files {
+        if !path.starts_with("plots/") || !path.contains("best-speedup") {
+            continue;
+        }
+        let svg = std::str::from_utf8(bytes).expect("text");
+        let tips = svg.matches("</title></circle>").count();
+        let with_ci = svg.matches(" (95% interval ").count();
+        assert!(tips > 0, "{path}: no points");
+        if path.ends_with("-measured.svg") {
+            assert_eq!(
+                with_ci, tips,
+                "{path}: a measured point without its interval"
+            );
+            measured += 1;
+        } else {
+            assert_eq!(with_ci, 0, "{path}: an interval on reported data");
+        }
+    }
+    assert!(measured > 0, "no measured best-speedup plot");
+    let arch = page(pages, "arch/sm_90a.html");
+    assert!(arch.contains("The paper reports no intervals, so none are drawn."));
+    assert!(arch.contains("Vertical bars are the 95% intervals of the measured speedups"));
+    assert!(arch.contains("intervals are narrower than their markers"));
 }
 
 /// Item 6: every page links the install and reproduce steps; those say where the store comes

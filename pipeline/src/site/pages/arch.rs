@@ -25,7 +25,7 @@ pub struct ArchView {
     /// Which tasks the models' default table is over, and why.
     pub core: String,
     /// The models over the full suite (the second view); `None` when it is the default table.
-    pub full_suite: Option<LeaderboardView>,
+    pub full_suite: Vec<LeaderboardView>,
     pub full_anchor: &'static str,
     pub ceilings: CeilingSummary,
     pub matrix: Matrix,
@@ -145,7 +145,7 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         .into_iter()
         .collect();
     undated.sort();
-    let captions = |name: &str| -> String {
+    let caption = |name: &str| -> &str {
         if name.contains("best-speedup") {
             "Each point is the best speedup of an entry on a task over all its correct trajectories (correct trajectories only; a task with none has no point). The line at 1× is the library."
         } else if name.contains("fast-p") {
@@ -157,7 +157,17 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         } else {
             "Quartile boxes, median line and min–max whiskers of the speedups of correct trajectories."
         }
-        .to_string()
+    };
+    let captions = |name: &str| -> String {
+        let mut caption = caption(name).to_string();
+        if name.contains("best-speedup") || name.contains("release-date") {
+            caption.push_str(if name.ends_with("-measured") {
+                " Vertical bars are the 95% intervals of the measured speedups (from the largest lower and the largest upper bound over the workloads); hover a point for its interval in numbers."
+            } else {
+                " The paper reports no intervals, so none are drawn."
+            });
+        }
+        caption
     };
     ArchView {
         arch: arch.to_string(),
@@ -170,8 +180,11 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         primary: super::leaderboard::PRIMARY_STATEMENT,
         leaderboards: super::leaderboard::tables(ctx, arch, &from),
         core: super::leaderboard::core_statement(ctx, arch),
-        full_suite: (super::leaderboard::default_scope(ctx, arch) == Scope::Core)
-            .then(|| super::leaderboard::full_suite_table(ctx, arch, &from)),
+        full_suite: if super::leaderboard::default_scope(ctx, arch) == Scope::Core {
+            super::leaderboard::full_suite_tables(ctx, arch, &from)
+        } else {
+            Vec::new()
+        },
         full_anchor: FULL_SUITE_ANCHOR,
         ceilings: CeilingSummary::new(ctx, arch, &from),
         matrix: Matrix {

@@ -402,17 +402,27 @@ fn source_words(
     }
 }
 
-/// The models' table of `arch` over the full suite (the arch page's second view).
-pub fn full_suite_table(ctx: &Context<'_>, arch: &str, from: &str) -> LeaderboardView {
-    LeaderboardView::new(
-        ctx,
-        arch,
-        EntryKind::Model,
-        Scope::Full,
-        None,
-        from,
-        &format!("lb-full-{arch}"),
-    )
+/// The models' tables of `arch` over the full suite (the arch page's second view), one per
+/// source like the core tables (their grades and GPUs differ); an empty one is left out.
+pub fn full_suite_tables(ctx: &Context<'_>, arch: &str, from: &str) -> Vec<LeaderboardView> {
+    [
+        (Provenance::Measured, "lb-full"),
+        (Provenance::Reported, "lb-full-paper"),
+    ]
+    .into_iter()
+    .map(|(source, id)| {
+        LeaderboardView::new(
+            ctx,
+            arch,
+            EntryKind::Model,
+            Scope::Full,
+            Some(source),
+            from,
+            &format!("{id}-{arch}"),
+        )
+    })
+    .filter(|t| !t.rows.is_empty())
+    .collect()
 }
 
 /// The anchor of the full-suite models table on an arch page.

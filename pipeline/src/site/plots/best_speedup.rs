@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 
 use super::{
-    Plot, chart_and_legend, draw_category_labels, draw_legend, draw_marker, log_range, plot_height,
-    provenance_marker, render, series_legend, task_speedup_chart,
+    Intervals, Plot, chart_and_legend, draw_category_labels, draw_legend, draw_marker,
+    interval_text, log_range, plot_height, provenance_marker, render, series_legend,
+    task_speedup_chart,
 };
 use crate::metrics::{Provenance, TURN_LIMITS};
 use crate::site::SiteError;
@@ -44,11 +45,17 @@ pub fn best_speedup_per_task<'a>(
     let title = panel.title(&format!(
         "Best speedup per task on {arch} (turn limit {limit})"
     ));
-    let (lo, hi) = log_range(rows.iter().filter_map(|t| t.best_speedup));
+    // The range covers the intervals too, so no bar is cut at the frame.
+    let (lo, hi) = log_range(rows.iter().flat_map(|t| {
+        t.best_speedup
+            .into_iter()
+            .chain(t.best_speedup_ci95.into_iter().flatten())
+    }));
     let n_series = series.len();
     let label = |entry: &'a str| super::display_name(ctx, entry);
     let items = series_legend(ctx, &series, provenance_marker);
-    let plot = render(&name, &title, plot_height(&items), |root, tips| {
+    let mut intervals = Intervals::default();
+    let mut plot = render(&name, &title, plot_height(&items), |root, tips| {
         let (left, right) = chart_and_legend(root);
         let chart = task_speedup_chart(
             &left,
@@ -60,6 +67,8 @@ pub fn best_speedup_per_task<'a>(
         )?;
         let n = n_series as f64;
         let width = 0.7f64;
+        // Markers go on top of every interval bar.
+        let mut marks = Vec::new();
         for (si, (prov, entry)) in series.iter().enumerate() {
             let offset = if n > 1.0 {
                 -width / 2.0 + width * si as f64 / (n - 1.0)
@@ -75,17 +84,28 @@ pub fn best_speedup_per_task<'a>(
                     continue;
                 };
                 let p = chart.backend_coord(&(x as f64 + offset, y));
-                draw_marker(&left, items[si].marker, items[si].color, p, &name)?;
+                if let Some([a, b]) = t.best_speedup_ci95 {
+                    let bar = (
+                        chart.backend_coord(&(x as f64 + offset, b)),
+                        chart.backend_coord(&(x as f64 + offset, a)),
+                    );
+                    intervals.draw(&left, items[si].color, ([a, b], y), bar, &name)?;
+                }
+                marks.push((p, si));
                 tips.add(
                     p,
                     format!(
-                        "{} ({prov}) · {} · best speedup {}",
+                        "{} ({prov}) · {} · best speedup {}{}",
                         label(entry),
                         t.task,
-                        format::speedup(y)
+                        format::speedup(y),
+                        interval_text(t.best_speedup_ci95)
                     ),
                 );
             }
+        }
+        for (p, si) in marks {
+            draw_marker(&left, items[si].marker, items[si].color, p, &name)?;
         }
         let labels: Vec<(i32, String)> = tasks
             .iter()
@@ -97,5 +117,6 @@ pub fn best_speedup_per_task<'a>(
         draw_legend(&right, "● reported  ■ measured", &items, &name)?;
         Ok(())
     })?;
+    plot.note = intervals.note();
     Ok(Some(plot))
 }

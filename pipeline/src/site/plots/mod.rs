@@ -253,6 +253,79 @@ fn draw_marker(
     res.map_err(|e| plot_error(plot, e))
 }
 
+/// The 95% intervals of one plot: drawn as vertical bars with caps, in a point's colour, with
+/// a white halo so they stay visible over other points, wide and thick enough to read where the
+/// plot is scaled down to a phone's width. A bar that would not reach out of its marker is not
+/// drawn (the hover text gives it); [`Intervals::note`] says how many.
+#[derive(Debug, Default)]
+pub(crate) struct Intervals {
+    drawn: usize,
+    hidden: usize,
+    /// The widest hidden interval, relative to its value: (hi - lo) / 2 / value.
+    widest_hidden: f64,
+}
+
+/// Pixels a bar must span to show beyond a marker (10 px and its outline).
+const MARKER_SPAN: i32 = 12;
+
+impl Intervals {
+    /// Draws the interval `[lo, hi]` of `value`, whose pixels are `top` (at `hi`) and
+    /// `bottom` (at `lo`).
+    pub fn draw(
+        &mut self,
+        area: &Area<'_>,
+        color: RGBColor,
+        ([lo, hi], value): ([f64; 2], f64),
+        (top, bottom): ((i32, i32), (i32, i32)),
+        plot: &str,
+    ) -> Result<(), SiteError> {
+        if bottom.1 - top.1 <= MARKER_SPAN {
+            self.hidden += 1;
+            self.widest_hidden = self.widest_hidden.max((hi - lo) / 2.0 / value);
+            return Ok(());
+        }
+        self.drawn += 1;
+        let x = top.0;
+        let cap = 7;
+        let lines = [
+            vec![(x, top.1), (x, bottom.1)],
+            vec![(x - cap, top.1), (x + cap, top.1)],
+            vec![(x - cap, bottom.1), (x + cap, bottom.1)],
+        ];
+        for style in [WHITE.stroke_width(5), color.stroke_width(2)] {
+            for l in &lines {
+                area.draw(&PathElement::new(l.clone(), style))
+                    .map_err(|e| plot_error(plot, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What a reader cannot see on the plot: the intervals too narrow to draw.
+    pub fn note(&self) -> String {
+        if self.hidden == 0 {
+            return String::new();
+        }
+        format!(
+            "{} of {} intervals are narrower than their markers (the widest ±{:.1}% of its speedup) and are not drawn.",
+            self.hidden,
+            self.hidden + self.drawn,
+            self.widest_hidden * 100.0
+        )
+    }
+}
+
+/// The hover text of an interval: ` (95% interval a–b)`, or nothing.
+pub(crate) fn interval_text(ci: Option<[f64; 2]>) -> String {
+    ci.map_or(String::new(), |[lo, hi]| {
+        format!(
+            " (95% interval {}–{})",
+            super::format::speedup(lo),
+            super::format::speedup(hi)
+        )
+    })
+}
+
 /// Characters of a legend line before it wraps (the legend column fits about this many).
 const LEGEND_CHARS: usize = 30;
 const LEGEND_LINE: i32 = 17;
@@ -501,6 +574,28 @@ mod tests {
         let lines = wrap(long, LEGEND_CHARS);
         assert!(lines.iter().all(|l| l.chars().count() <= LEGEND_CHARS));
         assert_eq!(lines.join(" "), long);
+    }
+
+    /// A bar taller than a marker is drawn (halo and coloured line, with caps); one within a
+    /// marker is not, and the note counts it.
+    #[test]
+    fn intervals_are_drawn_where_they_show() {
+        let mut intervals = Intervals::default();
+        let plot = render("t", "t", 100, |root, _| {
+            let c = RGBColor(0x12, 0x34, 0x56);
+            intervals.draw(root, c, ([1.0, 3.0], 2.0), ((50, 20), (50, 80)), "t")?;
+            intervals.draw(root, c, ([1.9, 2.1], 2.0), ((90, 45), (90, 52)), "t")
+        })
+        .expect("draws");
+        let svg = plot.svg.as_str();
+        assert!(svg.contains(r##"stroke="#123456" stroke-width="2" points="50,20 50,80 "##));
+        assert!(svg.contains(r##"stroke="#123456" stroke-width="2" points="43,80 57,80 "##));
+        assert!(svg.contains(r##"stroke="#FFFFFF" stroke-width="5" points="50,20 50,80 "##));
+        assert!(!svg.contains("points=\"90,"), "{svg}");
+        assert_eq!(
+            intervals.note(),
+            "1 of 2 intervals are narrower than their markers (the widest ±5.0% of its speedup) and are not drawn."
+        );
     }
 
     #[test]

@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use plotters::prelude::*;
 
 use super::{
-    LegendItem, Marker, Plot, chart_and_legend, draw_legend, draw_marker, grid_style,
-    library_style, log_range, plot_error, plot_height, provenance_marker, render, series_color,
-    shorten, speedup_label,
+    Intervals, LegendItem, Marker, Plot, chart_and_legend, draw_legend, draw_marker, grid_style,
+    interval_text, library_style, log_range, plot_error, plot_height, provenance_marker, render,
+    series_color, shorten, speedup_label,
 };
 use crate::metrics::{Provenance, TURN_LIMITS};
 use crate::site::SiteError;
@@ -89,8 +89,9 @@ pub fn speedup_by_release_date<'a>(
 ) -> Result<Option<Plot>, SiteError> {
     let arch = panel.arch.as_str();
     let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
-    // (date, speedup, entry, task, provenance)
-    let mut points: Vec<(i64, f64, &str, &str, Provenance)> = Vec::new();
+    // (date, speedup, entry, task, provenance, interval)
+    type Point<'p> = (i64, f64, &'p str, &'p str, Provenance, Option<[f64; 2]>);
+    let mut points: Vec<Point<'_>> = Vec::new();
     for t in ctx
         .metrics
         .tasks
@@ -103,7 +104,14 @@ pub fn speedup_by_release_date<'a>(
             .and_then(|e| e.release_date.as_deref())
             .and_then(parse_date);
         if let (Some(date), Some(s)) = (date, t.best_speedup) {
-            points.push((date, s, &t.entry, &t.task, t.provenance));
+            points.push((
+                date,
+                s,
+                &t.entry,
+                &t.task,
+                t.provenance,
+                t.best_speedup_ci95,
+            ));
         }
     }
     if points.is_empty() {
@@ -134,12 +142,17 @@ pub fn speedup_by_release_date<'a>(
         .fold((i64::MAX, i64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
     // Room on the right for the labels of the latest models.
     let (d0, d1) = (d0 - 45, d1 + 45 + (d1 - d0) / 4);
-    let (lo, hi) = log_range(points.iter().map(|p| p.1));
+    let (lo, hi) = log_range(
+        points
+            .iter()
+            .flat_map(|p| std::iter::once(p.1).chain(p.5.into_iter().flatten())),
+    );
     let name = panel.name("speedup-by-release-date");
     let title = panel.title(&format!(
         "Best speedup against model release date on {arch} (turn limit {limit})"
     ));
-    let plot = render(&name, &title, plot_height(&items), |root, tips| {
+    let mut intervals = Intervals::default();
+    let mut plot = render(&name, &title, plot_height(&items), |root, tips| {
         let (left, right) = chart_and_legend(root);
         let mut chart = ChartBuilder::on(&left)
             .caption(&title, (super::FONT, 18))
@@ -171,7 +184,18 @@ pub fn speedup_by_release_date<'a>(
             )))
             .map_err(|e| plot_error(&name, e))?;
         let model_index = |entry: &str| models.iter().position(|m| m.1 == entry).unwrap_or(0);
-        for (date, s, entry, task, prov) in &points {
+        // Interval bars first, so every marker is on top of them.
+        for (date, s, entry, _, _, ci) in &points {
+            if let Some([a, b]) = ci {
+                let bar = (
+                    chart.backend_coord(&(*date as f64, *b)),
+                    chart.backend_coord(&(*date as f64, *a)),
+                );
+                let color = items[model_index(entry)].color;
+                intervals.draw(&left, color, ([*a, *b], *s), bar, &name)?;
+            }
+        }
+        for (date, s, entry, task, prov, ci) in &points {
             let p = chart.backend_coord(&(*date as f64, *s));
             let c = items[model_index(entry)].color;
             draw_marker(&left, provenance_marker(*prov), c, p, &name)?;
@@ -179,9 +203,10 @@ pub fn speedup_by_release_date<'a>(
             tips.add(
                 p,
                 format!(
-                    "{} ({prov}, released {y}-{m:02}-{d:02}) · {task} · best speedup {}",
+                    "{} ({prov}, released {y}-{m:02}-{d:02}) · {task} · best speedup {}{}",
                     label(entry),
-                    format::speedup(*s)
+                    format::speedup(*s),
+                    interval_text(*ci)
                 ),
             );
         }
@@ -223,6 +248,7 @@ pub fn speedup_by_release_date<'a>(
         )?;
         Ok(())
     })?;
+    plot.note = intervals.note();
     Ok(Some(plot))
 }
 
