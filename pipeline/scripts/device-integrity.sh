@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine: the integrity protocol's evidence in one pass. Runs the zoo and the
-# reference run lists (records go into artifacts/), the repeatability benchmark (the same
-# kernel evaluated in 5 processes, GEMM and attention), and the throughput benchmark (whole
-# GEMM evaluations), and packs what it made into $OUT.
+# reference run lists (records go into artifacts/), the repeatability benchmark
+# (device-repeatability.sh with 5 processes; repeatability_table.py prints it), and the
+# throughput benchmark (whole GEMM evaluations; throughput.txt ends with their mean), and packs
+# what it made into $OUT.
 # Usage: pipeline/scripts/device-integrity.sh PTXBENCH_BINARY [OUT]
 set -uo pipefail
 bin="$1"
@@ -11,17 +12,8 @@ mkdir -p "$out/log"
 marker=$(mktemp)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,temperature.gpu,power.draw --format=csv > "$out/log/gpu.txt" 2>&1
 
-attn=$(mktemp -d)
-cp tasks/reference/wgmma_attn_fwd/kernel.ptx "$attn/kernel.ptx"
-cp tasks/reference/wgmma_attn_fwd/plan.d128.yaml "$attn/plan.yaml"
-
-echo "== repeatability: 5 processes each (seeds drawn per process)"
-for i in 1 2 3 4 5; do
-  "$bin" eval tasks/reference/wgmma_gemm --task gemm_n7168_k5120 --workload M8192 --json \
-    > "$out/log/rep-gemm-$i.json" 2> "$out/log/rep-gemm-$i.err"
-  "$bin" eval "$attn" --task mha_with_lse_d128 --workload B4_H48_S4096 --json \
-    > "$out/log/rep-attn-$i.json" 2> "$out/log/rep-attn-$i.err"
-done
+echo "== repeatability: 5 processes each (seeds drawn per process; device-repeatability.sh)"
+pipeline/scripts/device-repeatability.sh "$bin" 5 "$out/log"
 
 echo "== throughput: whole evaluations of a GEMM candidate over every workload of its task"
 for i in 1 2 3; do
@@ -30,6 +22,8 @@ for i in 1 2 3; do
   e=$(date +%s.%N)
   echo "full-$i $(echo "$e - $s" | bc)" >> "$out/log/throughput.txt"
 done
+awk '{ t += $2 } END { printf "mean %.2f s: %.0f candidates per H200-hour\n", t / NR, 3600 * NR / t }' \
+  "$out/log/throughput.txt" >> "$out/log/throughput.txt"
 
 echo "== zoo"
 timeout "${ZOO_S:-150}" "$bin" run tasks/runs/zoo-sm90a.yaml --out "${RUNS:-artifacts/runs}/zoo-sm90a" > "$out/log/zoo-summary.txt" 2> "$out/log/zoo-stderr.txt"

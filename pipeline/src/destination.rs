@@ -187,6 +187,18 @@ impl<W> FirstError<W> {
         self.error.take()
     }
 
+    /// The first failure of the inner writer, reported as the write error of `path` (a full
+    /// disk as itself, not as what an encoder made of it).
+    pub fn check(&mut self, path: &Path) -> Result<(), DestinationError> {
+        match self.error.take() {
+            Some(source) => Err(DestinationError::Write {
+                path: path.to_path_buf(),
+                source,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Whether the inner writer failed.
     pub fn failed(&self) -> bool {
         self.error.is_some()
@@ -265,6 +277,30 @@ impl<W: std::io::Seek> std::io::Seek for FirstError<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer whose device is full.
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from_raw_os_error(28))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_write_is_reported_as_itself_naming_the_file() {
+        use std::io::Write;
+        let mut w = FirstError::new(Full);
+        assert!(w.check(Path::new("out.csv")).is_ok());
+        assert!(w.write_all(b"x").is_err());
+        let e = w.check(Path::new("out.csv")).expect_err("the write failed");
+        assert!(matches!(&e, DestinationError::Write { path, source }
+            if path == Path::new("out.csv") && source.raw_os_error() == Some(28)));
+        // Reported once.
+        assert!(w.check(Path::new("out.csv")).is_ok());
+    }
 
     #[cfg(unix)]
     #[test]

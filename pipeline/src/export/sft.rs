@@ -367,13 +367,7 @@ pub fn write_examples(examples: &[Example], path: &Path) -> anyhow::Result<()> {
     let mut w = crate::destination::FirstError::new(std::io::BufWriter::new(tmp.as_file_mut()));
     let written = write_to(examples, parquet, &mut w, path);
     let flushed = w.flush();
-    if let Some(source) = w.take_error() {
-        return Err(crate::destination::DestinationError::Write {
-            path: path.to_path_buf(),
-            source,
-        }
-        .into());
-    }
+    w.check(path)?;
     written?;
     flushed.with_context(|| format!("writing {}", path.display()))?;
     drop(w);

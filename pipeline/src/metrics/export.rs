@@ -181,13 +181,7 @@ fn write_frame_to<W: Write>(
     let mut w = crate::destination::FirstError::new(w);
     let written = write_frame(frame, format, &mut w);
     let flushed = w.flush();
-    if let Some(source) = w.take_error() {
-        return Err(crate::destination::DestinationError::Write {
-            path: path.to_path_buf(),
-            source,
-        }
-        .into());
-    }
+    w.check(path)?;
     written?;
     flushed.map_err(|source| MetricsError::Io {
         path: path.to_path_buf(),

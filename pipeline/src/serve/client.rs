@@ -39,17 +39,25 @@ pub fn evaluate_request(endpoint: &str, req: &Request, timeout: Duration) -> Out
     })
 }
 
+/// An HTTP agent for the service: statuses are answers, not errors; no redirects; each call
+/// within `timeout`.
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(timeout))
+        .build()
+        .new_agent()
+}
+
 /// Whether the service at `endpoint` answers its health check (`GET /healthz`, which needs no
 /// token); the reason when it does not.
 pub fn reachable(endpoint: &str) -> Result<(), String> {
     let base = endpoint.trim_end_matches('/');
-    let agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .new_agent();
-    match agent.get(format!("{base}/healthz")).call() {
+    match agent(Duration::from_secs(10))
+        .get(format!("{base}/healthz"))
+        .call()
+    {
         Ok(r) if r.status().is_success() => Ok(()),
         Ok(r) => Err(format!(
             "{base}/healthz answered HTTP {}",
@@ -64,12 +72,7 @@ pub fn reachable(endpoint: &str) -> Result<(), String> {
 pub fn evaluate(endpoint: &str, sub: &Submission, timeout: Duration) -> Result<Outcome, String> {
     let base = endpoint.trim_end_matches('/');
     let token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty());
-    let agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .timeout_global(Some(Duration::from_secs(90)))
-        .build()
-        .new_agent();
+    let agent = agent(Duration::from_secs(90));
     let auth = |r: ureq::RequestBuilder<ureq::typestate::WithoutBody>| match &token {
         Some(t) => r.header("Authorization", format!("Bearer {t}")),
         None => r,
