@@ -7,6 +7,7 @@
 #   attn    the hand-written attention forward, mha_with_lse_d128 B4_H48_S4096
 #   ptr     Triton's pointer-load GEMM (far from the library), gemm_n7168_k5120 M8192
 # Usage: pipeline/scripts/device-repeatability.sh PTXBENCH_BINARY N OUT_DIR [EXTRA EVAL FLAGS...]
+# KERNELS="attn" (say) runs only those of the three.
 set -uo pipefail
 bin="$1"
 n="$2"
@@ -21,7 +22,7 @@ state() {
     --format=csv,noheader 2>&1
 }
 for i in $(seq 1 "$n"); do
-  for k in gemm attn ptr; do
+  for k in ${KERNELS:-gemm attn ptr}; do
     case "$k" in
       gemm) args=(tasks/reference/wgmma_gemm --task gemm_n7168_k5120 --workload M8192) ;;
       attn) args=("$attn" --task mha_with_lse_d128 --workload B4_H48_S4096) ;;

@@ -70,6 +70,7 @@ def main():
                     "plan": show(a.ptxbench, run_store, r["plan_digest"]).decode(),
                     "seed": r["seed"],
                     "workloads": r.get("workloads_selected") or [],
+                    "correctness_only": r.get("correctness_only", False),
                     "fresh": True,
                 },
             }
@@ -92,6 +93,13 @@ def main():
     server.wait()
 
     same = sum(1 for q, r in zip(pairs, results) if q["verdict"] == r.verdict)
+    # The workers' own seconds (their stage clocks), to tell slower evaluations from idle GPUs.
+    def worker_s(store, digest):
+        rec = json.loads(show(a.ptxbench, store, digest))
+        return sum(s for _, s in rec["outcome"].get("seconds") or [])
+
+    run_worker = sum(worker_s(run_store, q["record"]) for q in pairs)
+    serve_worker = sum(worker_s(serve_store, r.record_digest) for r in results)
     n = len(pairs)
     per_hour = lambda s: n / s * 3600 if s else float("nan")  # noqa: E731
     json.dump(
@@ -103,10 +111,10 @@ def main():
         indent=1,
     )
     print(f"list {a.list} shard {a.shard or 'all'} seed {a.seed}; run exit {rc}")
-    print("| way | pairs | seconds | evaluations per hour |")
-    print("|---|---|---|---|")
-    print(f"| ptxbench run | {n} | {run_s:.1f} | {per_hour(run_s):.0f} |")
-    print(f"| ptxbench serve (embedded queue) | {n} | {serve_s:.1f} | {per_hour(serve_s):.0f} |")
+    print("| way | pairs | seconds | evaluations per hour | workers' stage clocks, s |")
+    print("|---|---|---|---|---|")
+    print(f"| ptxbench run | {n} | {run_s:.1f} | {per_hour(run_s):.0f} | {run_worker:.1f} |")
+    print(f"| ptxbench serve (embedded queue) | {n} | {serve_s:.1f} | {per_hour(serve_s):.0f} | {serve_worker:.1f} |")
     print(f"\nserve / run throughput: {run_s / serve_s:.3f} (goal: at least 0.95); same verdict both ways: {same}/{n}")
 
 

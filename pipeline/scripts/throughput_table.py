@@ -1,11 +1,17 @@
-"""Throughput of a stored run (issue 46's benchmark): evaluations per hour per evaluation name
-and where the worker's time went, from the records' stage clocks.
+"""Throughput of stored runs (issue 46's benchmark): evaluations per hour of each run, from its
+wall time, and where a worker's time went, from the records' stage clocks.
 
-Usage: python3 throughput_table.py RUN_DIGEST WALL_SECONDS [STORE]
-WALL_SECONDS is the run's wall time (device-run.sh's summary: "exit 0 after N s"). The stage
-clocks cover the GPU worker (setup, JIT, correctness with the counted copy, timing); the rest
-of the wall (the static check with NVRTC and ptxas, the worker's start, SASS evidence, storing)
-is shared out per evaluation, as every evaluation pays it alike.
+Usage: throughput_table.py LABEL=RUN_DIGEST=WALL_SECONDS ... [--store STORE]
+WALL_SECONDS is the run's whole wall time (pipeline/scripts/device-throughput.sh measures it
+around `ptxbench run`), so evaluations per hour count everything: the static check, ptxas,
+starting workers, the GPU work, the evidence and storing. The stage columns are means per
+evaluation from the worker's clocks: `start` (the GPU's lane waiting for a worker to be ready:
+none when a spare was), `setup` (opening the GPU and loading the harness; a spare worker does it
+while the previous evaluation runs), `jit` (loading the cubins, or compiling in
+the worker with --cold-workers), `correctness` (every workload's trials, the counted copy's
+included), `wait` (a worker ready to time waiting for the next one to finish starting), and
+`timing`. `lane` is the wall time per evaluation minus `start` and the worker's own stages after
+setup: the hand-over, the run's static check and publishing, shared out.
 """
 
 import collections
@@ -20,32 +26,34 @@ def load(store, digest):
 
 
 def category(stage):
-    return stage.split(" ")[0]
+    first = stage.split(" ")[0]
+    return {"waiting": "wait", "parse": "jit", "worker": "start"}.get(first, first)
 
 
-def main(run_digest, wall, store):
-    run = load(store, run_digest)
-    digests = run["record_digests"]
-    groups = collections.defaultdict(lambda: collections.Counter())
-    counts = collections.Counter()
-    for d in digests:
-        rec = load(store, d)
-        name = rec.get("evaluation") or rec["entry"]
-        counts[name] += 1
-        for stage, s in rec["outcome"].get("seconds") or []:
-            groups[name][category(stage)] += s
-    worker = sum(sum(g.values()) for g in groups.values())
-    n = sum(counts.values())
-    rest = max(wall - worker, 0.0) / n
-    cats = ["setup", "jit", "correctness", "timing"]
-    print("| evaluations | n | per evaluation (s) | per H200-hour | worker setup | JIT | correctness + counted copy | timing | outside the worker (static check, evidence, storing) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name in sorted(counts):
-        k = counts[name]
-        per = (sum(groups[name].values()) + rest * k) / k
-        parts = " | ".join(f"{groups[name][c] / k:.2f}" for c in cats)
-        print(f"| {name} | {k} | {per:.2f} | {3600 / per:.0f} | {parts} | {rest:.2f} |")
+def main(args):
+    store = "artifacts"
+    if "--store" in args:
+        i = args.index("--store")
+        store = args[i + 1]
+        args = args[:i] + args[i + 2:]
+    cats = ["start", "setup", "jit", "correctness", "wait", "timing"]
+    print("| run | evaluations | wall s | s per evaluation | per H200-hour | " + " | ".join(cats) + " | lane |")
+    print("|---|---|---|---|---|" + "---|" * len(cats) + "---|")
+    for arg in args:
+        label, digest, wall = arg.split("=")
+        wall = float(wall)
+        run = load(store, digest)
+        digests = run["record_digests"]
+        sums = collections.Counter()
+        for d in digests:
+            for stage, s in load(store, d)["outcome"].get("seconds") or []:
+                sums[category(stage)] += s
+        n = len(digests)
+        per = wall / n
+        after_setup = sum(v for k, v in sums.items() if k != "setup") / n
+        parts = " | ".join(f"{sums[c] / n:.3f}" for c in cats)
+        print(f"| {label} | {n} | {wall:.1f} | {per:.3f} | {3600 / per:.0f} | {parts} | {per - after_setup:.3f} |")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "artifacts")
+    main(sys.argv[1:])

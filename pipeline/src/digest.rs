@@ -37,13 +37,52 @@ impl Digest {
     /// The 64 lowercase hex digits, without formatting machinery (a site names digests
     /// millions of times).
     fn hex_bytes(&self) -> [u8; 64] {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut out = [0u8; 64];
-        for (i, b) in self.0.iter().enumerate() {
+        hex_bytes::encode_into(&self.0, &mut out);
+        out
+    }
+}
+
+/// Bytes as lowercase hex in serde formats (a cubin inside a worker's JSON request).
+pub mod hex_bytes {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+    /// Writes the hex digits of `bytes` into `out` (twice as long).
+    pub fn encode_into(bytes: &[u8], out: &mut [u8]) {
+        for (i, b) in bytes.iter().enumerate() {
             out[2 * i] = DIGITS[usize::from(b >> 4)];
             out[2 * i + 1] = DIGITS[usize::from(b & 0x0f)];
         }
-        out
+    }
+
+    /// The bytes of lowercase or uppercase hex text, or where it is not hex.
+    pub fn decode(text: &str) -> Result<Vec<u8>, String> {
+        let t = text.as_bytes();
+        if !t.len().is_multiple_of(2) {
+            return Err(format!("odd number of hex digits ({})", t.len()));
+        }
+        let digit = |i: usize| match t[i] {
+            c @ b'0'..=b'9' => Ok(c - b'0'),
+            c @ b'a'..=b'f' => Ok(c - b'a' + 10),
+            c @ b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(format!("byte {i} is not a hex digit")),
+        };
+        let mut out = Vec::with_capacity(t.len() / 2);
+        for i in 0..t.len() / 2 {
+            out.push(digit(2 * i)? << 4 | digit(2 * i + 1)?);
+        }
+        Ok(out)
+    }
+
+    pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        let mut out = vec![0u8; 2 * bytes.len()];
+        encode_into(bytes, &mut out);
+        s.serialize_str(std::str::from_utf8(&out).map_err(serde::ser::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text: std::borrow::Cow<'de, str> = serde::Deserialize::deserialize(d)?;
+        decode(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -162,6 +201,13 @@ mod tests {
     }
 
     #[test]
+    fn hex_bytes_names_what_is_not_hex() {
+        assert_eq!(hex_bytes::decode("00fF7a"), Ok(vec![0, 255, 122]));
+        assert!(hex_bytes::decode("abc").is_err_and(|e| e.contains("odd")));
+        assert!(hex_bytes::decode("0g").is_err_and(|e| e.contains("byte 1")));
+    }
+
+    #[test]
     fn rejects_non_canonical_text() {
         let d = Digest::of(b"x").to_string();
         assert!(d.to_uppercase().parse::<Digest>().is_err());
@@ -170,6 +216,14 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn hex_bytes_round_trip(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let mut out = vec![0u8; 2 * bytes.len()];
+            hex_bytes::encode_into(&bytes, &mut out);
+            let text = String::from_utf8(out).expect("hex is ASCII");
+            prop_assert_eq!(hex_bytes::decode(&text), Ok(bytes));
+        }
+
         #[test]
         fn round_trips(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let d = Digest::of(&bytes);

@@ -51,7 +51,7 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
         seed: record.seed,
         protocol: record.protocol.clone(),
         workloads: record.workloads_selected.clone(),
-        no_timing: false,
+        no_timing: record.correctness_only,
     };
     let req = Evaluator::request(&task.task, task.object.clone(), ptx, plan, &job);
     eprintln!(

@@ -34,6 +34,10 @@ pub struct RunArgs {
     /// Evaluate nothing: make the run object from the records already made.
     #[arg(long)]
     pub publish_only: bool,
+    /// Start each evaluation's worker only when the evaluation comes, and compile in it (no
+    /// spare worker, no compiling ahead): the same protocol without the overlap, to compare.
+    #[arg(long)]
+    pub cold_workers: bool,
 }
 
 pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -48,6 +52,7 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         gpus: a.gpus,
         seed: a.seed,
         publish_only: a.publish_only,
+        cold_workers: a.cold_workers,
     };
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -58,8 +63,14 @@ pub fn run(a: RunArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("running {}", a.list.display()))?;
     bar.finish_and_clear();
     eprintln!(
-        "{}: {} pairs, {} done by an earlier start, seed {} ({:?})",
-        report.name, report.pairs, report.resumed, report.seed, report.seed_origin
+        "{}: {} pairs, {} done by an earlier start, seed {} ({:?}); checked after {:.1} s, evaluated after {:.1} s",
+        report.name,
+        report.pairs,
+        report.resumed,
+        report.seed,
+        report.seed_origin,
+        report.check_seconds,
+        report.evaluated_after
     );
     for s in &report.skipped {
         eprintln!("  not evaluated (--publish-only): {s}");

@@ -21,13 +21,16 @@ pub struct WorkerArgs {
         required_unless_present = "queue"
     )]
     pub dir: Option<PathBuf>,
+    /// Internal: the token the folder's worker writes before each protocol word.
+    #[arg(long, hide = true, requires = "dir", default_value = "")]
+    pub token: String,
     /// The service's Redis (`redis://[:password@]host[:port][/db]`).
     #[arg(long, value_name = "URL")]
     pub queue: Option<String>,
     /// The Redis streams' name prefix (the server's `--stream`).
     #[arg(long, default_value = DEFAULT_STREAM)]
     pub stream: String,
-    /// Which GPU (run one worker per GPU).
+    /// Which GPU (run one worker per GPU; with a folder, the GPU this evaluation runs on).
     #[arg(long, default_value_t = 0)]
     pub gpu: usize,
     /// Where records are made before they go to the server (default: a temporary folder).
@@ -46,7 +49,7 @@ pub struct WorkerArgs {
 
 pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     if let Some(dir) = a.dir {
-        crate::engine::worker::serve(&dir)
+        crate::engine::worker::serve(&dir, a.gpu, &a.token)
             .with_context(|| format!("worker in {}", dir.display()))?;
         return Ok(ExitCode::SUCCESS);
     }

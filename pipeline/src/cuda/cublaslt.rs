@@ -39,6 +39,9 @@ pub enum GemmInput {
         scale_a: u64,
         scale_b: u64,
     },
+    /// fp32 in and out, fp32 arithmetic (`CUBLAS_COMPUTE_32F`: no TF32, no reduced
+    /// precision): the harness's GEMM reference.
+    F32,
 }
 
 /// A planned cuBLASLt GEMM for one shape; launch it as often as needed.
@@ -66,9 +69,16 @@ impl Gemm {
     pub fn new(gpu: &Gpu, input: GemmInput, m: u64, n: u64, k: u64) -> Result<Gemm, BlasError> {
         let lib = library::load(CudaLibrary::CublasLt)?;
         let workspace = gpu.alloc(WORKSPACE)?;
-        let in_type = match input {
-            GemmInput::Bf16 => sys::cudaDataType::CUDA_R_16BF,
-            GemmInput::E4m3 { .. } => sys::cudaDataType::CUDA_R_8F_E4M3,
+        let (in_type, out_type) = match input {
+            GemmInput::Bf16 => (
+                sys::cudaDataType::CUDA_R_16BF,
+                sys::cudaDataType::CUDA_R_16BF,
+            ),
+            GemmInput::E4m3 { .. } => (
+                sys::cudaDataType::CUDA_R_8F_E4M3,
+                sys::cudaDataType::CUDA_R_16BF,
+            ),
+            GemmInput::F32 => (sys::cudaDataType::CUDA_R_32F, sys::cudaDataType::CUDA_R_32F),
         };
         let k_i = i64::try_from(k).unwrap_or(i64::MAX);
         let n_i = i64::try_from(n).unwrap_or(i64::MAX);
@@ -115,10 +125,7 @@ impl Gemm {
         // A' = B stored [K, N] column-major (ld K), B' = A stored [K, M] (ld K), C' [N, M] (ld N).
         let la = call("layout", result::create_matrix_layout(in_type, k, n, k_i))?;
         let lb = call("layout", result::create_matrix_layout(in_type, k, m, k_i))?;
-        let lc = call(
-            "layout",
-            result::create_matrix_layout(sys::cudaDataType::CUDA_R_16BF, n, m, n_i),
-        )?;
+        let lc = call("layout", result::create_matrix_layout(out_type, n, m, n_i))?;
         let pref = call("preference", result::create_matmul_pref())?;
         let ws = WORKSPACE;
         // SAFETY: attribute value is a usize as documented.
@@ -194,7 +201,18 @@ impl Gemm {
 
     /// Enqueues `C = A @ B^T` on the engine's stream.
     pub fn launch(&self, gpu: &Gpu, a: u64, b: u64, c: u64) -> Result<(), BlasError> {
-        let alpha = 1.0f32;
+        self.launch_scaled(gpu, a, b, c, 1.0)
+    }
+
+    /// Enqueues `C = alpha * A @ B^T` on the engine's stream.
+    pub fn launch_scaled(
+        &self,
+        gpu: &Gpu,
+        a: u64,
+        b: u64,
+        c: u64,
+        alpha: f32,
+    ) -> Result<(), BlasError> {
         let beta = 0.0f32;
         // SAFETY: device pointers sized for the shape this plan was made for (the engine
         // allocates them from the task's shapes); scalars live across the call.

@@ -149,6 +149,52 @@ pub struct JitError {
     pub log: String,
 }
 
+/// What ptxas made of a PTX module for one arch, before a GPU is involved: the cubin a worker
+/// loads, or why there is none (no ptxas here: the driver compiles the PTX instead).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Cubin {
+    Made {
+        #[serde(with = "crate::digest::hex_bytes")]
+        bytes: Vec<u8>,
+        /// ptxas's messages (`-v` report, warnings).
+        log: String,
+        /// Which compiler, version and options.
+        compiler: String,
+    },
+    NoPtxas(String),
+}
+
+/// Compiles `ptx` for `arch` as a whole program with the ptxas of the toolchain search order
+/// (no GPU needed). A rejection is the candidate's compilation failure; a missing ptxas is
+/// [`Cubin::NoPtxas`].
+pub fn whole_program(ptx: &str, arch: Arch) -> Result<Cubin, JitError> {
+    let path = match toolchain::locate(Tool::Ptxas) {
+        Ok(p) => p,
+        Err(e) => return Ok(Cubin::NoPtxas(e.to_string())),
+    };
+    let res = ptxas::compile_with(&path, ptx, arch).map_err(|e| JitError {
+        error: tool_error(&e),
+        log: e.to_string(),
+    })?;
+    let compiler = format!("ptxas {} -arch={arch} (whole program)", res.version);
+    match (res.ok, res.cubin) {
+        (true, Some(bytes)) => Ok(Cubin::Made {
+            bytes,
+            log: res.log,
+            compiler,
+        }),
+        _ => Err(JitError {
+            error: DriverError {
+                call: "ptxas",
+                code: 0,
+                name: "PTXAS_FAILED".into(),
+                description: format!("{compiler} rejected the PTX"),
+            },
+            log: res.log,
+        }),
+    }
+}
+
 /// A CUDA event for timing.
 #[derive(Debug)]
 pub struct Event {
@@ -387,49 +433,42 @@ impl Gpu {
     /// compilation unit, and ptxas then ignores `setmaxnreg` (C7504), which changes the code a
     /// Hopper kernel gets.
     pub fn compile(&self, ptx: &str, arch: Option<Arch>) -> Result<Compiled, JitError> {
+        let ahead = match arch {
+            Some(arch) => Some(whole_program(ptx, arch)?),
+            None => None,
+        };
+        self.compile_with(ptx, ahead.as_ref())
+    }
+
+    /// Loads `ahead` (the whole-program cubin ptxas made for this PTX before the worker needed
+    /// it), or, without one, has the driver compile `ptx`; a cubin that does not load falls
+    /// back to the driver, with a note in the log, as in [`Gpu::compile`].
+    pub fn compile_with(&self, ptx: &str, ahead: Option<&Cubin>) -> Result<Compiled, JitError> {
         let start = Instant::now();
         let mut notes = String::new();
-        if let Some(arch) = arch {
-            match toolchain::locate(Tool::Ptxas) {
-                Ok(path) => {
-                    let res = ptxas::compile_with(&path, ptx, arch).map_err(|e| JitError {
-                        error: tool_error(&e),
-                        log: e.to_string(),
-                    })?;
-                    let compiler = format!("ptxas {} -arch={arch} (whole program)", res.version);
-                    let cubin = match (res.ok, res.cubin) {
-                        (true, Some(c)) => c,
-                        _ => {
-                            return Err(JitError {
-                                error: DriverError {
-                                    call: "ptxas",
-                                    code: 0,
-                                    name: "PTXAS_FAILED".into(),
-                                    description: format!("{compiler} rejected the PTX"),
-                                },
-                                log: res.log,
-                            });
-                        }
-                    };
-                    match self.load(&cubin) {
-                        Ok(module) => {
-                            return Ok(Compiled {
-                                module,
-                                cubin: Some(cubin),
-                                log: res.log.trim().to_string(),
-                                compiler,
-                                millis: start.elapsed().as_secs_f64() * 1e3,
-                            });
-                        }
-                        Err(e) => {
-                            notes = format!(
-                                "{compiler}'s cubin did not load ({e}); the driver compiled the PTX\n"
-                            );
-                        }
-                    }
+        match ahead {
+            Some(Cubin::Made {
+                bytes,
+                log,
+                compiler,
+            }) => match self.load(bytes) {
+                Ok(module) => {
+                    return Ok(Compiled {
+                        module,
+                        cubin: Some(bytes.clone()),
+                        log: log.trim().to_string(),
+                        compiler: compiler.clone(),
+                        millis: start.elapsed().as_secs_f64() * 1e3,
+                    });
                 }
-                Err(e) => notes = format!("{e}; the driver compiled the PTX\n"),
-            }
+                Err(e) => {
+                    notes = format!(
+                        "{compiler}'s cubin did not load ({e}); the driver compiled the PTX\n"
+                    );
+                }
+            },
+            Some(Cubin::NoPtxas(why)) => notes = format!("{why}; the driver compiled the PTX\n"),
+            None => {}
         }
         const LOG: usize = 1 << 16;
         let mut info = vec![0u8; LOG];

@@ -44,10 +44,12 @@ impl<'a> CountedModule<'a> {
         entries: impl Iterator<Item = &'a str>,
         req: &Request,
     ) -> Result<CountedModule<'a>, String> {
-        let module = gpu
-            .compile(&counted.ptx, Some(req.arch))
-            .map_err(|e| e.to_string())?
-            .module;
+        let module = match &counted.cubin {
+            Some(c) => gpu.compile_with(&counted.ptx, Some(c)),
+            None => gpu.compile(&counted.ptx, Some(req.arch)),
+        }
+        .map_err(|e| e.to_string())?
+        .module;
         let mut kernels = BTreeMap::new();
         for entry in entries {
             if !kernels.contains_key(entry) {

@@ -10,11 +10,14 @@
 //! hands the GPU work to one thread per GPU.
 
 use crate::record::Stage;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::target_evidence::{counted_copy, evidence_of};
-use super::{Outcome, Protocol, Request, Verdict, worker};
+use super::worker::Lane;
+use super::{Outcome, Protocol, Request, Verdict};
 use crate::arch::Arch;
 use crate::candidate::Candidate;
 use crate::check::{self, CheckOptions, CheckReport};
@@ -52,16 +55,43 @@ pub struct Prepared {
     pub work: Work,
 }
 
-/// Runs evaluations in isolated worker processes of one `ptxbench` executable.
+/// Runs evaluations in isolated worker processes of one `ptxbench` executable, one
+/// [`Lane`] per GPU.
 #[derive(Debug, Clone)]
 pub struct Evaluator {
     exe: PathBuf,
+    /// Workers kept started on each GPU while one evaluates (for callers that evaluate one
+    /// after another).
+    spares: usize,
+    lanes: Arc<Mutex<BTreeMap<usize, Arc<Mutex<Lane>>>>>,
 }
 
 impl Evaluator {
-    /// An evaluator whose workers are `exe worker …` processes.
+    /// An evaluator whose workers are `exe worker …` processes, each started when its
+    /// evaluation comes.
     pub fn new(exe: PathBuf) -> Evaluator {
-        Evaluator { exe }
+        Evaluator {
+            exe,
+            spares: 0,
+            lanes: Arc::default(),
+        }
+    }
+
+    /// The same, with the next workers of each GPU started while one evaluates (see [`Lane`]):
+    /// for a run list, a service or a generation, where another evaluation usually follows.
+    pub fn with_spares(exe: PathBuf) -> Evaluator {
+        Evaluator {
+            spares: super::worker::SPARES,
+            ..Evaluator::new(exe)
+        }
+    }
+
+    fn lane(&self, gpu: usize) -> Arc<Mutex<Lane>> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        lanes
+            .entry(gpu)
+            .or_insert_with(|| Arc::new(Mutex::new(Lane::new(self.exe.clone(), gpu, self.spares))))
+            .clone()
     }
 
     /// An evaluator whose workers are this executable.
@@ -131,6 +161,7 @@ impl Evaluator {
             gpu: 0,
             counted,
             no_counted_copy,
+            cubin: None,
         }
     }
 
@@ -138,8 +169,24 @@ impl Evaluator {
     /// target evidence (the SASS of its cubin and the counts the worker read).
     pub fn run(&self, req: &Request, gpu: usize, timeout: Duration) -> Outcome {
         let mut req = req.clone();
+        req.compile_ahead();
+        let outcome = self.on_gpu(&req, gpu, timeout);
+        Evaluator::with_evidence(&req, outcome)
+    }
+
+    /// Only the worker's part of [`Evaluator::run`], for a pipeline that compiles ahead
+    /// ([`Request::compile_ahead`]) and assembles the evidence ([`Evaluator::with_evidence`])
+    /// on other threads.
+    pub fn on_gpu(&self, req: &Request, gpu: usize, timeout: Duration) -> Outcome {
+        let mut req = req.clone();
         req.gpu = gpu;
-        let mut outcome = worker::run_isolated(&self.exe, &req, timeout);
+        let lane = self.lane(gpu);
+        let mut lane = lane.lock().unwrap_or_else(|e| e.into_inner());
+        lane.run(&req, timeout)
+    }
+
+    /// `outcome` (of `req`) with its target evidence: the SASS of its cubin and its counts.
+    pub fn with_evidence(req: &Request, mut outcome: Outcome) -> Outcome {
         if let Ok(task) = req.task.validate_exactly() {
             outcome.evidence = evidence_of(&task, req.arch, &outcome);
         }

@@ -16,6 +16,7 @@ pub mod inputs;
 pub mod judge;
 pub mod launch;
 pub mod reference;
+pub mod stages;
 pub mod support;
 pub mod target_evidence;
 pub mod timing;
@@ -60,6 +61,35 @@ pub struct Request {
     /// Why there is no counted copy, when the task asks for one and it could not be made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_counted_copy: Option<String>,
+    /// The cubin of `ptx`, made by ptxas on the CPU before the worker started (see
+    /// [`Request::compile_ahead`]); without it the worker compiles the PTX itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cubin: Option<crate::cuda::driver::Cubin>,
+}
+
+impl Request {
+    /// Compiles the PTX and the counted copy with ptxas (two threads, no GPU), so that the
+    /// worker only loads them and the GPU never waits for a compiler. A rejection is left for
+    /// the worker to meet and report as before (its verdict and message do not change).
+    pub fn compile_ahead(&mut self) {
+        if self.cubin.is_some() {
+            return;
+        }
+        let arch = self.arch;
+        let (plain, counted) = std::thread::scope(|s| {
+            let counted = self
+                .counted
+                .as_ref()
+                .filter(|c| c.cubin.is_none())
+                .map(|c| s.spawn(move || crate::cuda::driver::whole_program(&c.ptx, arch)));
+            let plain = crate::cuda::driver::whole_program(&self.ptx, arch);
+            (plain, counted.map(|h| h.join()))
+        });
+        self.cubin = plain.ok();
+        if let (Some(c), Some(Ok(Ok(cubin)))) = (self.counted.as_mut(), counted) {
+            c.cubin = Some(cubin);
+        }
+    }
 }
 
 /// The instrumented copy of a candidate's PTX: `symbol` is a `.global .u64` array with one
@@ -77,4 +107,7 @@ pub struct CountedPtx {
     /// The in-bounds bytes of its tile-mode TMA loads, where it has any.
     #[serde(default)]
     pub tma_bytes: Option<crate::evidence::in_bounds::TmaBytes>,
+    /// Its cubin, made ahead like [`Request::cubin`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cubin: Option<crate::cuda::driver::Cubin>,
 }

@@ -1,6 +1,7 @@
 //! PTXBench's own GPU code (support.cu): seeded inputs, fp32 references and comparisons,
 //! compiled with NVRTC for the device in hand and loaded once per worker.
 
+use crate::cuda::cublaslt::{Gemm, GemmInput};
 use crate::cuda::driver::{DeviceBuffer, DriverError, Geometry, Gpu, Kernel, Module, ParamBytes};
 use crate::cuda::nvrtc;
 use crate::record::Comparison;
@@ -41,6 +42,9 @@ fn params(args: &[Arg]) -> Vec<ParamBytes> {
 pub struct Support {
     _module: Module,
     kernels: std::collections::BTreeMap<&'static str, Kernel>,
+    /// The fp32 GEMM reference's cuBLASLt plans, one per shape (M, N, K), made on first use.
+    /// `None`: cuBLASLt could not plan it, and the SIMT kernel computes it.
+    ref_gemms: std::cell::RefCell<std::collections::BTreeMap<(i32, i32, i32), Option<Gemm>>>,
     /// NVRTC version and options used.
     pub compiler: String,
 }
@@ -109,6 +113,7 @@ impl Support {
         Ok(Support {
             _module: module,
             kernels,
+            ref_gemms: std::cell::RefCell::default(),
             compiler: format!(
                 "nvrtc {}.{} {}",
                 out.nvrtc_version.0,
@@ -311,7 +316,9 @@ impl Support {
         )
     }
 
-    /// `C = scale * A @ B^T` in fp32.
+    /// `C = scale * A @ B^T` in fp32: for large shapes cuBLASLt with fp32 arithmetic
+    /// (`CUBLAS_COMPUTE_32F`, no TF32), planned once per shape; for small ones, and where
+    /// cuBLASLt cannot plan the shape, the SIMT kernel.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm(
         &self,
@@ -322,6 +329,59 @@ impl Support {
         m: i32,
         n: i32,
         k: i32,
+        scale: f32,
+    ) -> Result<(), DriverError> {
+        // A new shape costs cuBLASLt a plan and loading its kernel in this fresh process (tens
+        // of ms); below this many FLOPs the SIMT kernel is done sooner.
+        const SIMT_BELOW_FLOPS: f64 = 1e11;
+        if 2.0 * f64::from(m) * f64::from(n) * f64::from(k) >= SIMT_BELOW_FLOPS
+            && self.gemm_cublaslt(gpu, a, b, c, (m, n, k), scale)
+        {
+            return Ok(());
+        }
+        self.gemm_simt(gpu, a, b, c, (m, n, k), scale)
+    }
+
+    /// The cuBLASLt part of [`Support::gemm`]; false where cuBLASLt cannot do the shape.
+    fn gemm_cublaslt(
+        &self,
+        gpu: &Gpu,
+        a: u64,
+        b: u64,
+        c: u64,
+        (m, n, k): (i32, i32, i32),
+        scale: f32,
+    ) -> bool {
+        let mut plans = self.ref_gemms.borrow_mut();
+        let plan = plans.entry((m, n, k)).or_insert_with(|| {
+            let dim = |v: i32| u64::try_from(v).unwrap_or(0);
+            Gemm::new(gpu, GemmInput::F32, dim(m), dim(n), dim(k)).ok()
+        });
+        plan.as_ref()
+            .is_some_and(|p| p.launch_scaled(gpu, a, b, c, scale).is_ok())
+    }
+
+    /// Loads cuBLASLt and runs one small fp32 reference GEMM, so that a worker pays the
+    /// library's start-up before its request comes (a spare does it while another evaluation
+    /// runs). A failure here is met again, and reported, where the library is used.
+    pub fn warm_up(&self, gpu: &Gpu) {
+        const N: i32 = 512;
+        let bytes = (N * N * 4) as usize;
+        if let (Ok(a), Ok(c)) = (gpu.alloc(bytes), gpu.alloc(bytes)) {
+            let _ = gpu.fill_u32(&a, 0, 0, bytes / 4);
+            let _ = self.gemm_cublaslt(gpu, a.ptr(), a.ptr(), c.ptr(), (N, N, N), 1.0);
+            let _ = gpu.sync();
+        }
+    }
+
+    /// The SIMT kernel of [`Support::gemm`] (one fp32 FMA chain per output, K in order).
+    fn gemm_simt(
+        &self,
+        gpu: &Gpu,
+        a: u64,
+        b: u64,
+        c: u64,
+        (m, n, k): (i32, i32, i32),
         scale: f32,
     ) -> Result<(), DriverError> {
         let g = Geometry {

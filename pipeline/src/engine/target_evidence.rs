@@ -47,6 +47,7 @@ pub fn counted_copy(task: &Task, arch: Arch, ptx: &str) -> Result<Option<Counted
         sites: s.site_info,
         work: s.work,
         tma_bytes: s.tma_bytes,
+        cubin: None,
     }))
 }
 

@@ -1,15 +1,27 @@
-//! Worker processes: each evaluation runs in a child `ptxbench worker` with a wall-clock limit.
+//! Worker processes: each evaluation runs in its own child `ptxbench worker DIR --gpu N` with a
+//! wall-clock limit, so the GPU context dies with the process and the next candidate starts on
+//! a clean one.
 //!
-//! The parent writes the [`Request`] as JSON to the child's stdin and reads the [`Outcome`]
-//! (JSON) and the cubin from files in a private folder. A child that outlives its limit is
-//! killed (verdict timeout); one that dies without an outcome (a fault the driver turned into
-//! a crash) is a runtime verdict. The GPU context dies with the process, so the next candidate
-//! starts on a healthy GPU.
+//! The child opens its GPU and loads the harness first, then says `ready` on stdout (each word
+//! after a token its parent drew for it, see [`protocol_word`]) and reads
+//! one line from stdin: the [`Request`] as JSON. It writes the [`Outcome`] (JSON) and the cubin
+//! to files in the exchange folder, says `done` and exits. Before its first timed workload it
+//! says `timing` and waits for a line on stdin (or its end), so the parent can keep every other
+//! process's start-up and exit off the GPU while it times.
+//!
+//! A [`Lane`] runs one GPU's evaluations one after another. With spares, the next workers are
+//! started while the current one evaluates, and the previous one exits while the current one
+//! starts; the current one may time only once every spare is ready and every earlier worker
+//! has exited. So start-up (driver, context, harness) and exit overlap other candidates'
+//! correctness work and never their timing. A child that outlives its limit is killed (verdict
+//! timeout); one that dies without an outcome (a fault the driver turned into a crash) is a
+//! runtime verdict.
 
 use crate::record::Stage;
-use std::io::Write as _;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::{Outcome, Request, Verdict};
@@ -17,105 +29,359 @@ use super::{Outcome, Request, Verdict};
 /// File names inside the exchange folder.
 pub const OUTCOME_FILE: &str = "outcome.json";
 pub const CUBIN_FILE: &str = "kernel.cubin";
+/// What the child says on stdout (after its token) when it can take its request, before it
+/// times, and when its outcome is written (it exits next).
+pub const READY: &str = "ready";
+pub const TIMING: &str = "timing";
+pub const DONE: &str = "done";
 
-/// Runs `req` in a child process of `exe` (`ptxbench`), killing it after `limit`.
-pub fn run_isolated(exe: &Path, req: &Request, limit: Duration) -> Outcome {
-    let dir = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            return Outcome::failed(Verdict::Other, Stage::Worker, format!("temp folder: {e}"));
-        }
-    };
-    let body = match serde_json::to_vec(req) {
-        Ok(b) => b,
-        Err(e) => return Outcome::failed(Verdict::Other, Stage::Worker, e.to_string()),
-    };
-    let mut cmd = Command::new(exe);
-    // The worker runs a candidate: it gets no API key or token of ours.
-    crate::secrets::scrub(&mut cmd);
-    let mut child = match cmd
-        .arg("worker")
-        .arg(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            return Outcome::failed(
-                Verdict::Other,
-                Stage::Worker,
-                format!("starting {}: {e}", exe.display()),
-            );
-        }
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(&body);
-    }
-    let mut stderr = child.stderr.take();
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(e) = stderr.as_mut() {
-            let _ = std::io::Read::read_to_string(e, &mut s);
-        }
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(_) => break None,
-        }
-    };
-    let stderr = crate::secrets::redact(&err_reader.join().unwrap_or_default()).into_owned();
-    let tail: String = stderr
-        .chars()
-        .rev()
-        .take(2000)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    let Some(status) = status else {
-        return Outcome::failed(
-            Verdict::Timeout,
-            Stage::Worker,
-            format!(
-                "no result within {} s; the worker was killed (a hang?)",
-                limit.as_secs()
-            ),
+/// Spare workers a lane keeps started (with spares at all): start-up takes longer than a short
+/// evaluation, so one spare would keep the next evaluation waiting.
+pub const SPARES: usize = 2;
+
+/// How long a worker may take to open its GPU and load the harness.
+const START_LIMIT: Duration = Duration::from_secs(120);
+/// How long an evaluation about to time waits for the other workers of its lane to finish
+/// starting or exiting (normally well under a second).
+const QUIET_LIMIT: Duration = Duration::from_secs(30);
+
+/// A started worker process, before or while it evaluates.
+#[derive(Debug)]
+struct Started {
+    child: Child,
+    dir: tempfile::TempDir,
+    stdin: Option<ChildStdin>,
+    /// The child's stdout, line by line (closed when it exits).
+    lines: mpsc::Receiver<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    ready: bool,
+}
+
+impl Started {
+    fn spawn(exe: &Path, gpu: usize) -> Result<Started, String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("temp folder: {e}"))?;
+        let token = format!(
+            "{:016x}",
+            crate::entropy::draw_u64().map_err(|e| e.to_string())?
         );
-    };
-    let outcome_path = dir.path().join(OUTCOME_FILE);
-    match std::fs::read(&outcome_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Outcome>(&b).ok())
-    {
-        Some(mut o) => {
-            o.cubin = std::fs::read(dir.path().join(CUBIN_FILE)).ok();
-            o
+        let mut cmd = Command::new(exe);
+        // The worker runs a candidate: it gets no API key or token of ours.
+        crate::secrets::scrub(&mut cmd);
+        let mut child = cmd
+            .arg("worker")
+            .arg(dir.path())
+            .arg("--gpu")
+            .arg(gpu.to_string())
+            .arg("--token")
+            .arg(&token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", exe.display()))?;
+        let (tx, lines) = mpsc::channel();
+        if let Some(out) = child.stdout.take() {
+            std::thread::spawn(move || {
+                // Only the worker's own words pass; whatever else reaches its stdout (a
+                // candidate's printf) is dropped here.
+                for line in std::io::BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if let Some(word) = protocol_word(&line, &token)
+                        && tx.send(word.to_string()).is_err()
+                    {
+                        break;
+                    }
+                }
+            });
         }
-        None => Outcome::failed(
-            Verdict::Runtime,
-            Stage::Worker,
-            format!("the worker died ({status}) without a result; its last output:\n{tail}"),
-        ),
+        let mut stderr = child.stderr.take();
+        let stderr = std::thread::spawn(move || {
+            // Only the end is kept: the harness and its libraries may say a lot.
+            const KEEP: usize = 64 << 10;
+            let mut kept = Vec::new();
+            let mut buf = vec![0u8; 16 << 10];
+            while let Some(e) = stderr.as_mut() {
+                match std::io::Read::read(e, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        kept.extend_from_slice(&buf[..n]);
+                        if kept.len() > 2 * KEEP {
+                            kept.drain(..kept.len() - KEEP);
+                        }
+                    }
+                }
+            }
+            String::from_utf8_lossy(&kept).into_owned()
+        });
+        Ok(Started {
+            stdin: child.stdin.take(),
+            child,
+            dir,
+            lines,
+            stderr: Some(stderr),
+            ready: false,
+        })
+    }
+
+    /// Waits until the child said it is ready; false when it ended first or `deadline` passed.
+    fn wait_ready(&mut self, deadline: Instant) -> bool {
+        while !self.ready {
+            match self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(line) => self.ready = line == READY,
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    fn say(&mut self, line: &[u8]) {
+        if let Some(stdin) = self.stdin.as_mut() {
+            let _ = stdin.write_all(line).and_then(|()| stdin.flush());
+        }
+    }
+
+    /// Lets the child exit by itself until `by` (its drop then kills it if it is still there).
+    fn wait_exit(&mut self, by: Instant) {
+        while Instant::now() < by && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Kills the child (if it still runs) and reaps it.
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The last 2,000 characters the child wrote to stderr, with secrets redacted.
+    fn stderr_tail(&mut self) -> String {
+        let all = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let all = crate::secrets::redact(&all).into_owned();
+        let skip = all.chars().count().saturating_sub(2000);
+        all.chars().skip(skip).collect()
     }
 }
 
-/// The child's side: read the request from stdin, evaluate, write the outcome.
-pub fn serve(dir: &Path) -> std::io::Result<()> {
-    let mut body = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::stdin(), &mut body)?;
-    let outcome = match serde_json::from_slice::<Request>(&body) {
-        Ok(req) => super::evaluate::evaluate(&req),
+impl Drop for Started {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One GPU's worker processes: evaluations run one after another, each in a fresh process.
+#[derive(Debug)]
+pub struct Lane {
+    exe: PathBuf,
+    gpu: usize,
+    /// Workers to keep started while one evaluates.
+    spares: usize,
+    spare: std::collections::VecDeque<Started>,
+    /// Workers that wrote their outcome and are exiting (their GPU context going away).
+    retiring: Vec<Started>,
+}
+
+impl Lane {
+    /// A lane that keeps `spares` workers started while one evaluates (0: each worker is
+    /// started when its evaluation comes).
+    pub fn new(exe: PathBuf, gpu: usize, spares: usize) -> Lane {
+        Lane {
+            exe,
+            gpu,
+            spares,
+            spare: std::collections::VecDeque::new(),
+            retiring: Vec::new(),
+        }
+    }
+
+    /// Whether a spare worker is started (it may still be starting up).
+    pub fn has_spare(&self) -> bool {
+        !self.spare.is_empty()
+    }
+
+    /// Waits (until `deadline`) for every spare to be ready and every retiring worker to be
+    /// gone, so that nothing else starts or stops on this GPU while an evaluation times.
+    /// A worker that is not ready (or not gone) within [`QUIET_LIMIT`] is killed: a harness
+    /// process stuck starting or exiting never costs the candidate its evaluation.
+    fn quiet(&mut self, deadline: Instant) {
+        let by = deadline.min(Instant::now() + QUIET_LIMIT);
+        self.spare.retain_mut(|s| s.wait_ready(by));
+        for mut r in self.retiring.drain(..) {
+            r.wait_exit(by);
+        }
+    }
+
+    /// Runs `req` in a worker process on this lane's GPU, killing it after `limit` from the
+    /// moment it got the request.
+    pub fn run(&mut self, req: &Request, limit: Duration) -> Outcome {
+        let failed = |why: String| Outcome::failed(Verdict::Other, Stage::Worker, why);
+        let body = match serde_json::to_vec(req) {
+            Ok(mut b) => {
+                b.push(b'\n');
+                b
+            }
+            Err(e) => return failed(e.to_string()),
+        };
+        // Workers that finished exiting since the last evaluation are let go.
+        self.retiring
+            .retain_mut(|r| matches!(r.child.try_wait(), Ok(None)));
+        // The oldest spare, unless it died starting up; else a fresh worker.
+        let asked = Instant::now();
+        let mut w = loop {
+            match self.spare.pop_front() {
+                Some(mut s) => {
+                    if s.wait_ready(Instant::now() + START_LIMIT) {
+                        break s;
+                    }
+                }
+                None => match Started::spawn(&self.exe, self.gpu) {
+                    Ok(s) => break s,
+                    Err(e) => return failed(e),
+                },
+            }
+        };
+        if !w.wait_ready(Instant::now() + START_LIMIT) {
+            w.stop();
+            let tail = w.stderr_tail();
+            return failed(format!(
+                "the worker did not start within {} s; its last output:\n{tail}",
+                START_LIMIT.as_secs()
+            ));
+        }
+        // What the GPU waited for a worker: a spare that is ready costs nothing.
+        let started = ("worker start".to_string(), asked.elapsed().as_secs_f64());
+        w.say(&body);
+        while self.spare.len() < self.spares {
+            match Started::spawn(&self.exe, self.gpu) {
+                Ok(s) => self.spare.push_back(s),
+                Err(_) => break,
+            }
+        }
+        let deadline = Instant::now() + limit;
+        let mut done = false;
+        let timed_out = loop {
+            match w
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(line) if line == TIMING => {
+                    self.quiet(deadline);
+                    w.say(b"go\n");
+                }
+                Ok(line) if line == DONE => {
+                    done = true;
+                    break false;
+                }
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => break true,
+                Err(RecvTimeoutError::Disconnected) => break false,
+            }
+        };
+        if done && let Some(mut o) = read_outcome(w.dir.path()) {
+            // It exits by itself; its exit overlaps the next evaluation's start, never its
+            // timing (see `quiet`).
+            self.retiring.push(w);
+            o.seconds.insert(0, started);
+            return o;
+        }
+        // Its stdout closed: it is exiting (or closed stdout and hangs; the limit holds).
+        let status = loop {
+            match w.child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if timed_out || Instant::now() > deadline => break None,
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(_) => break None,
+            }
+        };
+        let Some(status) = status else {
+            w.stop();
+            return Outcome::failed(
+                Verdict::Timeout,
+                Stage::Worker,
+                format!(
+                    "no result within {} s; the worker was killed (a hang?)",
+                    limit.as_secs()
+                ),
+            );
+        };
+        let tail = w.stderr_tail();
+        match read_outcome(w.dir.path()) {
+            Some(mut o) => {
+                o.seconds.insert(0, started);
+                o
+            }
+            None => Outcome::failed(
+                Verdict::Runtime,
+                Stage::Worker,
+                format!("the worker died ({status}) without a result; its last output:\n{tail}"),
+            ),
+        }
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        // Spares are killed (by their own drop); retiring workers are let finish exiting, for
+        // a while (then killed: a harness process stuck in its exit never holds up the run).
+        let by = Instant::now() + QUIET_LIMIT;
+        for mut r in self.retiring.drain(..) {
+            r.wait_exit(by);
+        }
+    }
+}
+
+/// The outcome (and cubin) a worker wrote into `dir`, if it wrote one.
+fn read_outcome(dir: &Path) -> Option<Outcome> {
+    let mut o = std::fs::read(dir.join(OUTCOME_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Outcome>(&b).ok())?;
+    o.cubin = std::fs::read(dir.join(CUBIN_FILE)).ok();
+    Some(o)
+}
+
+/// The protocol word of a line of the worker's stdout: what follows `token` in it. A candidate
+/// shares that stdout (device `printf` writes to it) but cannot know the token, drawn for each
+/// worker by its parent, so nothing it prints passes for `done` or `timing`; a line it left
+/// unfinished before the worker's word does not hide the word either.
+fn protocol_word<'a>(line: &'a str, token: &str) -> Option<&'a str> {
+    let at = line.find(token)?;
+    Some(line[at + token.len()..].trim())
+}
+
+/// The child's side: open GPU `gpu` and the harness, say ready, read the request, evaluate,
+/// write the outcome. Each protocol word goes out after `token`. An end of stdin before a
+/// request (a spare nobody needed) is no error.
+pub fn serve(dir: &Path, gpu: usize, token: &str) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout();
+    let opened = super::evaluate::Opened::open(gpu);
+    writeln!(stdout, "{token} {READY}")?;
+    stdout.flush()?;
+    let mut stdin = std::io::stdin().lock();
+    let mut line = String::new();
+    if stdin.read_line(&mut line)? == 0 {
+        return Ok(());
+    }
+    let mut gate = || {
+        let _ = writeln!(stdout, "{token} {TIMING}").and_then(|()| stdout.flush());
+        let mut go = String::new();
+        let _ = stdin.read_line(&mut go);
+    };
+    let outcome = match serde_json::from_str::<Request>(&line) {
+        Ok(req) if req.gpu != gpu => Outcome::failed(
+            Verdict::Other,
+            Stage::Worker,
+            format!(
+                "a request for GPU {} reached the worker of GPU {gpu}",
+                req.gpu
+            ),
+        ),
+        Ok(req) => super::evaluate::evaluate_opened(&req, &opened, &mut gate),
         Err(e) => Outcome::failed(Verdict::Other, Stage::Worker, format!("bad request: {e}")),
     };
     if let Some(cubin) = &outcome.cubin {
@@ -125,5 +391,27 @@ pub fn serve(dir: &Path) -> std::io::Result<()> {
     // Write then rename: a half-written outcome must never be read as a result.
     let tmp = dir.join("outcome.json.tmp");
     std::fs::write(&tmp, json)?;
-    std::fs::rename(tmp, dir.join(OUTCOME_FILE))
+    std::fs::rename(tmp, dir.join(OUTCOME_FILE))?;
+    writeln!(stdout, "{token} {DONE}")?;
+    stdout.flush()?;
+    // Only now the GPU context is closed (when `opened` goes), while the lane goes on.
+    drop(opened);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_words_after_the_token_count() {
+        let t = "0123456789abcdef";
+        assert_eq!(protocol_word(&format!("{t} done"), t), Some("done"));
+        assert_eq!(
+            protocol_word(&format!("unfinished printf{t} timing"), t),
+            Some("timing")
+        );
+        assert_eq!(protocol_word("done", t), None);
+        assert_eq!(protocol_word("fedcba9876543210 done", t), None);
+    }
 }

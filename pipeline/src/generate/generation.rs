@@ -294,7 +294,7 @@ impl Generation {
             manifest: &self.manifest,
             seed: self.seed.value,
             out: o.out.clone(),
-            exe: o.exe.clone(),
+            evaluator: crate::engine::evaluator::Evaluator::with_spares(o.exe.clone()),
             no_eval: o.no_eval,
             limits: self.limits.clone(),
             journal: Mutex::new(self.journal.clone()),

@@ -120,8 +120,9 @@ pub struct Context<'a> {
     /// The generation's base seed (retry jitter; the specs carry the evaluation seeds).
     pub seed: u64,
     pub out: PathBuf,
-    /// The `ptxbench` executable evaluations run in.
-    pub exe: PathBuf,
+    /// Runs the evaluations in workers of the `ptxbench` executable, with spare workers
+    /// started on each GPU (turns keep coming while a generation runs).
+    pub evaluator: Evaluator,
     pub no_eval: bool,
     pub limits: SpendLimits,
     pub journal: Mutex<Journal>,
@@ -610,6 +611,7 @@ fn grade(
         seed: spec.seed,
         protocol: &job.protocol,
         workloads: &job.workloads,
+        correctness_only: job.no_timing,
         expected: None,
         source: candidate
             .filter(|c| c.lang == KernelLang::Cuda)
@@ -668,7 +670,6 @@ fn first_line(s: &str) -> &str {
 /// Runs the evaluator's request on a free GPU (one evaluation per GPU at a time), or on the
 /// service of `eval.endpoint`.
 fn evaluate(ctx: &Context, req: &Request) -> Outcome {
-    let evaluator = Evaluator::new(ctx.exe.clone());
     let timeout = Duration::from_secs(ctx.manifest.eval.timeout_s);
     if let Some(url) = &ctx.manifest.eval.endpoint {
         return crate::serve::client::evaluate_request(url, req, timeout * 4);
@@ -676,7 +677,7 @@ fn evaluate(ctx: &Context, req: &Request) -> Outcome {
     loop {
         for (gpu, lock) in ctx.gpus.iter().enumerate() {
             if let Ok(_guard) = lock.try_lock() {
-                return evaluator.run(req, gpu, timeout);
+                return ctx.evaluator.run(req, gpu, timeout);
             }
         }
         std::thread::sleep(Duration::from_millis(50));

@@ -26,6 +26,8 @@ pub struct Measured<'a> {
     pub seed: u64,
     pub protocol: &'a Protocol,
     pub workloads: &'a [String],
+    /// No timing was asked for (correctness and evidence only).
+    pub correctness_only: bool,
     pub expected: Option<Verdict>,
     /// The bytes that ran: the CUDA C++ source (if the kernel was CUDA C++), the PTX (absent
     /// when none was made), the plan.
@@ -73,6 +75,7 @@ impl Measured<'_> {
             seed: self.seed,
             protocol: self.protocol.clone(),
             workloads_selected: self.workloads.to_vec(),
+            correctness_only: self.correctness_only,
             expected: self.expected,
             verdict: outcome.verdict,
             min_speedup: outcome.min_speedup,

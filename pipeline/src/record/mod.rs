@@ -105,6 +105,10 @@ pub struct Record {
     pub seed: u64,
     pub protocol: Protocol,
     pub workloads_selected: Vec<String>,
+    /// Evaluated for correctness and evidence only (no timing was asked for); absent in the
+    /// JSON when false, so records made before it keep their bytes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub correctness_only: bool,
     pub expected: Option<Verdict>,
     pub verdict: Verdict,
     pub min_speedup: Option<f64>,
@@ -486,6 +490,7 @@ pub(crate) mod tests {
             seed: 1,
             protocol: Protocol::default(),
             workloads_selected: Vec::new(),
+            correctness_only: false,
             expected: None,
             verdict,
             min_speedup: None,

@@ -82,6 +82,7 @@ impl From<RecordV1> for Record {
             seed: r.seed,
             protocol: r.protocol,
             workloads_selected: r.workloads_selected,
+            correctness_only: false,
             expected: r.expected,
             verdict: r.verdict,
             min_speedup: r.min_speedup,

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::digest::Digest;
+use crate::engine::evaluator::Evaluator;
 use crate::record::task::{SuiteObjects, TaskObjectError};
 use crate::record::{Protocol, RecordError, Verdict};
 use crate::store::Store;
@@ -46,6 +47,8 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Evaluate nothing: make the run object from the records already made.
     pub publish_only: bool,
+    /// Each worker started when its evaluation comes, compiling in it (see `run --help`).
+    pub cold_workers: bool,
 }
 
 /// One pair's result, for the summary.
@@ -76,6 +79,10 @@ pub struct RunReport {
     pub run_digest: Digest,
     /// Results that could not be stored (the run goes on without them).
     pub failures: Vec<String>,
+    /// Seconds from the start until every pair was statically checked, and until the last
+    /// evaluation ended.
+    pub check_seconds: f64,
+    pub evaluated_after: f64,
 }
 
 impl RunReport {
@@ -131,7 +138,9 @@ pub fn run(
     };
     // Everything is checked before anything is written.
     let stored = SuiteObjects::of(suite)?;
+    let clock = std::time::Instant::now();
     let mut pairs = pairs::expand(&list, &opts.list, suite, &stored, &settings)?;
+    let check_seconds = clock.elapsed().as_secs_f64();
     if let Some(shard) = opts.shard {
         pairs = shard.take(pairs);
     }
@@ -191,10 +200,16 @@ pub fn run(
         .iter()
         .map(|(i, p)| (p.index_key(), *i))
         .collect();
+    let evaluator = if opts.cold_workers {
+        Evaluator::new(exe.to_path_buf())
+    } else {
+        Evaluator::with_spares(exe.to_path_buf())
+    };
     pool::evaluate_all(
         todo_pairs.into_iter().map(|(_, p)| p).collect(),
         gpus,
-        &crate::engine::evaluator::Evaluator::new(exe.to_path_buf()),
+        &evaluator,
+        !opts.cold_workers,
         progress,
         &|pair, outcome| {
             let stored = publisher.record(pair, outcome);
@@ -217,6 +232,7 @@ pub fn run(
             }
         },
     );
+    let evaluated_after = clock.elapsed().as_secs_f64();
     let (_, mut made, failures) = state.into_inner().unwrap_or_else(|e| e.into_inner());
     made.sort();
     let records: Vec<Digest> = made.iter().map(|(_, d)| *d).collect();
@@ -245,5 +261,7 @@ pub fn run(
         rows,
         run_digest,
         failures,
+        check_seconds,
+        evaluated_after,
     })
 }

@@ -32,6 +32,8 @@ pub struct Pair {
     pub ptx: Option<String>,
     pub plan: String,
     pub workloads: Vec<String>,
+    /// Correctness and evidence only.
+    pub no_timing: bool,
     pub timeout: Duration,
     pub work: Work,
 }
@@ -124,7 +126,8 @@ pub fn expand(
     settings: &Settings,
 ) -> Result<Vec<Pair>, PairError> {
     let base = list_path.parent().unwrap_or(Path::new("."));
-    let mut pairs = Vec::new();
+    // What to check, in list order, then task order.
+    let mut todo = Vec::new();
     for (index, e) in list.evaluations.iter().enumerate() {
         let cand = Candidate::from_files(&base.join(&e.kernel), &base.join(&e.plan)).map_err(
             |source| PairError::Candidate {
@@ -134,6 +137,7 @@ pub fn expand(
                 source,
             },
         )?;
+        let cand = std::sync::Arc::new(cand);
         let tasks: Vec<&Task> = suite
             .tasks
             .iter()
@@ -153,6 +157,14 @@ pub fn expand(
                 .ok_or_else(|| PairError::NotStored {
                     task: task.id.to_string(),
                 })?;
+            todo.push((e, cand.clone(), task, object));
+        }
+    }
+    // The static checks are independent: on every core, kept in order.
+    use rayon::prelude::*;
+    let pairs: Vec<Pair> = todo
+        .into_par_iter()
+        .map(|(e, cand, task, object)| {
             let job = Job {
                 arch: settings.arch,
                 seed: settings.seed,
@@ -162,7 +174,7 @@ pub fn expand(
             };
             let Prepared { report, work } = Evaluator::prepare(Ok(&cand), task, object, &job);
             let plan_digest = Digest::of(cand.plan.as_bytes());
-            pairs.push(Pair {
+            Pair {
                 key: key(
                     report.ptx_digest,
                     plan_digest,
@@ -181,11 +193,12 @@ pub fn expand(
                 ptx: report.ptx.clone(),
                 plan: cand.plan.clone(),
                 workloads: e.workloads.clone(),
+                no_timing: e.no_timing,
                 timeout: Duration::from_secs(e.timeout_s.unwrap_or(list.timeout_s)),
                 work,
-            });
-        }
-    }
+            }
+        })
+        .collect();
     check_clashes(&pairs, list_path)?;
     Ok(pairs)
 }

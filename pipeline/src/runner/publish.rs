@@ -32,6 +32,7 @@ impl Publisher<'_> {
             seed: self.settings.seed,
             protocol: &self.settings.protocol,
             workloads: &pair.workloads,
+            correctness_only: pair.no_timing,
             expected: pair.expected,
             source: pair.source.as_deref(),
             ptx: pair.ptx.as_deref(),

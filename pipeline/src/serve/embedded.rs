@@ -6,6 +6,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use super::job::{Bench, JobSpec};
 use super::service::{Queue, Service};
+use crate::engine::stages::staged;
 
 /// Jobs waiting for a worker thread.
 #[derive(Debug, Default)]
@@ -36,26 +37,50 @@ impl Embedded {
         }
     }
 
-    /// Starts one worker thread per GPU (`gpus` of them) that serve `service` forever.
+    /// Serves `service` forever on GPUs `0..gpus`, through the stages `run` uses: jobs are
+    /// checked and compiled ahead on the CPU, one thread per GPU runs them, and a thread
+    /// behind stores their records.
     pub fn start(self: &Arc<Self>, service: &Arc<Service>, bench: &Arc<Bench>, gpus: usize) {
-        for gpu in 0..gpus.max(1) {
-            let (queue, service, bench) = (self.clone(), service.clone(), bench.clone());
-            let name = format!("embedded/gpu{gpu}");
-            service.worker_busy(&name, 0.0);
-            std::thread::spawn(move || {
-                loop {
-                    let job = queue.pop();
-                    // A panic ends this job (without a record), not the worker.
-                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        bench.evaluate(&job, gpu, None)
-                    }))
-                    .unwrap_or_else(|_| Err(format!("job {}: the worker panicked", job.id)));
-                    if let Ok(a) = &result {
-                        service.worker_busy(&name, a.gpu_seconds);
-                    }
-                    service.complete(&job.id, result);
-                }
-            });
+        let gpus = gpus.max(1);
+        let names: Vec<String> = (0..gpus).map(|g| format!("embedded/gpu{g}")).collect();
+        for n in &names {
+            service.worker_busy(n, 0.0);
         }
+        let (queue, service, bench) = (self.clone(), service.clone(), bench.clone());
+        std::thread::spawn(move || {
+            staged(
+                std::iter::from_fn(|| Some(queue.pop())),
+                gpus,
+                |job| {
+                    let id = job.id.clone();
+                    let mut job = Some(job);
+                    let ready = guarded(&id, &mut || bench.prepare(job.take().ok_or("job taken")?));
+                    (id, ready)
+                },
+                |gpu, (id, ready)| {
+                    let mut ready = Some(ready);
+                    let ran = guarded(&id, &mut || {
+                        let r = ready.take().ok_or("job taken")??;
+                        Ok(bench.on_gpu(r, gpu, None))
+                    });
+                    if let Ok(r) = &ran {
+                        service.worker_busy(&names[gpu], r.gpu_seconds());
+                    }
+                    (id, ran)
+                },
+                |(id, ran)| {
+                    let mut ran = Some(ran);
+                    let result = guarded(&id, &mut || bench.store(ran.take().ok_or("job taken")??));
+                    service.complete(&id, result);
+                },
+            );
+        });
     }
+}
+
+/// `f`'s result, or a panic in it as the job's error: a panic ends its job (without a
+/// record), not the worker.
+fn guarded<T>(id: &str, f: &mut dyn FnMut() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(format!("job {id}: the worker panicked")))
 }

@@ -1,6 +1,6 @@
 //! A submission (what a client sends), the job it becomes (what a worker runs) and the one
-//! way a job is evaluated and recorded: `Evaluator::prepare`, `Evaluator::finish`, then
-//! `Measured { .. }.store`, exactly as `run` and `generate` do it.
+//! way a job is evaluated and recorded: `Evaluator::prepare` and ptxas ahead, the worker on a
+//! GPU, the evidence, then `Measured { .. }.store`, exactly as `run` does it.
 
 use std::time::{Duration, Instant};
 
@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::arch::Arch;
 use crate::candidate::{Candidate, KernelLang};
+use crate::check::CheckReport;
 use crate::digest::Digest;
 use crate::engine::evaluator::{Evaluator, Job, Prepared, Work};
 use crate::engine::{Outcome, Protocol, Verdict};
@@ -263,6 +264,32 @@ pub struct Bench {
     pub evaluator: Evaluator,
 }
 
+/// A job after the static check, its PTX compiled ahead: what its GPU part needs.
+#[derive(Debug)]
+pub struct ReadyJob {
+    job: JobSpec,
+    task_hash: Digest,
+    candidate: Result<Candidate, String>,
+    report: CheckReport,
+    work: Work,
+}
+
+/// A job's GPU part done: the raw outcome (evidence not yet assembled) and the seconds it took.
+#[derive(Debug)]
+pub struct RanJob {
+    ready: ReadyJob,
+    outcome: Outcome,
+    /// A worker evaluated it (its outcome gets its target evidence).
+    evaluated: bool,
+    gpu_seconds: f64,
+}
+
+impl RanJob {
+    pub fn gpu_seconds(&self) -> f64 {
+        self.gpu_seconds
+    }
+}
+
 impl Bench {
     /// The evaluation of `job` on `gpu` and its record, as `run` makes it. `gave_up` replaces
     /// the GPU part by a harness verdict (the job killed the workers that took it).
@@ -272,6 +299,12 @@ impl Bench {
         gpu: usize,
         gave_up: Option<&str>,
     ) -> Result<Answer, String> {
+        let ready = self.prepare(job.clone())?;
+        self.store(self.on_gpu(ready, gpu, gave_up))
+    }
+
+    /// The CPU part before the GPU: the static check and ptxas (no GPU).
+    pub fn prepare(&self, job: JobSpec) -> Result<ReadyJob, String> {
         if job.suite_hash != self.objects.suite_hash {
             return Err(format!(
                 "job {}: the server's task suite is {}, this worker's {}",
@@ -303,24 +336,68 @@ impl Bench {
             workloads: job.workloads.clone(),
             no_timing: job.no_timing,
         };
-        let Prepared { report, work } = Evaluator::prepare(
+        let Prepared { report, mut work } = Evaluator::prepare(
             candidate.as_ref().map_err(Clone::clone),
             task,
             object,
             &spec,
         );
+        if let Work::Evaluate(req) = &mut work {
+            req.compile_ahead();
+        }
+        Ok(ReadyJob {
+            task_hash: task.digest(),
+            job,
+            candidate,
+            report,
+            work,
+        })
+    }
+
+    /// The GPU part on `gpu` (nothing when the static check decided).
+    pub fn on_gpu(&self, ready: ReadyJob, gpu: usize, gave_up: Option<&str>) -> RanJob {
         let started = Instant::now();
-        let outcome = match (&work, gave_up) {
+        let outcome = match (&ready.work, gave_up) {
             (Work::Evaluate(_), Some(why)) => {
                 Outcome::failed(Verdict::Other, Stage::Worker, why.to_string())
             }
-            _ => self
-                .evaluator
-                .finish(&work, gpu, Duration::from_secs(job.timeout_s)),
+            (Work::Evaluate(req), None) => {
+                self.evaluator
+                    .on_gpu(req, gpu, Duration::from_secs(ready.job.timeout_s))
+            }
+            (Work::Decided(o), _) => (**o).clone(),
         };
-        let gpu_seconds = match work {
-            Work::Evaluate(_) if gave_up.is_none() => started.elapsed().as_secs_f64(),
-            _ => 0.0,
+        let evaluated = matches!(ready.work, Work::Evaluate(_)) && gave_up.is_none();
+        RanJob {
+            ready,
+            outcome,
+            evaluated,
+            gpu_seconds: if evaluated {
+                started.elapsed().as_secs_f64()
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// The CPU part after the GPU: the target evidence, the record and the feedback, stored.
+    pub fn store(&self, ran: RanJob) -> Result<Answer, String> {
+        let RanJob {
+            ready,
+            outcome,
+            evaluated,
+            gpu_seconds,
+        } = ran;
+        let ReadyJob {
+            job,
+            task_hash,
+            candidate,
+            report,
+            work,
+        } = ready;
+        let outcome = match &work {
+            Work::Evaluate(req) if evaluated => Evaluator::with_evidence(req, outcome),
+            _ => outcome,
         };
         let feedback = crate::generate::feedback::build(&report, &outcome, None);
         let cand = candidate.as_ref().ok();
@@ -331,11 +408,12 @@ impl Bench {
             model: None,
             evaluation: None,
             task: &job.task,
-            task_hash: task.digest(),
+            task_hash,
             arch: job.arch,
             seed: job.seed,
             protocol: &job.protocol,
             workloads: &job.workloads,
+            correctness_only: job.no_timing,
             expected: None,
             source: cand
                 .filter(|c| c.lang == KernelLang::Cuda)

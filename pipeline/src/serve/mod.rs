@@ -70,7 +70,7 @@ pub fn bench(store: Store, suite: Suite, exe: PathBuf) -> anyhow::Result<Bench> 
         store,
         suite,
         objects,
-        evaluator: Evaluator::new(exe),
+        evaluator: Evaluator::with_spares(exe),
     })
 }
 

@@ -50,6 +50,7 @@ fn record(
         seed,
         protocol: Protocol::default(),
         workloads_selected: Vec::new(),
+        correctness_only: false,
         expected: None,
         verdict,
         min_speedup: (verdict == Verdict::Correct).then_some(0.5),

@@ -63,3 +63,81 @@ fn issue_45_a_candidate_the_static_check_fails_is_decided_on_the_cpu() {
     assert_eq!(o.verdict, Verdict::Extraction);
     assert!(o.message.contains("no code block"), "{}", o.message);
 }
+
+/// The GEMM reference candidate's request for one workload.
+fn reference_request() -> ptxbench::engine::Request {
+    let suite = suite();
+    let task = suite.get("gemm_n4096_k4096").expect("task");
+    let object = TaskObject::from_suite(&suite, task).expect("object");
+    let dir = root().join("tasks/candidates/triton_gemm_tma");
+    let cand = Candidate::from_files(&dir.join("kernel.ptx"), &dir.join("plan.yaml")).expect("c");
+    match Evaluator::prepare(Ok(&cand), task, &object, &job()).work {
+        Work::Evaluate(req) => *req,
+        Work::Decided(o) => panic!("decided on the CPU: {}", o.message),
+    }
+}
+
+#[test]
+fn issue_46_a_request_compiled_ahead_carries_both_cubins_to_the_worker() {
+    if !crate::cuda_tools("issue_46_a_request_compiled_ahead_carries_both_cubins") {
+        return;
+    }
+    use ptxbench::cuda::driver::Cubin;
+    let mut req = reference_request();
+    assert_eq!(req.cubin, None);
+    req.compile_ahead();
+    let elf = |c: &Option<Cubin>| match c {
+        Some(Cubin::Made {
+            bytes, compiler, ..
+        }) => {
+            assert!(compiler.starts_with("ptxas "), "{compiler}");
+            bytes.starts_with(b"\x7fELF")
+        }
+        other => panic!("no cubin: {other:?}"),
+    };
+    assert!(elf(&req.cubin), "the PTX's cubin is an ELF image");
+    let counted = req.counted.as_ref().expect("a counted copy");
+    assert!(elf(&counted.cubin), "the counted copy's cubin too");
+    assert_ne!(req.cubin, counted.cubin, "two modules, two cubins");
+    // The worker gets them in its JSON request, byte for byte.
+    let back: ptxbench::engine::Request =
+        serde_json::from_slice(&serde_json::to_vec(&req).expect("json")).expect("parses");
+    assert_eq!(back.cubin, req.cubin);
+    assert_eq!(back.counted.and_then(|c| c.cubin), counted.cubin);
+}
+
+#[test]
+fn issue_46_a_lane_hands_requests_to_fresh_worker_processes_and_keeps_a_spare() {
+    use ptxbench::engine::worker::Lane;
+    let mut req = reference_request();
+    req.cubin = None;
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ptxbench"));
+    let gpus = ptxbench::cuda::driver::device_count().unwrap_or(0);
+    let mut lane = Lane::new(exe, 0, ptxbench::engine::worker::SPARES);
+    assert!(!lane.has_spare(), "no worker before the first evaluation");
+    for round in 0..2 {
+        let o = lane.run(&req, std::time::Duration::from_secs(120));
+        assert!(
+            lane.has_spare(),
+            "round {round}: the next worker is started"
+        );
+        if gpus == 0 {
+            // The worker started, said it was ready, took the request and answered it.
+            assert_eq!(o.verdict, Verdict::Other, "{}", o.message);
+            assert!(o.message.starts_with("no GPU"), "{}", o.message);
+        } else {
+            assert_eq!(o.verdict, Verdict::Correct, "{}", o.message);
+        }
+    }
+}
+
+#[test]
+fn issue_46_a_worker_that_never_gets_ready_is_a_harness_failure() {
+    use ptxbench::engine::worker::Lane;
+    let req = reference_request();
+    // `true` exits at once without saying ready.
+    let mut lane = Lane::new("true".into(), 0, 0);
+    let o = lane.run(&req, std::time::Duration::from_secs(10));
+    assert_eq!(o.verdict, Verdict::Other, "{}", o.message);
+    assert!(o.message.contains("did not start"), "{}", o.message);
+}

@@ -23,6 +23,19 @@ fn list(dir: &std::path::Path, seed: Option<u64>) -> std::path::PathBuf {
     path
 }
 
+/// The options of a plain run of `list`.
+fn options(list: std::path::PathBuf) -> RunOptions {
+    RunOptions {
+        list,
+        out: None,
+        shard: None,
+        gpus: None,
+        seed: None,
+        publish_only: false,
+        cold_workers: false,
+    }
+}
+
 fn run(store: &Store, opts: &RunOptions) -> runner::RunReport {
     let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ptxbench"));
     runner::run(
@@ -39,14 +52,7 @@ fn run(store: &Store, opts: &RunOptions) -> runner::RunReport {
 fn decided_pairs_are_records_at_once_and_a_restart_resumes_with_its_drawn_seed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path().join("artifacts")).without_sync();
-    let opts = RunOptions {
-        list: list(dir.path(), None),
-        out: None,
-        shard: None,
-        gpus: None,
-        seed: None,
-        publish_only: false,
-    };
+    let opts = options(list(dir.path(), None));
     let first = run(&store, &opts);
     assert_eq!((first.pairs, first.resumed, first.rows.len()), (2, 0, 2));
     assert_eq!(first.seed_origin, SeedOrigin::Drawn);
@@ -102,12 +108,9 @@ fn a_list_seed_is_used_and_shards_split_the_pairs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path().join("artifacts")).without_sync();
     let opts = RunOptions {
-        list: list(dir.path(), Some(7)),
         out: Some(dir.path().join("shard0")),
         shard: Some("0/2".parse().expect("shard")),
-        gpus: None,
-        seed: None,
-        publish_only: false,
+        ..options(list(dir.path(), Some(7)))
     };
     let a = run(&store, &opts);
     let b = run(
@@ -121,4 +124,33 @@ fn a_list_seed_is_used_and_shards_split_the_pairs() {
     assert_eq!((a.seed, a.seed_origin), (7, SeedOrigin::List));
     assert_eq!((a.pairs, b.pairs), (1, 1));
     assert_ne!(a.rows[0].task, b.rows[0].task);
+}
+
+#[test]
+fn a_correctness_only_record_says_so_and_others_keep_their_bytes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path().join("artifacts")).without_sync();
+    let timed = list(dir.path(), Some(3));
+    let text = std::fs::read_to_string(&timed).expect("read");
+    let untimed = dir.path().join("untimed.yaml");
+    std::fs::write(
+        &untimed,
+        text.replace("name: broken\n", "name: untimed\n")
+            .replace("role: harness-test", "no_timing: true, role: harness-test"),
+    )
+    .expect("write");
+    for (path, correctness_only) in [(timed, false), (untimed, true)] {
+        let report = run(&store, &options(path));
+        assert_eq!(report.rows.len(), 2);
+        for row in &report.rows {
+            let r = record::load_record(&store, &row.record).expect("stored");
+            assert_eq!(r.correctness_only, correctness_only, "{}", row.task);
+            let json = String::from_utf8(store.get(&row.record).expect("bytes")).expect("utf-8");
+            assert_eq!(
+                json.contains("correctness_only"),
+                correctness_only,
+                "{json}"
+            );
+        }
+    }
 }

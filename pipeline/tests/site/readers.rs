@@ -408,3 +408,18 @@ fn issue_44_rows_are_what_their_table_says() {
     assert!(gemini.contains("shown as the source gives it, not corrected"));
     assert!(!page(pages, "entry/claude-opus-4-8.html").contains("not corrected"));
 }
+
+#[test]
+fn a_correctness_only_record_says_why_it_has_no_speedup() {
+    let (_dir, mut input) = fixture_input();
+    let digest = input.records[0].digest;
+    input.records[0].record.correctness_only = true;
+    let pages = build(&input).expect("builds");
+    let rec = page(&pages, &format!("record/{digest}.html"));
+    assert!(
+        rec.contains("Correctness and evidence only: no timing was asked for"),
+        "{digest}"
+    );
+    let other = input.records[1].digest;
+    assert!(!page(&pages, &format!("record/{other}.html")).contains("no timing was asked for"));
+}

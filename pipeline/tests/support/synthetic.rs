@@ -107,6 +107,7 @@ fn record(
         seed,
         protocol: Protocol::default(),
         workloads_selected: Vec::new(),
+        correctness_only: false,
         expected,
         verdict: outcome.verdict,
         min_speedup: outcome.min_speedup,

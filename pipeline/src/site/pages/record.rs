@@ -370,6 +370,11 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         )),
         _ => {}
     }
+    if doc.correctness_only {
+        warnings.push(
+            "Correctness and evidence only: no timing was asked for, so this record has no speedup; `ptxbench audit` re-runs it the same way.".to_string(),
+        );
+    }
 
     let mut facts = vec![
         Fact {
