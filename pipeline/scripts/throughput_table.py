@@ -4,14 +4,30 @@ wall time, and where a worker's time went, from the records' stage clocks.
 Usage: throughput_table.py LABEL=RUN_DIGEST=WALL_SECONDS ... [--store STORE]
 WALL_SECONDS is the run's whole wall time (pipeline/scripts/device-throughput.sh measures it
 around `ptxbench run`), so evaluations per hour count everything: the static check, ptxas,
-starting workers, the GPU work, the evidence and storing. The stage columns are means per
-evaluation from the worker's clocks: `start` (the GPU's lane waiting for a worker to be ready:
-none when a spare was), `setup` (opening the GPU and loading the harness; a spare worker does it
-while the previous evaluation runs), `jit` (loading the cubins, or compiling in
-the worker with --cold-workers), `correctness` (every workload's trials, the counted copy's
-included), `wait` (a worker ready to time waiting for the next one to finish starting), and
-`timing`. `lane` is the wall time per evaluation minus `start` and the worker's own stages after
-setup: the hand-over, the run's static check and publishing, shared out.
+starting workers, the GPU work, the evidence and storing. The other columns are means per
+evaluation, in seconds, from each record's clock (`outcome.seconds`), in the order an
+evaluation meets them:
+
+- `compile`: ptxas for the PTX and its counted copy on a CPU thread, ahead of the GPU (off the
+  GPU's path unless the GPU waited for it: see `idle`);
+- `idle`: the GPU's thread waiting for this evaluation to be prepared (the CPU's share of the
+  GPU's idle time);
+- `start`: the GPU's thread waiting for a worker to be ready (none when a spare was);
+- `setup`: the worker opening the GPU and loading the harness (a spare does it while the
+  previous evaluation runs, so it is not in the wall time unless `start` shows it);
+- `jit`: parsing and loading the cubins (or compiling in the worker, with --cold-workers);
+- `correctness`: every workload's plain trials; `evidence`: the counted copy's trial of every
+  workload (the counted copy's load is in `jit`);
+- `wait`: a worker ready to time waiting for the lane to be quiet (spares ready, old workers
+  gone); `timing`: the timed pairs;
+- `hand-over`: the rest of the GPU thread's time in the lane (sending the request, the worker
+  writing its outcome, reading it back, starting the next spares);
+- `rest`: the wall time per evaluation not in any of these (the run's static check, the first
+  worker's start, the last records stored, shared out). Records made before a lap existed show
+  0 for it, and its time falls into `rest`.
+
+`GPU busy` is (jit + correctness + evidence + timing) / (wall time per evaluation): the share of
+the run the GPU spent on the candidates' work (one GPU).
 """
 
 import collections
@@ -27,7 +43,13 @@ def load(store, digest):
 
 def category(stage):
     first = stage.split(" ")[0]
-    return {"waiting": "wait", "parse": "jit", "worker": "start"}.get(first, first)
+    return {
+        "waiting": "wait",
+        "parse": "jit",
+        "worker": "start",
+        "GPU": "idle",
+        "compile": "compile",
+    }.get(first, first)
 
 
 def main(args):
@@ -36,9 +58,10 @@ def main(args):
         i = args.index("--store")
         store = args[i + 1]
         args = args[:i] + args[i + 2:]
-    cats = ["start", "setup", "jit", "correctness", "wait", "timing"]
-    print("| run | evaluations | wall s | s per evaluation | per H200-hour | " + " | ".join(cats) + " | lane |")
-    print("|---|---|---|---|---|" + "---|" * len(cats) + "---|")
+    cats = ["compile", "idle", "start", "setup", "jit", "correctness", "evidence", "wait", "timing", "hand-over"]
+    busy = ["jit", "correctness", "evidence", "timing"]
+    print("| run | evaluations | wall s | s per evaluation | per H200-hour | " + " | ".join(cats) + " | rest | GPU busy |")
+    print("|---|---|---|---|---|" + "---|" * len(cats) + "---|---|")
     for arg in args:
         label, digest, wall = arg.split("=")
         wall = float(wall)
@@ -48,11 +71,15 @@ def main(args):
         for d in digests:
             for stage, s in load(store, d)["outcome"].get("seconds") or []:
                 sums[category(stage)] += s
+        unknown = set(sums) - set(cats)
+        if unknown:
+            sys.exit(f"{label}: laps of no column: {sorted(unknown)}")
         n = len(digests)
         per = wall / n
-        after_setup = sum(v for k, v in sums.items() if k != "setup") / n
+        on_lane = sum(v for k, v in sums.items() if k not in ("compile", "setup")) / n
         parts = " | ".join(f"{sums[c] / n:.3f}" for c in cats)
-        print(f"| {label} | {n} | {wall:.1f} | {per:.3f} | {3600 / per:.0f} | {parts} | {per - after_setup:.3f} |")
+        gpu = sum(sums[c] for c in busy) / n / per
+        print(f"| {label} | {n} | {wall:.1f} | {per:.3f} | {3600 / per:.0f} | {parts} | {per - on_lane:.3f} | {gpu:.0%} |")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub publish_only: bool,
     /// Start each evaluation's worker only when the evaluation comes, and compile in it (no
-    /// spare worker, no compiling ahead): the same protocol without the overlap, to compare.
+    /// spare worker, no compiling ahead, no harness shared between workers): the same
+    /// protocol without the overlap, to compare.
     #[arg(long)]
     pub cold_workers: bool,
 }

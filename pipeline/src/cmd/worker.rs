@@ -27,6 +27,10 @@ pub struct WorkerArgs {
     /// The service's Redis (`redis://[:password@]host[:port][/db]`).
     #[arg(long, value_name = "URL")]
     pub queue: Option<String>,
+    /// Internal: a folder the worker's harness PTX is shared through (read when there, else
+    /// compiled and left there for the next worker).
+    #[arg(long, hide = true, requires = "dir", value_name = "DIR")]
+    pub harness_cache: Option<PathBuf>,
     /// The Redis streams' name prefix (the server's `--stream`).
     #[arg(long, default_value = DEFAULT_STREAM)]
     pub stream: String,
@@ -49,7 +53,7 @@ pub struct WorkerArgs {
 
 pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     if let Some(dir) = a.dir {
-        crate::engine::worker::serve(&dir, a.gpu, &a.token)
+        crate::engine::worker::serve(&dir, a.gpu, &a.token, a.harness_cache.as_deref())
             .with_context(|| format!("worker in {}", dir.display()))?;
         return Ok(ExitCode::SUCCESS);
     }

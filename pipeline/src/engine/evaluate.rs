@@ -47,12 +47,13 @@ impl std::fmt::Debug for Opened {
 }
 
 impl Opened {
-    /// Opens GPU `ordinal` and loads the harness.
-    pub fn open(ordinal: usize) -> Opened {
+    /// Opens GPU `ordinal` and loads the harness (its PTX shared through `harness`, when
+    /// given: see [`Support::load_sharing`]).
+    pub fn open(ordinal: usize, harness: Option<&std::path::Path>) -> Opened {
         let start = Instant::now();
         let ready = match Gpu::open(ordinal) {
             Err(e) => Err((None, format!("no GPU: {e}"))),
-            Ok(gpu) => match Support::load(&gpu) {
+            Ok(gpu) => match Support::load_sharing(&gpu, harness) {
                 Ok(s) => {
                     s.warm_up(&gpu);
                     Ok((gpu, s))
@@ -109,7 +110,7 @@ pub fn evaluate_opened(req: &Request, opened: &Opened, gate: &mut dyn FnMut()) -
     outcome.harness_compiler = support.compiler.clone();
     // The GPU and the harness were opened before the request: their time is reported as it
     // was spent, and this evaluation's clock starts now.
-    clock.laps.push(("setup".to_string(), opened.seconds));
+    clock.laps.push((super::SETUP.to_string(), opened.seconds));
     clock.lap("parse");
     match run(
         req,
@@ -203,6 +204,9 @@ fn run(
         .counted
         .as_ref()
         .map(|c| CountedModule::load(gpu, c, plan.launches.iter().map(|l| l.entry.as_str()), req));
+    if counted.is_some() {
+        clock.lap("jit counted copy");
+    }
     let mut per_workload = Vec::new();
     let scratch = gpu.alloc(256)?;
     let workloads: Vec<&Workload> = task
@@ -255,6 +259,8 @@ fn run(
                 (true, None) => break,
             };
             if let Some(cm) = counter {
+                // The plain trials' time so far; the counted trial's is the evidence's.
+                clock.lap(&format!("correctness {}", w.name));
                 cm.set_shapes(gpu, module, &launches)?;
             }
             let seed = seed_for(req.seed, &w.name, trial);
@@ -285,7 +291,16 @@ fn run(
                 per_workload.push((result.performance, d));
             }
         }
-        clock.lap(&format!("correctness {}", w.name));
+        let counted_trial = result.trials.last().is_some_and(|t| t.counted);
+        clock.lap(&format!(
+            "{} {}",
+            if counted_trial {
+                "evidence"
+            } else {
+                "correctness"
+            },
+            w.name
+        ));
         if w.kind == WorkloadKind::Performance && !req.no_timing {
             if !gated {
                 gate();

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::target_evidence::{counted_copy, evidence_of};
 use super::worker::Lane;
-use super::{Outcome, Protocol, Request, Verdict};
+use super::{COMPILE_AHEAD, Outcome, Protocol, Request, Verdict};
 use crate::arch::Arch;
 use crate::candidate::Candidate;
 use crate::check::{self, CheckOptions, CheckReport};
@@ -64,6 +64,8 @@ pub struct Evaluator {
     /// after another).
     spares: usize,
     lanes: Arc<Mutex<BTreeMap<usize, Arc<Mutex<Lane>>>>>,
+    /// Where the workers share the harness's PTX (with spares; see [`Lane::sharing_harness`]).
+    harness: Option<Arc<tempfile::TempDir>>,
 }
 
 impl Evaluator {
@@ -74,14 +76,22 @@ impl Evaluator {
             exe,
             spares: 0,
             lanes: Arc::default(),
+            harness: None,
         }
     }
 
-    /// The same, with the next workers of each GPU started while one evaluates (see [`Lane`]):
-    /// for a run list, a service or a generation, where another evaluation usually follows.
+    /// The same, with the next workers of each GPU started while one evaluates (see [`Lane`]),
+    /// and the harness's PTX compiled by the first worker only: for a run list, a service or
+    /// a generation, where another evaluation usually follows.
     pub fn with_spares(exe: PathBuf) -> Evaluator {
+        let harness = tempfile::Builder::new()
+            .prefix("ptxbench-harness-")
+            .tempdir()
+            .ok()
+            .map(Arc::new);
         Evaluator {
             spares: super::worker::SPARES,
+            harness,
             ..Evaluator::new(exe)
         }
     }
@@ -90,7 +100,13 @@ impl Evaluator {
         let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
         lanes
             .entry(gpu)
-            .or_insert_with(|| Arc::new(Mutex::new(Lane::new(self.exe.clone(), gpu, self.spares))))
+            .or_insert_with(|| {
+                let lane = Lane::new(self.exe.clone(), gpu, self.spares);
+                Arc::new(Mutex::new(match &self.harness {
+                    Some(dir) => lane.sharing_harness(dir.path().to_path_buf()),
+                    None => lane,
+                }))
+            })
             .clone()
     }
 
@@ -162,6 +178,7 @@ impl Evaluator {
             counted,
             no_counted_copy,
             cubin: None,
+            compile_seconds: None,
         }
     }
 
@@ -177,12 +194,20 @@ impl Evaluator {
     /// Only the worker's part of [`Evaluator::run`], for a pipeline that compiles ahead
     /// ([`Request::compile_ahead`]) and assembles the evidence ([`Evaluator::with_evidence`])
     /// on other threads.
+    /// The outcome's clock starts with `compile ahead` (ptxas on a CPU thread, before this
+    /// evaluation reached the GPU), when the request was compiled ahead.
     pub fn on_gpu(&self, req: &Request, gpu: usize, timeout: Duration) -> Outcome {
         let mut req = req.clone();
         req.gpu = gpu;
         let lane = self.lane(gpu);
-        let mut lane = lane.lock().unwrap_or_else(|e| e.into_inner());
-        lane.run(&req, timeout)
+        let mut outcome = lane
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .run(&req, timeout);
+        if let Some(s) = req.compile_seconds {
+            outcome.seconds.insert(0, (COMPILE_AHEAD.to_string(), s));
+        }
+        outcome
     }
 
     /// `outcome` (of `req`) with its target evidence: the SASS of its cubin and its counts.

@@ -33,6 +33,16 @@ pub use crate::record::outcome::{
     Trial, Verdict, WorkloadResult,
 };
 
+/// Laps of an outcome's clock (`Outcome::seconds`) taken outside the worker: ptxas on a CPU
+/// thread before the evaluation reached the GPU; the GPU's thread waiting for this evaluation
+/// to be prepared (the GPU idle); and the GPU's thread in the lane beyond the worker's own laps
+/// (sending the request, reading the result, starting the next spares).
+pub const COMPILE_AHEAD: &str = "compile ahead";
+/// The worker's lap for opening the GPU and loading the harness (a spare's, before its request).
+pub const SETUP: &str = "setup";
+pub const GPU_IDLE: &str = "GPU idle";
+pub const HAND_OVER: &str = "hand-over";
+
 /// What a worker is asked to do.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
@@ -65,6 +75,11 @@ pub struct Request {
     /// [`Request::compile_ahead`]); without it the worker compiles the PTX itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cubin: Option<crate::cuda::driver::Cubin>,
+    /// Seconds [`Request::compile_ahead`] took (the parent's own figure: never sent to a
+    /// worker). [`crate::engine::evaluator::Evaluator::on_gpu`] reports it as the outcome's
+    /// first lap.
+    #[serde(skip)]
+    pub compile_seconds: Option<f64>,
 }
 
 impl Request {
@@ -75,6 +90,7 @@ impl Request {
         if self.cubin.is_some() {
             return;
         }
+        let start = std::time::Instant::now();
         let arch = self.arch;
         let (plain, counted) = std::thread::scope(|s| {
             let counted = self
@@ -89,6 +105,7 @@ impl Request {
         if let (Some(c), Some(Ok(Ok(cubin)))) = (self.counted.as_mut(), counted) {
             c.cubin = Some(cubin);
         }
+        self.compile_seconds = Some(start.elapsed().as_secs_f64());
     }
 }
 

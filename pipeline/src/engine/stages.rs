@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// CPU threads for the prepare stage: the machine's cores, at least 2 and at most 16.
 pub fn cpu_threads() -> usize {
@@ -12,7 +13,8 @@ pub fn cpu_threads() -> usize {
 
 /// Runs every item of `items` through `prepare` (on [`cpu_threads`] threads, at most that
 /// many prepared items waiting), then `on_gpu` (one thread per GPU `0..gpus`, each taking the
-/// next prepared item), then `finish` (one thread, in the order the GPUs end them). Returns
+/// next prepared item, with how long that GPU's thread waited for it), then `finish` (one
+/// thread, in the order the GPUs end them). Returns
 /// when every item is finished; `items` may block for its next item (a service's queue).
 ///
 /// A panic in a stage loses that item only: the stages go on draining (so none waits forever
@@ -21,7 +23,7 @@ pub fn staged<I, P, O>(
     items: impl Iterator<Item = I> + Send,
     gpus: usize,
     prepare: impl Fn(I) -> P + Sync,
-    on_gpu: impl Fn(usize, P) -> O + Sync,
+    on_gpu: impl Fn(usize, P, Duration) -> O + Sync,
     finish: impl Fn(O) + Sync,
 ) where
     I: Send,
@@ -71,12 +73,14 @@ pub fn staged<I, P, O>(
             let tx = done_tx.clone();
             s.spawn(move || {
                 loop {
+                    let asked = Instant::now();
                     let next = ready_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok(p) = next else { break };
+                    let waited = asked.elapsed();
                     let mut p = Some(p);
                     let mut done = None;
                     guard(&mut || {
-                        done = Some(on_gpu(gpu, p.take()?));
+                        done = Some(on_gpu(gpu, p.take()?, waited));
                         Some(())
                     });
                     if let Some(o) = done
@@ -107,7 +111,6 @@ pub fn staged<I, P, O>(
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Duration;
 
     #[test]
     fn every_item_passes_every_stage_once() {
@@ -117,7 +120,7 @@ mod tests {
             0..200u32,
             3,
             |i| i * 2,
-            |gpu, p| {
+            |gpu, p, _| {
                 gpu_calls[gpu].fetch_add(1, Ordering::Relaxed);
                 p + 1
             },
@@ -143,7 +146,7 @@ mod tests {
                 prepared.fetch_add(1, Ordering::SeqCst);
                 i
             },
-            |_, p| {
+            |_, p, _| {
                 if p == 0 {
                     let until = std::time::Instant::now() + Duration::from_secs(10);
                     while prepared.load(Ordering::SeqCst) < 3 && std::time::Instant::now() < until {
@@ -163,6 +166,25 @@ mod tests {
     }
 
     #[test]
+    fn the_gpu_stage_is_told_how_long_it_waited_for_the_cpu() {
+        // One item that takes 150 ms to prepare: the GPU's thread had nothing to do meanwhile.
+        let waits = Mutex::new(Vec::new());
+        staged(
+            0..1u32,
+            1,
+            |i| {
+                std::thread::sleep(Duration::from_millis(150));
+                i
+            },
+            |_, _, waited| waits.lock().expect("not poisoned").push(waited),
+            |()| {},
+        );
+        let waits = waits.into_inner().expect("not poisoned");
+        assert_eq!(waits.len(), 1);
+        assert!(waits[0] >= Duration::from_millis(140), "{waits:?}");
+    }
+
+    #[test]
     fn a_panicking_stage_loses_its_item_only_and_is_raised_at_the_end() {
         for stage in 0..3 {
             let finished = AtomicUsize::new(0);
@@ -177,7 +199,7 @@ mod tests {
                     0..40u32,
                     1,
                     |i| boom(0, i),
-                    |_, p| boom(1, p),
+                    |_, p, _| boom(1, p),
                     |o| {
                         boom(2, o);
                         finished.fetch_add(1, Ordering::SeqCst);

@@ -97,11 +97,75 @@ fn warp_geometry(rows: u64) -> Geometry {
     }
 }
 
-impl Support {
-    pub fn load(gpu: &Gpu) -> Result<Support, SupportError> {
-        let (major, minor) = gpu.info.compute_capability;
+/// The harness's PTX for one compute capability, and what compiled it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HarnessPtx {
+    pub ptx: String,
+    /// NVRTC's version and options (a record's `harness_compiler`).
+    pub compiler: String,
+}
+
+impl HarnessPtx {
+    /// [`SOURCE`] compiled by NVRTC for `compute_{major}{minor}` (about half a second of CPU).
+    pub fn compile((major, minor): (i32, i32)) -> Result<HarnessPtx, SupportError> {
         let out = nvrtc::compile_for(SOURCE, "support.cu", &format!("compute_{major}{minor}"))
             .map_err(|e| SupportError::Compile(e.to_string()))?;
+        Ok(HarnessPtx {
+            compiler: format!(
+                "nvrtc {}.{} {}",
+                out.nvrtc_version.0,
+                out.nvrtc_version.1,
+                out.options.join(" ")
+            ),
+            ptx: out.ptx,
+        })
+    }
+
+    /// The same, shared through `dir` by the workers of one parent: read when an earlier
+    /// worker left it there, else compiled and left there (written under another name, then
+    /// renamed, so no reader sees half of it). The file is named by the capability and the
+    /// source's hash; one that does not parse is compiled over. Workers write it before any
+    /// candidate runs, and a candidate's code runs only on the GPU.
+    pub fn shared(cc: (i32, i32), dir: &std::path::Path) -> Result<HarnessPtx, SupportError> {
+        let hash = blake3::hash(SOURCE.as_bytes()).to_hex();
+        let name = format!("support-{}{}-{}.json", cc.0, cc.1, &hash[..16]);
+        let path = dir.join(&name);
+        if let Some(h) = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<HarnessPtx>(&b).ok())
+        {
+            return Ok(h);
+        }
+        let h = HarnessPtx::compile(cc)?;
+        // Sharing is only a saving: a folder that cannot be written costs the next worker a
+        // compile, nothing else.
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        if let Ok(json) = serde_json::to_vec(&h)
+            && std::fs::write(&tmp, json).is_ok()
+            && std::fs::rename(&tmp, &path).is_err()
+        {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        Ok(h)
+    }
+}
+
+impl Support {
+    /// Loads the harness on `gpu`, compiling its PTX with NVRTC.
+    pub fn load(gpu: &Gpu) -> Result<Support, SupportError> {
+        Support::load_sharing(gpu, None)
+    }
+
+    /// The same, the PTX shared through `harness` when given ([`HarnessPtx::shared`]).
+    pub fn load_sharing(
+        gpu: &Gpu,
+        harness: Option<&std::path::Path>,
+    ) -> Result<Support, SupportError> {
+        let cc = gpu.info.compute_capability;
+        let out = match harness {
+            Some(dir) => HarnessPtx::shared(cc, dir)?,
+            None => HarnessPtx::compile(cc)?,
+        };
         let module = gpu
             .compile(&out.ptx, None)
             .map_err(|e| SupportError::Compile(e.to_string()))?
@@ -114,12 +178,7 @@ impl Support {
             _module: module,
             kernels,
             ref_gemms: std::cell::RefCell::default(),
-            compiler: format!(
-                "nvrtc {}.{} {}",
-                out.nvrtc_version.0,
-                out.nvrtc_version.1,
-                out.options.join(" ")
-            ),
+            compiler: out.compiler,
         })
     }
 
@@ -623,16 +682,25 @@ impl Support {
 mod tests {
     use super::*;
 
+    /// Whether NVRTC is installed; a test without it is skipped, unless the tools are
+    /// required (PTXBENCH_REQUIRE_CUDA_TOOLS=1), where it fails.
+    fn nvrtc_here(test: &str) -> bool {
+        if crate::cuda::library::locate(crate::cuda::CudaLibrary::Nvrtc).is_ok() {
+            return true;
+        }
+        assert!(
+            std::env::var_os("PTXBENCH_REQUIRE_CUDA_TOOLS").is_none_or(|v| v != "1"),
+            "NVRTC required but missing"
+        );
+        eprintln!("SKIP {test}: NVRTC not installed");
+        false
+    }
+
     /// The support code must compile with NVRTC (no libc headers, no INFINITY macro); where
     /// NVRTC is installed this checks it for every architecture we run on.
     #[test]
     fn support_code_compiles_with_nvrtc() {
-        if crate::cuda::library::locate(crate::cuda::CudaLibrary::Nvrtc).is_err() {
-            assert!(
-                std::env::var_os("PTXBENCH_REQUIRE_CUDA_TOOLS").is_none_or(|v| v != "1"),
-                "NVRTC required but missing"
-            );
-            eprintln!("SKIP support_code_compiles_with_nvrtc: NVRTC not installed");
+        if !nvrtc_here("support_code_compiles_with_nvrtc") {
             return;
         }
         for arch in ["compute_90", "compute_100"] {
@@ -642,5 +710,48 @@ mod tests {
                 assert!(m.entry(k).is_some(), "{arch}: entry {k} missing");
             }
         }
+    }
+
+    /// Workers of one parent share the harness's PTX through a folder: the first compiles it
+    /// and leaves it, the next read it; a damaged file is compiled over.
+    #[test]
+    fn workers_share_the_harness_ptx_through_a_folder() {
+        if !nvrtc_here("workers_share_the_harness_ptx_through_a_folder") {
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = HarnessPtx::shared((9, 0), dir.path()).expect("compiles");
+        assert_eq!(first, HarnessPtx::compile((9, 0)).expect("compiles"));
+        let files: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        assert_eq!(files.len(), 1, "one file, no temporary left: {files:?}");
+        // The next worker reads what is there (a marked copy shows it did not compile).
+        let marked = HarnessPtx {
+            compiler: "left by an earlier worker".into(),
+            ..first.clone()
+        };
+        std::fs::write(&files[0], serde_json::to_vec(&marked).expect("json")).expect("write");
+        assert_eq!(
+            HarnessPtx::shared((9, 0), dir.path()).expect("read"),
+            marked
+        );
+        // Another capability is another file.
+        let blackwell = HarnessPtx::shared((10, 0), dir.path()).expect("compiles");
+        assert!(
+            blackwell.ptx.contains(".target sm_100"),
+            "{}",
+            &blackwell.ptx[..200]
+        );
+        // A damaged file is compiled over, and repaired.
+        std::fs::write(&files[0], b"{\"ptx\": ").expect("write");
+        assert_eq!(
+            HarnessPtx::shared((9, 0), dir.path()).expect("compiles"),
+            first
+        );
+        let back: HarnessPtx =
+            serde_json::from_slice(&std::fs::read(&files[0]).expect("read")).expect("parses");
+        assert_eq!(back, first);
     }
 }

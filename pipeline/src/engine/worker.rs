@@ -18,6 +18,7 @@
 //! runtime verdict.
 
 use crate::record::Stage;
+use std::ffi::OsStr;
 use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -58,7 +59,7 @@ struct Started {
 }
 
 impl Started {
-    fn spawn(exe: &Path, gpu: usize) -> Result<Started, String> {
+    fn spawn(exe: &Path, gpu: usize, harness: Option<&Path>) -> Result<Started, String> {
         let dir = tempfile::tempdir().map_err(|e| format!("temp folder: {e}"))?;
         let token = format!(
             "{:016x}",
@@ -74,6 +75,12 @@ impl Started {
             .arg(gpu.to_string())
             .arg("--token")
             .arg(&token)
+            .args(
+                harness
+                    .map(|h| [OsStr::new("--harness-cache"), h.as_os_str()])
+                    .into_iter()
+                    .flatten(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -185,6 +192,8 @@ pub struct Lane {
     spare: std::collections::VecDeque<Started>,
     /// Workers that wrote their outcome and are exiting (their GPU context going away).
     retiring: Vec<Started>,
+    /// Where its workers share the harness's compiled code (see [`Lane::sharing_harness`]).
+    harness: Option<PathBuf>,
 }
 
 impl Lane {
@@ -197,7 +206,16 @@ impl Lane {
             spares,
             spare: std::collections::VecDeque::new(),
             retiring: Vec::new(),
+            harness: None,
         }
+    }
+
+    /// The same lane, its workers sharing the harness's PTX through `dir`: the first worker
+    /// compiles it with NVRTC and leaves it there, the next ones load it (see
+    /// [`crate::engine::support::Support::load`]).
+    pub fn sharing_harness(mut self, dir: PathBuf) -> Lane {
+        self.harness = Some(dir);
+        self
     }
 
     /// Whether a spare worker is started (it may still be starting up).
@@ -240,7 +258,7 @@ impl Lane {
                         break s;
                     }
                 }
-                None => match Started::spawn(&self.exe, self.gpu) {
+                None => match Started::spawn(&self.exe, self.gpu, self.harness.as_deref()) {
                     Ok(s) => break s,
                     Err(e) => return failed(e),
                 },
@@ -258,7 +276,7 @@ impl Lane {
         let started = ("worker start".to_string(), asked.elapsed().as_secs_f64());
         w.say(&body);
         while self.spare.len() < self.spares {
-            match Started::spawn(&self.exe, self.gpu) {
+            match Started::spawn(&self.exe, self.gpu, self.harness.as_deref()) {
                 Ok(s) => self.spare.push_back(s),
                 Err(_) => break,
             }
@@ -287,7 +305,7 @@ impl Lane {
             // It exits by itself; its exit overlaps the next evaluation's start, never its
             // timing (see `quiet`).
             self.retiring.push(w);
-            o.seconds.insert(0, started);
+            clock_lane(&mut o, started, asked);
             return o;
         }
         // Its stdout closed: it is exiting (or closed stdout and hangs; the limit holds).
@@ -313,7 +331,7 @@ impl Lane {
         let tail = w.stderr_tail();
         match read_outcome(w.dir.path()) {
             Some(mut o) => {
-                o.seconds.insert(0, started);
+                clock_lane(&mut o, started, asked);
                 o
             }
             None => Outcome::failed(
@@ -334,6 +352,22 @@ impl Drop for Lane {
             r.wait_exit(by);
         }
     }
+}
+
+/// Adds the lane's laps to a worker's outcome: `started` (waiting for a ready worker) first,
+/// and last the hand-over: the rest of the lane's time since `asked`, beyond the worker's own
+/// laps after its setup (sending the request, starting the next spares, the worker writing its
+/// outcome, reading it back).
+fn clock_lane(o: &mut Outcome, started: (String, f64), asked: Instant) {
+    let worker: f64 = o
+        .seconds
+        .iter()
+        .filter(|(k, _)| k != super::SETUP)
+        .map(|(_, s)| s)
+        .sum();
+    let rest = (asked.elapsed().as_secs_f64() - started.1 - worker).max(0.0);
+    o.seconds.insert(0, started);
+    o.seconds.push((super::HAND_OVER.to_string(), rest));
 }
 
 /// The outcome (and cubin) a worker wrote into `dir`, if it wrote one.
@@ -357,9 +391,9 @@ fn protocol_word<'a>(line: &'a str, token: &str) -> Option<&'a str> {
 /// The child's side: open GPU `gpu` and the harness, say ready, read the request, evaluate,
 /// write the outcome. Each protocol word goes out after `token`. An end of stdin before a
 /// request (a spare nobody needed) is no error.
-pub fn serve(dir: &Path, gpu: usize, token: &str) -> std::io::Result<()> {
+pub fn serve(dir: &Path, gpu: usize, token: &str, harness: Option<&Path>) -> std::io::Result<()> {
     let mut stdout = std::io::stdout();
-    let opened = super::evaluate::Opened::open(gpu);
+    let opened = super::evaluate::Opened::open(gpu, harness);
     writeln!(stdout, "{token} {READY}")?;
     stdout.flush()?;
     let mut stdin = std::io::stdin().lock();

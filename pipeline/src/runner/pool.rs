@@ -1,10 +1,12 @@
 //! The worker pool: pairs go through [`crate::engine::stages::staged`]: compiled ahead on the
 //! CPU, run on one thread per GPU through the evaluator (timing needs the GPU alone, and the
-//! next worker starts while one evaluates), their evidence assembled and stored behind.
+//! next worker starts while one evaluates), their evidence assembled and stored behind. Each
+//! evaluated outcome's clock says how long its GPU waited for it to be prepared.
 
 use super::pairs::Pair;
 use crate::engine::evaluator::{Evaluator, Work};
 use crate::engine::stages::staged;
+use crate::engine::{COMPILE_AHEAD, GPU_IDLE};
 use crate::record::Outcome;
 
 /// Evaluates every pair of `todo` on GPUs `0..gpus` and hands each outcome to `done` (from
@@ -27,11 +29,20 @@ pub fn evaluate_all(
             }
             pair
         },
-        |gpu, pair| {
+        |gpu, pair, waited| {
             progress.set_message(format!("{} on {}", pair.evaluation, pair.task));
             let outcome = match &pair.work {
                 Work::Decided(o) => (**o).clone(),
-                Work::Evaluate(req) => evaluator.on_gpu(req, gpu, pair.timeout),
+                Work::Evaluate(req) => {
+                    let mut o = evaluator.on_gpu(req, gpu, pair.timeout);
+                    // Before its first lap: how long the GPU had nothing to run while this
+                    // pair was being prepared (the CPU's share of the GPU's idle time).
+                    let at =
+                        usize::from(o.seconds.first().is_some_and(|(k, _)| k == COMPILE_AHEAD));
+                    o.seconds
+                        .insert(at, (GPU_IDLE.to_string(), waited.as_secs_f64()));
+                    o
+                }
             };
             (pair, outcome)
         },

@@ -113,7 +113,11 @@ fn issue_46_a_lane_hands_requests_to_fresh_worker_processes_and_keeps_a_spare() 
     req.cubin = None;
     let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ptxbench"));
     let gpus = ptxbench::cuda::driver::device_count().unwrap_or(0);
-    let mut lane = Lane::new(exe, 0, ptxbench::engine::worker::SPARES);
+    // Its workers share the harness's PTX through a folder: the flag must reach them (a
+    // worker that refused it would never say ready).
+    let harness = tempfile::tempdir().expect("tempdir");
+    let mut lane = Lane::new(exe, 0, ptxbench::engine::worker::SPARES)
+        .sharing_harness(harness.path().to_path_buf());
     assert!(!lane.has_spare(), "no worker before the first evaluation");
     for round in 0..2 {
         let o = lane.run(&req, std::time::Duration::from_secs(120));
@@ -127,6 +131,15 @@ fn issue_46_a_lane_hands_requests_to_fresh_worker_processes_and_keeps_a_spare() 
             assert!(o.message.starts_with("no GPU"), "{}", o.message);
         } else {
             assert_eq!(o.verdict, Verdict::Correct, "{}", o.message);
+            let shared: Vec<_> = std::fs::read_dir(harness.path())
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            assert_eq!(
+                shared.len(),
+                1,
+                "the first worker left the harness PTX: {shared:?}"
+            );
         }
     }
 }
@@ -140,4 +153,42 @@ fn issue_46_a_worker_that_never_gets_ready_is_a_harness_failure() {
     let o = lane.run(&req, std::time::Duration::from_secs(10));
     assert_eq!(o.verdict, Verdict::Other, "{}", o.message);
     assert!(o.message.contains("did not start"), "{}", o.message);
+}
+
+#[test]
+fn issue_46_an_outcome_clock_covers_the_cpu_compile_and_the_whole_lane() {
+    if !crate::cuda_tools("issue_46_an_outcome_clock_covers_the_cpu_compile_and_the_whole_lane") {
+        return;
+    }
+    use ptxbench::engine::{COMPILE_AHEAD, HAND_OVER, SETUP};
+    let mut req = reference_request();
+    req.compile_ahead();
+    let compiled = req.compile_seconds.expect("compile_ahead times itself");
+    assert!(compiled > 0.0);
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ptxbench"));
+    let evaluator = Evaluator::new(exe);
+    let start = std::time::Instant::now();
+    let o = evaluator.on_gpu(&req, 0, std::time::Duration::from_secs(120));
+    let wall = start.elapsed().as_secs_f64();
+    let names: Vec<&str> = o.seconds.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names.first(), Some(&COMPILE_AHEAD), "{names:?}");
+    assert_eq!(
+        o.seconds[0].1, compiled,
+        "ptxas's time as compile_ahead measured it"
+    );
+    assert_eq!(names.get(1), Some(&"worker start"), "{names:?}");
+    assert_eq!(names.last(), Some(&HAND_OVER), "{names:?}");
+    // The lane's laps (all but the CPU's compile and a spare's setup, which ran before the
+    // request) add up to the lane's time, never to more than the call took.
+    let lane: f64 = o
+        .seconds
+        .iter()
+        .filter(|(k, _)| k != COMPILE_AHEAD && k != SETUP)
+        .map(|(_, s)| s)
+        .sum();
+    assert!(
+        lane > 0.0 && lane <= wall + 1e-6,
+        "lane {lane} s, call {wall} s: {names:?}"
+    );
+    assert!(o.seconds.iter().all(|(_, s)| *s >= 0.0), "{:?}", o.seconds);
 }

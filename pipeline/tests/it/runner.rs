@@ -154,3 +154,56 @@ fn a_correctness_only_record_says_so_and_others_keep_their_bytes() {
         }
     }
 }
+
+#[test]
+fn an_evaluated_record_says_how_long_its_gpu_waited_for_the_cpu() {
+    if !crate::cuda_tools("an_evaluated_record_says_how_long_its_gpu_waited_for_the_cpu") {
+        return;
+    }
+    use ptxbench::engine::{COMPILE_AHEAD, GPU_IDLE, HAND_OVER};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path().join("artifacts")).without_sync();
+    let cand = crate::root().join("tasks/candidates/triton_gemm_tma");
+    let path = dir.path().join("one.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: one\narch: sm_90a\nseed: 5\nevaluations:\n  - {{name: triton, kernel: {}, plan: {}, tasks: [gemm_n4096_k4096], role: harness-test, expect: correct, no_timing: true}}\n",
+            cand.join("kernel.ptx").display(),
+            cand.join("plan.yaml").display()
+        ),
+    )
+    .expect("write");
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ptxbench"));
+    let report = runner::run(
+        &store,
+        &crate::suite(),
+        &exe,
+        &options(path),
+        &indicatif::ProgressBar::hidden(),
+    );
+    if ptxbench::cuda::driver::device_count().is_err() {
+        // Without a GPU, `run` evaluates nothing and says why.
+        let e = report.expect_err("no GPU, no run").to_string();
+        assert!(e.contains("CUDA driver"), "{e}");
+        return;
+    }
+    let report = report.expect("the run is made");
+    assert_eq!(report.rows.len(), 1);
+    let r = record::load_record(&store, &report.rows[0].record).expect("stored");
+    let names: Vec<&str> = r.outcome.seconds.iter().map(|(k, _)| k.as_str()).collect();
+    // ptxas ran ahead on a CPU thread, the GPU's thread waited for it (nothing else was
+    // queued), and the lane's hand-over closes the clock (on a machine without a GPU the
+    // worker answers "no GPU", with the same laps around it).
+    assert_eq!(
+        &names[..3],
+        [COMPILE_AHEAD, GPU_IDLE, "worker start"],
+        "{names:?}"
+    );
+    assert_eq!(names.last(), Some(&HAND_OVER), "{names:?}");
+    let (compile, idle) = (r.outcome.seconds[0].1, r.outcome.seconds[1].1);
+    assert!(
+        idle >= compile * 0.9,
+        "the GPU waited for the compile: idle {idle} s, compile {compile} s"
+    );
+}

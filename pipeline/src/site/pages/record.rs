@@ -517,7 +517,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     }
     if !o.seconds.is_empty() {
         facts.push(Fact {
-            key: "worker time".into(),
+            key: "time by stage".into(),
             value: o
                 .seconds
                 .iter()
