@@ -49,6 +49,10 @@ pub struct WorkerArgs {
     /// Stop after this many jobs (default: never).
     #[arg(long)]
     pub max_jobs: Option<usize>,
+    /// Jobs taken beyond the one on the GPU, so that ptxas compiles them while it evaluates
+    /// (more keeps a fast GPU busy; fewer leaves more of a short queue to other workers).
+    #[arg(long, default_value_t = 3)]
+    pub ahead: usize,
 }
 
 pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -86,6 +90,7 @@ pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         claim_after: Duration::from_secs(a.claim_after.max(1)),
         max_deliveries: a.max_deliveries.max(1),
         max_jobs: a.max_jobs,
+        ahead: a.ahead,
     };
     eprintln!("worker {} taking jobs from {url}", opts.name);
     // Redis gone away (a restart, the network): connect again; a job this worker held is

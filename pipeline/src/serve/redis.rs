@@ -1,12 +1,14 @@
 //! The queue past one host: Redis Streams with consumer groups.
 //!
 //! The server adds each job to `<stream>:jobs`; workers (`ptxbench worker --queue`) read it
-//! in the group `workers`. A worker keeps the job claimed while it evaluates (a heartbeat
-//! resets its idle time), makes the record in its own store, adds the result (the record and
-//! every object of its closure but the suite's) to `<stream>:results`, then acknowledges the
-//! job. A job whose worker died goes idle and another worker takes it over (`XAUTOCLAIM`);
-//! once a job has been delivered more than `max_deliveries` times, the next worker records a
-//! harness verdict without running it, so a job that kills workers ends and never loops. The
+//! in the group `workers`. A worker runs jobs through the stages `run` uses (the next few
+//! checked and compiled while one is on the GPU) and keeps every job it holds claimed (a
+//! heartbeat resets their idle time); it makes the record in its own store, adds the result
+//! (the record and every object of its closure but the suite's) to `<stream>:results`, then
+//! acknowledges the job. A job whose worker died goes idle and another worker takes it over
+//! (`XAUTOCLAIM`), alone (see [`work`]); once a job has been delivered more than
+//! `max_deliveries` times, the next worker records a harness verdict without running it, so a
+//! job that kills workers ends and never loops. The
 //! server reads results in the group `server`, checks and stores the objects, counts the
 //! first result of a job only (a job delivered twice may be evaluated twice, but it is
 //! recorded once), acknowledges and deletes the result and the job.
@@ -243,16 +245,142 @@ pub struct WorkerOptions {
     pub max_deliveries: u64,
     /// Stop after this many jobs (for tests; `None`: never).
     pub max_jobs: Option<usize>,
+    /// Jobs taken beyond the one on the GPU, checked and compiled while it evaluates.
+    pub ahead: usize,
 }
 
-/// Takes jobs and returns results until `max_jobs` (forever by default).
+/// A job taken from the stream: its entry id, the job, and the harness verdict it gets
+/// instead of a run when it was delivered too often.
+struct Taken {
+    entry: String,
+    job: JobSpec,
+    gave_up: Option<String>,
+    started: Instant,
+}
+
+/// The jobs a worker holds (taken, not yet acknowledged), shared by the thread that takes
+/// them, the heartbeat and the thread that sends results.
+#[derive(Default)]
+struct Held {
+    state: Mutex<HeldState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct HeldState {
+    ids: BTreeSet<String>,
+    /// A job delivered before is held: nothing else is taken until it is done (see [`work`]).
+    alone: Option<String>,
+    taken: usize,
+    /// The first Redis error; the worker then takes nothing more and returns it.
+    failed: Option<RedisError>,
+    /// Every job is done (the heartbeat stops).
+    over: bool,
+}
+
+impl Held {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HeldState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn fail(&self, e: RedisError) {
+        self.lock().failed.get_or_insert(e);
+        self.changed.notify_all();
+    }
+    fn release(&self, entry: &str) {
+        let mut s = self.lock();
+        s.ids.remove(entry);
+        if s.alone.as_deref() == Some(entry) {
+            s.alone = None;
+        }
+        self.changed.notify_all();
+    }
+}
+
+/// Takes jobs and returns results until `max_jobs` (forever by default), through the stages
+/// `run` uses ([`crate::engine::stages::staged`]): the jobs after the one on the GPU (up to
+/// `ahead` of them) are checked and compiled on CPU threads while it evaluates, and results are
+/// sent from a thread behind. Every job held is kept claimed by one heartbeat.
+///
+/// A job that was delivered before (its worker died holding it) is evaluated alone: it is taken
+/// only when nothing else is held, and nothing else is taken while it is held. So when a job
+/// kills its worker, the jobs taken beside it are delivered once more at most, and only the
+/// job itself reaches `max_deliveries`. While a job waits to be taken over, a busy worker takes
+/// no new ones until it has none, so orphaned jobs are never starved by a long queue.
 pub fn work(bench: &Bench, o: &WorkerOptions) -> Result<(), RedisError> {
-    let mut c = o.streams.connect()?;
+    let held = Held::default();
+    let mut take = o.streams.connect()?;
+    let send = Mutex::new(o.streams.connect()?);
     let idle = o.claim_after.as_millis().to_string();
     let jobs = o.streams.jobs();
-    let mut done = 0usize;
-    while o.max_jobs.is_none_or(|m| done < m) {
-        // A job whose worker died first, then a new one.
+    let next = || -> Option<Taken> {
+        loop {
+            let empty = {
+                let mut s = held.lock();
+                while s.failed.is_none() && (s.alone.is_some() || s.ids.len() > o.ahead) {
+                    s = held.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+                }
+                if s.failed.is_some() || o.max_jobs.is_some_and(|m| s.taken >= m) {
+                    return None;
+                }
+                s.ids.is_empty()
+            };
+            match take_one(&mut take, o, &jobs, &idle, empty, &held) {
+                Ok(Some(t)) => return Some(t),
+                Ok(None) => {}
+                Err(e) => {
+                    held.fail(e);
+                    return None;
+                }
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| heartbeat(o, &held));
+        crate::engine::stages::staged(
+            std::iter::from_fn(next),
+            1,
+            |t: Taken| {
+                let ready = bench.prepare(t.job.clone());
+                (t, ready)
+            },
+            |_, (t, ready), _| {
+                let ran = ready.map(|r| bench.on_gpu(r, o.gpu, t.gave_up.as_deref()));
+                (t, ran)
+            },
+            |(t, ran)| {
+                let result = ran.and_then(|r| bench.store(r));
+                let mut c = send.lock().unwrap_or_else(|e| e.into_inner());
+                if let Err(e) = send_result(bench, o, &mut c, &t, result) {
+                    // The job stays pending: another worker (or this one, connected again)
+                    // takes it over after `claim_after`.
+                    held.fail(e);
+                }
+                held.release(&t.entry);
+            },
+        );
+        held.lock().over = true;
+        held.changed.notify_all();
+    });
+    match held.lock().failed.take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Takes the next job: when nothing is held, one whose worker died first (then it is held
+/// alone), else a new one. `None` when there was none within a second, or the entry was no
+/// job (acknowledged and dropped), or a job waits to be taken over and this worker still holds
+/// others (it takes it once they are done).
+fn take_one(
+    c: &mut Connection,
+    o: &WorkerOptions,
+    jobs: &str,
+    idle: &str,
+    empty: bool,
+    held: &Held,
+) -> Result<Option<Taken>, RedisError> {
+    let mut next = Vec::new();
+    if empty {
         let claimed = c.call(&[
             b"XAUTOCLAIM",
             jobs.as_bytes(),
@@ -263,49 +391,49 @@ pub fn work(bench: &Bench, o: &WorkerOptions) -> Result<(), RedisError> {
             b"COUNT",
             b"1",
         ])?;
-        let mut next = entries(claimed.items().get(1).unwrap_or(&Reply::Array(None)));
-        if next.is_empty() {
-            let read = c.call(&[
-                b"XREADGROUP",
-                b"GROUP",
-                WORKERS.as_bytes(),
-                o.name.as_bytes(),
-                b"COUNT",
-                b"1",
-                b"BLOCK",
-                b"1000",
-                b"STREAMS",
-                jobs.as_bytes(),
-                b">",
-            ])?;
-            next = read
-                .items()
-                .iter()
-                .flat_map(|s| entries(s.items().get(1).unwrap_or(&Reply::Array(None))))
-                .collect();
-        }
-        for e in next {
-            one(bench, o, &mut c, &e)?;
-            done += 1;
-        }
-    }
-    Ok(())
-}
-
-fn one(
-    bench: &Bench,
-    o: &WorkerOptions,
-    c: &mut Connection,
-    e: &super::resp::Entry,
-) -> Result<(), RedisError> {
-    let jobs = o.streams.jobs();
-    let ack = |c: &mut Connection| {
-        c.call(&[
-            b"XACK",
+        next = entries(claimed.items().get(1).unwrap_or(&Reply::Array(None)));
+    } else {
+        let orphan = c.call(&[
+            b"XPENDING",
             jobs.as_bytes(),
             WORKERS.as_bytes(),
-            e.id.as_bytes(),
-        ])
+            b"IDLE",
+            idle.as_bytes(),
+            b"-",
+            b"+",
+            b"1",
+        ])?;
+        if !orphan.items().is_empty() {
+            // Let the held jobs finish, then take it over alone.
+            let mut s = held.lock();
+            while s.failed.is_none() && !s.ids.is_empty() {
+                s = held.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+            }
+            return Ok(None);
+        }
+    }
+    if next.is_empty() {
+        let read = c.call(&[
+            b"XREADGROUP",
+            b"GROUP",
+            WORKERS.as_bytes(),
+            o.name.as_bytes(),
+            b"COUNT",
+            b"1",
+            b"BLOCK",
+            b"1000",
+            b"STREAMS",
+            jobs.as_bytes(),
+            b">",
+        ])?;
+        next = read
+            .items()
+            .iter()
+            .flat_map(|s| entries(s.items().get(1).unwrap_or(&Reply::Array(None))))
+            .collect();
+    }
+    let Some(e) = next.into_iter().next() else {
+        return Ok(None);
     };
     let job: JobSpec = match e.get("job").map(serde_json::from_slice) {
         Some(Ok(j)) => j,
@@ -314,8 +442,13 @@ fn one(
                 "warning: job entry {} is not a job; acknowledged and dropped",
                 e.id
             );
-            ack(c)?;
-            return Ok(());
+            c.call(&[
+                b"XACK",
+                jobs.as_bytes(),
+                WORKERS.as_bytes(),
+                e.id.as_bytes(),
+            ])?;
+            return Ok(None);
         }
     };
     let pending = c.call(&[
@@ -336,8 +469,29 @@ fn one(
              time before it finished (killed or crashed); it was not run again"
         )
     });
-    let started = Instant::now();
-    let result = heartbeat(o, &e.id, || bench.evaluate(&job, o.gpu, gave_up.as_deref()));
+    let mut s = held.lock();
+    s.ids.insert(e.id.clone());
+    s.taken += 1;
+    if deliveries > 1 {
+        s.alone = Some(e.id.clone());
+    }
+    Ok(Some(Taken {
+        entry: e.id,
+        job,
+        gave_up,
+        started: Instant::now(),
+    }))
+}
+
+/// Adds a job's result (with the objects of its record's closure) to the results stream, then
+/// acknowledges the job.
+fn send_result(
+    bench: &Bench,
+    o: &WorkerOptions,
+    c: &mut Connection,
+    t: &Taken,
+    result: Result<Answer, String>,
+) -> Result<(), RedisError> {
     let mut fields: Vec<(String, Vec<u8>)> = Vec::new();
     if let Ok(a) = &result {
         // The server holds the suite's objects (it checked the suite is the same).
@@ -353,9 +507,9 @@ fn one(
         }
     }
     let meta = ResultMeta {
-        job: job.id.clone(),
-        key: job.key,
-        entry: e.id.clone(),
+        job: t.job.id.clone(),
+        key: t.job.key,
+        entry: t.entry.clone(),
         worker: o.name.clone(),
         result,
     };
@@ -367,50 +521,64 @@ fn one(
         args.push(v);
     }
     c.call(&args)?;
-    ack(c)?;
+    let jobs = o.streams.jobs();
+    c.call(&[
+        b"XACK",
+        jobs.as_bytes(),
+        WORKERS.as_bytes(),
+        t.entry.as_bytes(),
+    ])?;
     eprintln!(
         "job {} done in {:.2} s ({} objects)",
-        job.id,
-        started.elapsed().as_secs_f64(),
+        t.job.id,
+        t.started.elapsed().as_secs_f64(),
         fields.len()
     );
     Ok(())
 }
 
-/// Runs `f` while a thread keeps job `id` claimed (its idle time reset every third of
-/// `claim_after`), so that no other worker takes over a job that is only slow.
-fn heartbeat<T>(o: &WorkerOptions, id: &str, f: impl FnOnce() -> T) -> T {
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            let every = (o.claim_after / 3).max(Duration::from_millis(100));
-            let mut conn = None;
-            // Ends as soon as the evaluation does (the sender is dropped).
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
-            {
-                if conn.is_none() {
-                    conn = Connection::open(&o.streams.url).ok();
-                }
-                let beat = conn.as_mut().map(|c| {
-                    c.call(&[
-                        b"XCLAIM",
-                        o.streams.jobs().as_bytes(),
-                        WORKERS.as_bytes(),
-                        o.name.as_bytes(),
-                        b"0",
-                        id.as_bytes(),
-                        b"JUSTID",
-                    ])
-                });
-                if !matches!(beat, Some(Ok(_))) {
-                    conn = None;
-                }
+/// Keeps every job `held` claimed (their idle time reset every third of `claim_after`), so
+/// that no other worker takes over a job that is only slow or waiting its turn here. Returns
+/// when the worker is done.
+fn heartbeat(o: &WorkerOptions, held: &Held) {
+    let every = (o.claim_after / 3).max(Duration::from_millis(100));
+    let jobs = o.streams.jobs();
+    let mut conn = None;
+    loop {
+        let ids: Vec<String> = {
+            let s = held.lock();
+            if s.over {
+                return;
             }
-        });
-        let out = f();
-        drop(stop);
-        out
-    })
+            let (s, _) = held
+                .changed
+                .wait_timeout_while(s, every, |s| !s.over)
+                .unwrap_or_else(|e| e.into_inner());
+            if s.over {
+                return;
+            }
+            s.ids.iter().cloned().collect()
+        };
+        if ids.is_empty() {
+            continue;
+        }
+        if conn.is_none() {
+            conn = Connection::open(&o.streams.url).ok();
+        }
+        let mut args: Vec<&[u8]> = vec![
+            b"XCLAIM",
+            jobs.as_bytes(),
+            WORKERS.as_bytes(),
+            o.name.as_bytes(),
+            b"0",
+        ];
+        args.extend(ids.iter().map(|i| i.as_bytes()));
+        args.push(b"JUSTID");
+        let beat = conn.as_mut().map(|c| c.call(&args));
+        if !matches!(beat, Some(Ok(_))) {
+            conn = None;
+        }
+    }
 }
 
 /// The digests of the suite's objects (which the server and every worker hold).
@@ -450,4 +618,139 @@ fn reachable(
         out.push((d, Some(bytes)));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Redis of `PTXBENCH_TEST_REDIS` (`.ci/run` starts one); without it the test is
+    /// skipped, unless PTXBENCH_REQUIRE_REDIS=1.
+    fn test_redis(test: &str) -> Option<String> {
+        let url = std::env::var("PTXBENCH_TEST_REDIS").ok();
+        if url.is_none() {
+            assert!(
+                std::env::var_os("PTXBENCH_REQUIRE_REDIS").is_none_or(|v| v != "1"),
+                "Redis required but PTXBENCH_TEST_REDIS is not set"
+            );
+            eprintln!("SKIP {test}: no PTXBENCH_TEST_REDIS");
+        }
+        url
+    }
+
+    fn job(id: &str) -> JobSpec {
+        JobSpec {
+            id: id.into(),
+            key: Digest::of(id.as_bytes()),
+            suite_hash: Digest::of(b"suite"),
+            task: "gemm_n4096_k4096".into(),
+            arch: crate::arch::Arch::Sm90a,
+            candidate: super::super::job::Submitted::Response("no code".into()),
+            seed: 1,
+            workloads: Vec::new(),
+            no_timing: false,
+            entry: String::new(),
+            protocol: crate::engine::Protocol::default(),
+            timeout_s: 60,
+        }
+    }
+
+    #[test]
+    fn a_job_a_dead_worker_left_waits_for_the_held_ones_then_is_taken_alone() {
+        let Some(url) = test_redis("a_job_a_dead_worker_left_waits_for_the_held_ones") else {
+            return;
+        };
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let streams = Streams {
+            url,
+            prefix: format!("unit-alone-{}-{nanos}", std::process::id()),
+        };
+        let jobs = streams.jobs();
+        let mut c = streams.connect().expect("redis");
+        let mut add = |id: &str| -> String {
+            let json = serde_json::to_vec(&job(id)).expect("json");
+            match c
+                .call(&[b"XADD", jobs.as_bytes(), b"*", b"job", &json])
+                .expect("xadd")
+            {
+                Reply::Bulk(Some(b)) => String::from_utf8(b).expect("id"),
+                other => panic!("{other:?}"),
+            }
+        };
+        let (orphan, new) = (add("orphan"), add("new"));
+        // A worker that died read the first job.
+        c.call(&[
+            b"XREADGROUP",
+            b"GROUP",
+            WORKERS.as_bytes(),
+            b"dead",
+            b"COUNT",
+            b"1",
+            b"STREAMS",
+            jobs.as_bytes(),
+            b">",
+        ])
+        .expect("read");
+        let o = WorkerOptions {
+            streams: streams.clone(),
+            name: "live".into(),
+            gpu: 0,
+            claim_after: Duration::from_millis(200),
+            max_deliveries: 3,
+            max_jobs: None,
+            ahead: 3,
+        };
+        let idle = "200";
+        std::thread::sleep(Duration::from_millis(300));
+        // This worker holds a job: it takes nothing new (the orphan is not starved) and waits
+        // until what it holds is done.
+        let held = Held::default();
+        held.lock().ids.insert("held".into());
+        let start = Instant::now();
+        let waited = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                held.release("held");
+            });
+            take_one(&mut c, &o, &jobs, idle, false, &held).expect("redis")
+        });
+        assert!(
+            waited.is_none(),
+            "took a job while one waited to be taken over"
+        );
+        assert!(
+            start.elapsed() >= Duration::from_millis(250),
+            "{:?}",
+            start.elapsed()
+        );
+        // Holding nothing, it takes the orphan over, alone (a second delivery: run again).
+        let t = take_one(&mut c, &o, &jobs, idle, true, &held)
+            .expect("redis")
+            .expect("the orphan");
+        assert_eq!(
+            (t.entry.as_str(), t.job.id.as_str()),
+            (orphan.as_str(), "orphan")
+        );
+        assert_eq!(t.gave_up, None);
+        assert_eq!(held.lock().alone.as_deref(), Some(orphan.as_str()));
+        // Done (acknowledged): the next job is new, and not alone.
+        c.call(&[
+            b"XACK",
+            jobs.as_bytes(),
+            WORKERS.as_bytes(),
+            orphan.as_bytes(),
+        ])
+        .expect("ack");
+        held.release(&t.entry);
+        assert_eq!(held.lock().alone, None);
+        let t = take_one(&mut c, &o, &jobs, idle, true, &held)
+            .expect("redis")
+            .expect("the new job");
+        assert_eq!(t.entry, new);
+        assert_eq!(held.lock().alone, None);
+        assert_eq!(held.lock().ids.len(), 1);
+        let _ = c.call(&[b"DEL", jobs.as_bytes(), streams.results().as_bytes()]);
+    }
 }
