@@ -7,13 +7,16 @@
 #   attn    the hand-written attention forward, mha_with_lse_d128 B4_H48_S4096
 #   ptr     Triton's pointer-load GEMM (far from the library), gemm_n7168_k5120 M8192
 # Usage: pipeline/scripts/device-repeatability.sh PTXBENCH_BINARY N OUT_DIR [EXTRA EVAL FLAGS...]
-# KERNELS="attn" (say) runs only those of the three.
+# KERNELS="attn" (say) runs only those of the three. Each process's raw timed pairs go to
+# OUT_DIR/pairs/KERNEL-I.jsonl (PTXBENCH_PAIRS_OUT); pipeline/scripts/pair_estimators.py
+# compares estimators on them.
 set -uo pipefail
 bin="$1"
 n="$2"
 out="$3"
 shift 3
-mkdir -p "$out"
+mkdir -p "$out/pairs"
+export PTXBENCH_PAIRS_OUT="$out/pairs"
 attn=$(mktemp -d)
 cp tasks/reference/wgmma_attn_fwd/kernel.ptx "$attn/kernel.ptx"
 cp tasks/reference/wgmma_attn_fwd/plan.d128.yaml "$attn/plan.yaml"
@@ -32,6 +35,10 @@ for i in $(seq 1 "$n"); do
     s=$(date +%s.%N)
     "$bin" eval "${args[@]}" --json "$@" > "$out/rep-$k-$i.json" 2> "$out/rep-$k-$i.err"
     rc=$?
+    # One evaluation, one worker process, one file of pairs.
+    for f in "$out"/pairs/pairs-*.jsonl; do
+      [ -e "$f" ] && mv "$f" "$out/pairs/$k-$i.jsonl"
+    done
     echo "$k $i exit $rc $(awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s" >> "$out/wall.txt"
   done
 done

@@ -421,6 +421,7 @@ pub fn time_workload(
         ))
     })?;
     let baseline_stats = Stats::from_samples(&base);
+    dump_pairs(task, w, req.seed, &cand, &base);
     let estimate = paired_speedup(&cand, &base, estimate_seed);
     let between = super::between_runs::for_task(&gpu.info.name, &task.op);
     let interval =
@@ -450,6 +451,34 @@ pub fn time_workload(
         },
         info,
     ))
+}
+
+/// A diagnostic for the repeatability benchmark: with `PTXBENCH_PAIRS_OUT=DIR`, a timed
+/// workload's raw pairs (milliseconds, in the order they ran) are appended as one JSON line to
+/// `DIR/pairs-<worker pid>.jsonl`, with the task, workload and the request's seed (which its
+/// record names), so that other estimators can be tried on the same samples offline. The record
+/// keeps only their summary. Nothing is written without the variable.
+fn dump_pairs(task: &Task, w: &Workload, seed: u64, cand: &[f64], base: &[f64]) {
+    use std::io::Write as _;
+    let Some(dir) = std::env::var_os("PTXBENCH_PAIRS_OUT") else {
+        return;
+    };
+    let line = serde_json::json!({
+        "task": task.id,
+        "workload": w.name,
+        "seed": seed,
+        "candidate_ms": cand,
+        "baseline_ms": base,
+    });
+    let path = std::path::Path::new(&dir).join(format!("pairs-{}.jsonl", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| writeln!(f, "{line}"));
+    if let Err(e) = written {
+        eprintln!("warning: PTXBENCH_PAIRS_OUT: {}: {e}", path.display());
+    }
 }
 
 /// Copies the drawn inputs into `to`'s input tensors.
