@@ -194,6 +194,7 @@ impl Evaluator {
     /// Only the worker's part of [`Evaluator::run`], for a pipeline that compiles ahead
     /// ([`Request::compile_ahead`]) and assembles the evidence ([`Evaluator::with_evidence`])
     /// on other threads.
+    ///
     /// The outcome's clock starts with `compile ahead` (ptxas on a CPU thread, before this
     /// evaluation reached the GPU), when the request was compiled ahead.
     pub fn on_gpu(&self, req: &Request, gpu: usize, timeout: Duration) -> Outcome {

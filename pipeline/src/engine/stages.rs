@@ -14,8 +14,8 @@ pub fn cpu_threads() -> usize {
 /// Runs every item of `items` through `prepare` (on [`cpu_threads`] threads, at most that
 /// many prepared items waiting), then `on_gpu` (one thread per GPU `0..gpus`, each taking the
 /// next prepared item, with how long that GPU's thread waited for it), then `finish` (one
-/// thread, in the order the GPUs end them). Returns
-/// when every item is finished; `items` may block for its next item (a service's queue).
+/// thread, in the order the GPUs end them). Returns when every item is finished; `items` may
+/// block for its next item (a service's queue).
 ///
 /// A panic in a stage loses that item only: the stages go on draining (so none waits forever
 /// on another that is gone), and the first panic is raised again once every item is through.

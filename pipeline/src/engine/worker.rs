@@ -212,7 +212,7 @@ impl Lane {
 
     /// The same lane, its workers sharing the harness's PTX through `dir`: the first worker
     /// compiles it with NVRTC and leaves it there, the next ones load it (see
-    /// [`crate::engine::support::Support::load`]).
+    /// [`crate::engine::support::Support::load_sharing`]).
     pub fn sharing_harness(mut self, dir: PathBuf) -> Lane {
         self.harness = Some(dir);
         self
