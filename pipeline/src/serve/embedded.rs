@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::job::{Bench, JobSpec};
+use super::job::{Bench, JobSpec, guarded};
 use super::service::{Queue, Service};
 use crate::engine::stages::staged;
 
@@ -77,11 +77,4 @@ impl Embedded {
             );
         });
     }
-}
-
-/// `f`'s result, or a panic in it as the job's error: a panic ends its job (without a
-/// record), not the worker.
-fn guarded<T>(id: &str, f: &mut dyn FnMut() -> Result<T, String>) -> Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or_else(|_| Err(format!("job {id}: the worker panicked")))
 }

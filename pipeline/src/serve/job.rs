@@ -443,6 +443,13 @@ impl Bench {
     }
 }
 
+/// `f`'s result, or a panic in it as the job's error: a panic ends its job (without a
+/// record), not the worker.
+pub fn guarded<T>(id: &str, f: &mut dyn FnMut() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(format!("job {id}: the worker panicked")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::job::{Answer, Bench, JobSpec};
+use super::job::{Answer, Bench, JobSpec, guarded};
 use super::resp::{Connection, RedisError, Reply, entries};
 use super::service::{Queue, Service};
 use crate::digest::Digest;
@@ -296,6 +296,15 @@ impl Held {
     }
 }
 
+/// Lets go of a held job when dropped.
+struct Release<'a>(&'a Held, &'a str);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.release(self.1);
+    }
+}
+
 /// Takes jobs and returns results until `max_jobs` (forever by default), through the stages
 /// `run` uses ([`crate::engine::stages::staged`]): the jobs after the one on the GPU (up to
 /// `ahead` of them) are checked and compiled on CPU threads while it evaluates, and results are
@@ -339,23 +348,36 @@ pub fn work(bench: &Bench, o: &WorkerOptions) -> Result<(), RedisError> {
         crate::engine::stages::staged(
             std::iter::from_fn(next),
             1,
+            // A panic in a stage ends its job with an error result (sent like any other), so
+            // the job is answered and let go, never held or delivered again.
             |t: Taken| {
-                let ready = bench.prepare(t.job.clone());
+                let mut job = Some(t.job.clone());
+                let ready = guarded(&t.job.id, &mut || {
+                    bench.prepare(job.take().ok_or("job taken")?)
+                });
                 (t, ready)
             },
             |_, (t, ready), _| {
-                let ran = ready.map(|r| bench.on_gpu(r, o.gpu, t.gave_up.as_deref()));
+                let mut ready = Some(ready);
+                let ran = guarded(&t.job.id, &mut || {
+                    let r = ready.take().ok_or("job taken")??;
+                    Ok(bench.on_gpu(r, o.gpu, t.gave_up.as_deref()))
+                });
                 (t, ran)
             },
             |(t, ran)| {
-                let result = ran.and_then(|r| bench.store(r));
+                // Let go of the job however this ends (a panic here included).
+                let _release = Release(&held, &t.entry);
+                let mut ran = Some(ran);
+                let result = guarded(&t.job.id, &mut || {
+                    bench.store(ran.take().ok_or("job taken")??)
+                });
                 let mut c = send.lock().unwrap_or_else(|e| e.into_inner());
                 if let Err(e) = send_result(bench, o, &mut c, &t, result) {
                     // The job stays pending: another worker (or this one, connected again)
                     // takes it over after `claim_after`.
                     held.fail(e);
                 }
-                held.release(&t.entry);
             },
         );
         held.lock().over = true;
@@ -653,6 +675,24 @@ mod tests {
             protocol: crate::engine::Protocol::default(),
             timeout_s: 60,
         }
+    }
+
+    #[test]
+    fn a_held_job_is_let_go_even_when_its_last_stage_panics() {
+        let held = Held::default();
+        {
+            let mut s = held.lock();
+            s.ids.extend(["a".to_string(), "b".to_string()]);
+            s.alone = Some("b".into());
+        }
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _release = Release(&held, "b");
+            panic!("sending the result failed badly");
+        }));
+        assert!(out.is_err());
+        let s = held.lock();
+        assert_eq!(s.ids.iter().collect::<Vec<_>>(), ["a"], "b let go");
+        assert_eq!(s.alone, None, "the worker may take jobs again");
     }
 
     #[test]
