@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::job::{Bench, JobSpec, guarded};
+use super::job::{Bench, JobSpec};
 use super::service::{Queue, Service};
 use crate::engine::stages::staged;
 
@@ -53,25 +53,19 @@ impl Embedded {
                 gpus,
                 |job| {
                     let id = job.id.clone();
-                    let mut job = Some(job);
-                    let ready = guarded(&id, &mut || bench.prepare(job.take().ok_or("job taken")?));
+                    let ready = bench.prepare_job(job);
                     (id, ready)
                 },
                 // The wait for a job is not timed here: an empty queue is not the CPU's doing.
                 |gpu, (id, ready), _| {
-                    let mut ready = Some(ready);
-                    let ran = guarded(&id, &mut || {
-                        let r = ready.take().ok_or("job taken")??;
-                        Ok(bench.on_gpu(r, gpu, None))
-                    });
+                    let ran = bench.run_job(&id, ready, gpu, None);
                     if let Ok(r) = &ran {
                         service.worker_busy(&names[gpu], r.gpu_seconds());
                     }
                     (id, ran)
                 },
                 |(id, ran)| {
-                    let mut ran = Some(ran);
-                    let result = guarded(&id, &mut || bench.store(ran.take().ok_or("job taken")??));
+                    let result = bench.store_job(&id, ran);
                     service.complete(&id, result);
                 },
             );

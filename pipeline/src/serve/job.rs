@@ -291,16 +291,37 @@ impl RanJob {
 }
 
 impl Bench {
-    /// The evaluation of `job` on `gpu` and its record, as `run` makes it. `gave_up` replaces
-    /// the GPU part by a harness verdict (the job killed the workers that took it).
-    pub fn evaluate(
+    /// The three stages as a queue runs them (each on its own thread, see
+    /// [`crate::engine::stages::staged`]): [`Bench::prepare`], then [`Bench::on_gpu`] (on
+    /// `gpu`; `gave_up` replaces the GPU part by a harness verdict, the job having killed the
+    /// workers that took it), then [`Bench::store`]. A stage after a failed one passes the
+    /// failure on, and a panic in one ends its job with an error: the job is answered, never
+    /// lost, and the worker goes on.
+    pub fn prepare_job(&self, job: JobSpec) -> Result<ReadyJob, String> {
+        let id = job.id.clone();
+        let mut job = Some(job);
+        guarded(&id, &mut || self.prepare(job.take().ok_or("job taken")?))
+    }
+
+    /// The GPU stage of [`Bench::prepare_job`].
+    pub fn run_job(
         &self,
-        job: &JobSpec,
+        id: &str,
+        ready: Result<ReadyJob, String>,
         gpu: usize,
         gave_up: Option<&str>,
-    ) -> Result<Answer, String> {
-        let ready = self.prepare(job.clone())?;
-        self.store(self.on_gpu(ready, gpu, gave_up))
+    ) -> Result<RanJob, String> {
+        let mut ready = Some(ready);
+        guarded(id, &mut || {
+            let r = ready.take().ok_or("job taken")??;
+            Ok(self.on_gpu(r, gpu, gave_up))
+        })
+    }
+
+    /// The last stage of [`Bench::prepare_job`].
+    pub fn store_job(&self, id: &str, ran: Result<RanJob, String>) -> Result<Answer, String> {
+        let mut ran = Some(ran);
+        guarded(id, &mut || self.store(ran.take().ok_or("job taken")??))
     }
 
     /// The CPU part before the GPU: the static check and ptxas (no GPU).
@@ -445,7 +466,7 @@ impl Bench {
 
 /// `f`'s result, or a panic in it as the job's error: a panic ends its job (without a
 /// record), not the worker.
-pub fn guarded<T>(id: &str, f: &mut dyn FnMut() -> Result<T, String>) -> Result<T, String> {
+fn guarded<T>(id: &str, f: &mut dyn FnMut() -> Result<T, String>) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
         .unwrap_or_else(|_| Err(format!("job {id}: the worker panicked")))
 }

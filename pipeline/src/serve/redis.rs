@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::job::{Answer, Bench, JobSpec, guarded};
+use super::job::{Answer, Bench, JobSpec};
 use super::resp::{Connection, RedisError, Reply, entries};
 use super::service::{Queue, Service};
 use crate::digest::Digest;
@@ -351,27 +351,17 @@ pub fn work(bench: &Bench, o: &WorkerOptions) -> Result<(), RedisError> {
             // A panic in a stage ends its job with an error result (sent like any other), so
             // the job is answered and let go, never held or delivered again.
             |t: Taken| {
-                let mut job = Some(t.job.clone());
-                let ready = guarded(&t.job.id, &mut || {
-                    bench.prepare(job.take().ok_or("job taken")?)
-                });
+                let ready = bench.prepare_job(t.job.clone());
                 (t, ready)
             },
             |_, (t, ready), _| {
-                let mut ready = Some(ready);
-                let ran = guarded(&t.job.id, &mut || {
-                    let r = ready.take().ok_or("job taken")??;
-                    Ok(bench.on_gpu(r, o.gpu, t.gave_up.as_deref()))
-                });
+                let ran = bench.run_job(&t.job.id, ready, o.gpu, t.gave_up.as_deref());
                 (t, ran)
             },
             |(t, ran)| {
                 // Let go of the job however this ends (a panic here included).
                 let _release = Release(&held, &t.entry);
-                let mut ran = Some(ran);
-                let result = guarded(&t.job.id, &mut || {
-                    bench.store(ran.take().ok_or("job taken")??)
-                });
+                let result = bench.store_job(&t.job.id, ran);
                 let mut c = send.lock().unwrap_or_else(|e| e.into_inner());
                 if let Err(e) = send_result(bench, o, &mut c, &t, result) {
                     // The job stays pending: another worker (or this one, connected again)
