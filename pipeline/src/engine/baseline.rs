@@ -73,6 +73,8 @@ impl Baseline {
 #[derive(Default)]
 pub(super) struct Planned {
     sdpa: Option<Rc<Sdpa>>,
+    /// The engine configurations' medians when they were timed, in words.
+    timed: Option<String>,
 }
 
 pub(super) fn baseline_for(
@@ -104,11 +106,14 @@ pub(super) fn baseline_for(
     let mut gemm = Gemm::new(gpu, input, m, n, k).map_err(|e| baseline_error(" setup", e))?;
     let c = gpu.alloc((m * n * 2) as usize)?;
     let (a, b) = (set.ptr("A").unwrap_or(0), set.ptr("B").unwrap_or(0));
-    let medians = fastest_algorithm(gpu, &mut gemm, a, b, &c)?;
-    let shown: Vec<String> = medians
-        .iter()
-        .map(|m| m.map_or("failed".into(), |ms| format!("{ms:.4}")))
-        .collect();
+    let medians = fastest_of(gpu, "cuBLASLt algorithm", gemm.algorithms(), |i, launch| {
+        gemm.choose(i);
+        if launch {
+            gemm.launch(gpu, a, b, c.ptr()).map_err(|e| e.to_string())
+        } else {
+            Ok(())
+        }
+    })?;
     let info = BaselineInfo {
         provider: "cublaslt".into(),
         version: gemm.version.to_string(),
@@ -118,41 +123,52 @@ pub(super) fn baseline_for(
             "algorithm {} of the heuristic's {} (the fastest; their medians in ms, L2 flushed: {})",
             gemm.chosen(),
             gemm.algorithms(),
-            shown.join(", ")
+            shown(&medians)
         )),
     };
     Ok(Some((Baseline::Gemm { gemm, a, b, c }, info)))
 }
 
-/// Launches of each cuBLASLt algorithm when choosing among them: untimed, then timed.
+/// Medians in words: `0.4143, failed, 0.4210`.
+fn shown(medians: &[Option<f64>]) -> String {
+    let words: Vec<String> = medians
+        .iter()
+        .map(|m| m.map_or("failed".into(), |ms| format!("{ms:.4}")))
+        .collect();
+    words.join(", ")
+}
+
+/// Launches of each library configuration when choosing among them: untimed, then timed.
 const CHOICE_WARMUP: u32 = 1;
 const CHOICE_LAUNCHES: u32 = 5;
 
-/// Times each algorithm the heuristic offered (L2 flushed before each launch, the median of a
-/// few launches) and chooses the fastest, so the baseline is the library at its best for this
-/// shape. An algorithm that fails to launch is skipped; the heuristic's first choice must run.
-/// Returns each algorithm's median (`None`: it failed).
-fn fastest_algorithm(
+/// Times each of a library's `count` configurations for this workload (cuBLASLt's algorithms,
+/// cuDNN's engine configurations: the heuristic's guesses, best first) and leaves the fastest
+/// chosen, so the baseline is the library at its best for this shape. `run(i, launch)` makes
+/// configuration `i` current and, when `launch`, enqueues one launch of it. Each is timed with
+/// L2 flushed before every launch, the median of a few launches; one that fails to launch is
+/// skipped, but the heuristic's first choice must run. Returns each one's median (`None`: it
+/// failed; no timing at all when there is only one).
+fn fastest_of(
     gpu: &Gpu,
-    gemm: &mut Gemm,
-    a: u64,
-    b: u64,
-    c: &DeviceBuffer,
+    what: &str,
+    count: usize,
+    mut run: impl FnMut(usize, bool) -> Result<(), String>,
 ) -> Result<Vec<Option<f64>>, Stop> {
-    if gemm.algorithms() < 2 {
-        return Ok(vec![None; gemm.algorithms()]);
+    if count < 2 {
+        return Ok(vec![None; count]);
     }
     let flush = l2_flush_buffer(gpu)?;
     let words = flush.bytes() / 4;
     let events = [gpu.event()?, gpu.event()?];
     let mut medians = Vec::new();
-    for i in 0..gemm.algorithms() {
-        gemm.choose(i);
+    for i in 0..count {
+        run(i, false).map_err(|e| baseline_error(" setup", e))?;
         let mut samples = Vec::new();
         for l in 0..CHOICE_WARMUP + CHOICE_LAUNCHES {
             gpu.fill_u32(&flush, 0, l ^ 0x3c3c, words)?;
             gpu.record(&events[0])?;
-            if gemm.launch(gpu, a, b, c.ptr()).is_err() {
+            if run(i, true).is_err() {
                 break;
             }
             gpu.record(&events[1])?;
@@ -171,11 +187,13 @@ fn fastest_algorithm(
         .min_by(|x, y| x.1.total_cmp(&y.1))
         .map(|(i, _)| i);
     match best {
-        Some(i) if medians[0].is_some() => gemm.choose(i),
+        Some(i) if medians[0].is_some() => {
+            run(i, false).map_err(|e| baseline_error(" setup", e))?;
+        }
         _ => {
             return Err(baseline_error(
                 " setup",
-                "the heuristic's first cuBLASLt algorithm did not launch",
+                format!("the heuristic's first {what} did not launch"),
             ));
         }
     }
@@ -208,7 +226,7 @@ fn sdpa_baseline(
             s
         }
     };
-    bind_sdpa(gpu, task, set, sdpa, Vec::new())
+    bind_sdpa(gpu, task, set, sdpa, Vec::new(), planned)
 }
 
 /// The cuDNN graphs of the suite-1.2 ops (fp8 forward, paged decode), planned once per
@@ -294,18 +312,20 @@ fn planned_baseline(
         }
         _ => return Ok(None),
     };
-    bind_sdpa(gpu, task, set, sdpa, derived)
+    bind_sdpa(gpu, task, set, sdpa, derived, planned)
 }
 
 /// Binds a planned SDPA to `set`: the task's inputs in place, fresh buffers for its outputs
 /// (the baseline writes its own), and `derived` buffers for what the graph reads that the task
-/// has not (both page tables of a decode are `page_table`).
+/// has not (both page tables of a decode are `page_table`). The first binding of a workload's
+/// plan times its engine configurations and keeps the fastest ([`fastest_of`]).
 fn bind_sdpa(
     gpu: &Gpu,
     task: &Task,
     set: &TensorSet,
     sdpa: Rc<Sdpa>,
     derived: Vec<(&str, DeviceBuffer)>,
+    planned: &mut Planned,
 ) -> Result<Option<(Baseline, BaselineInfo)>, Stop> {
     let missing = |name: &str| baseline_error(" setup", format!("the task has no tensor {name}"));
     let mut outputs = Vec::new();
@@ -329,6 +349,27 @@ fn bind_sdpa(
     let bound = sdpa
         .bind(&pointers)
         .map_err(|e| baseline_error(" setup", e))?;
+    if planned.timed.is_none() {
+        let count = sdpa.configurations();
+        let medians = fastest_of(gpu, "cuDNN engine configuration", count, |i, launch| {
+            sdpa.choose(i);
+            if launch {
+                sdpa.launch(&bound).map_err(|e| e.to_string())
+            } else {
+                Ok(())
+            }
+        })?;
+        planned.timed = Some(if count < 2 {
+            "the heuristic's only configuration".to_string()
+        } else {
+            format!(
+                "configuration {} of the heuristic's {} (the fastest; their medians in ms, L2 flushed: {})",
+                sdpa.chosen() + 1,
+                count,
+                shown(&medians)
+            )
+        });
+    }
     let major_minor = sdpa
         .version
         .rsplit_once('.')
@@ -341,7 +382,11 @@ fn bind_sdpa(
             "cuDNN {major_minor} SDPA {} (native graph API)",
             sdpa.kind().label()
         )),
-        engine: Some(sdpa.engine.clone()),
+        engine: Some(format!(
+            "{}; {}",
+            sdpa.engine(),
+            planned.timed.as_deref().unwrap_or_default()
+        )),
     };
     Ok(Some((
         Baseline::Sdpa {

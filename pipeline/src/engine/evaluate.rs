@@ -24,6 +24,7 @@ use super::support::Support;
 use super::timing;
 use super::verdict::Stop;
 use super::{KernelInfo, Outcome, Request, Trial, Verdict, WorkloadResult};
+use super::{SETUP_DRIVER, SETUP_HARNESS, SETUP_WARM_UP};
 use crate::candidate::bind::{self, ResolvedLaunch};
 use crate::candidate::plan::LaunchPlan;
 use crate::cuda::driver::{Gpu, Kernel};
@@ -33,15 +34,15 @@ use crate::task::{Task, Workload, WorkloadKind};
 /// A worker's GPU, opened with the harness loaded before its request came (or why not).
 pub struct Opened {
     ready: Result<(Gpu, Support), (Option<Gpu>, String)>,
-    /// Seconds the opening took.
-    seconds: f64,
+    /// The opening's laps in seconds: the driver and context, the harness, the warm-up.
+    laps: Vec<(String, f64)>,
 }
 
 impl std::fmt::Debug for Opened {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Opened")
             .field("ready", &self.ready.as_ref().map(|_| ()).map_err(|e| &e.1))
-            .field("seconds", &self.seconds)
+            .field("laps", &self.laps)
             .finish()
     }
 }
@@ -50,12 +51,16 @@ impl Opened {
     /// Opens GPU `ordinal` and loads the harness (its PTX shared through `harness`, when
     /// given: see [`Support::load_sharing`]).
     pub fn open(ordinal: usize, harness: Option<&std::path::Path>) -> Opened {
-        let start = Instant::now();
-        let ready = match Gpu::open(ordinal) {
+        let mut clock = Clock::new();
+        let opened = Gpu::open(ordinal);
+        clock.lap(SETUP_DRIVER);
+        let ready = match opened {
             Err(e) => Err((None, format!("no GPU: {e}"))),
             Ok(gpu) => match Support::load_sharing(&gpu, harness) {
                 Ok(s) => {
+                    clock.lap(SETUP_HARNESS);
                     s.warm_up(&gpu);
+                    clock.lap(SETUP_WARM_UP);
                     Ok((gpu, s))
                 }
                 Err(e) => Err((Some(gpu), e.to_string())),
@@ -63,7 +68,7 @@ impl Opened {
         };
         Opened {
             ready,
-            seconds: start.elapsed().as_secs_f64(),
+            laps: clock.laps,
         }
     }
 }
@@ -110,7 +115,7 @@ pub fn evaluate_opened(req: &Request, opened: &Opened, gate: &mut dyn FnMut()) -
     outcome.harness_compiler = support.compiler.clone();
     // The GPU and the harness were opened before the request: their time is reported as it
     // was spent, and this evaluation's clock starts now.
-    clock.laps.push((super::SETUP.to_string(), opened.seconds));
+    clock.laps.extend(opened.laps.iter().cloned());
     clock.lap("parse");
     match run(
         req,

@@ -90,7 +90,7 @@ impl Evaluator {
             .ok()
             .map(Arc::new);
         Evaluator {
-            spares: super::worker::SPARES,
+            spares: super::stages::tuning("PTXBENCH_SPARES", super::worker::SPARES),
             harness,
             ..Evaluator::new(exe)
         }

@@ -38,8 +38,12 @@ pub use crate::record::outcome::{
 /// to be prepared (the GPU idle); and the GPU's thread in the lane beyond the worker's own laps
 /// (sending the request, reading the result, starting the next spares).
 pub const COMPILE_AHEAD: &str = "compile ahead";
-/// The worker's lap for opening the GPU and loading the harness (a spare's, before its request).
+/// The start of the worker's laps for opening the GPU (a spare's, before its request): the
+/// driver and context, the harness loaded, the warm-up (cuBLASLt's first GEMM).
 pub const SETUP: &str = "setup";
+pub const SETUP_DRIVER: &str = "setup driver";
+pub const SETUP_HARNESS: &str = "setup harness";
+pub const SETUP_WARM_UP: &str = "setup warm-up";
 pub const GPU_IDLE: &str = "GPU idle";
 pub const HAND_OVER: &str = "hand-over";
 

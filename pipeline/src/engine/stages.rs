@@ -1,21 +1,39 @@
 //! Evaluations in three overlapping stages, so the GPU never waits for the CPU: `prepare` on
 //! several CPU threads ahead of the GPUs (ptxas for the next candidates), `on_gpu` on one
-//! thread per GPU, and `finish` (evidence, storing) on one thread behind them.
+//! thread per GPU, and `finish` (evidence, storing) on a few threads behind them.
 
 use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// CPU threads for the prepare stage: the machine's cores, at least 2 and at most 16.
+/// CPU threads for the prepare stage: `PTXBENCH_PREPARE_THREADS`, else the machine's cores, at
+/// least 2 and at most 16.
 pub fn cpu_threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 16))
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 16));
+    tuning("PTXBENCH_PREPARE_THREADS", cores).max(1)
 }
+
+/// A tuning variable's value: `default` when unset; when set to something other than a whole
+/// number, `default` with a warning that names the variable and its value.
+pub fn tuning(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Err(_) => default,
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            eprintln!("warning: {name}={v:?} is not a whole number; using {default}");
+            default
+        }),
+    }
+}
+
+/// Threads of the finish stage: the target evidence disassembles each cubin (nvdisasm, about
+/// as long as a correctness-only evaluation), so one thread would fall behind the GPU.
+pub const FINISH_THREADS: usize = 4;
 
 /// Runs every item of `items` through `prepare` (on [`cpu_threads`] threads, at most that
 /// many prepared items waiting), then `on_gpu` (one thread per GPU `0..gpus`, each taking the
-/// next prepared item, with how long that GPU's thread waited for it), then `finish` (one
-/// thread, in the order the GPUs end them). Returns when every item is finished; `items` may
-/// block for its next item (a service's queue).
+/// next prepared item, with how long that GPU's thread waited for it), then `finish` (on
+/// [`FINISH_THREADS`] threads, taking items in the order the GPUs end them). Returns when every
+/// item is finished; `items` may block for its next item (a service's queue).
 ///
 /// A panic in a stage loses that item only: the stages go on draining (so none waits forever
 /// on another that is gone), and the first panic is raised again once every item is through.
@@ -35,6 +53,7 @@ pub fn staged<I, P, O>(
     let (ready_tx, ready_rx) = mpsc::sync_channel::<P>(cpu);
     let ready_rx = Mutex::new(ready_rx);
     let (done_tx, done_rx) = mpsc::channel::<O>();
+    let done_rx = Mutex::new(done_rx);
     let panicked: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
     // `f()`, or `None` with its panic kept (the first one).
     let guard = |f: &mut dyn FnMut() -> Option<()>| {
@@ -45,8 +64,9 @@ pub fn staged<I, P, O>(
                 .get_or_insert(p);
         }
     };
-    let (items, ready_rx, prepare, on_gpu, finish, guard) =
-        (&items, &ready_rx, &prepare, &on_gpu, &finish, &guard);
+    let (items, ready_rx, done_rx, prepare, on_gpu, finish, guard) = (
+        &items, &ready_rx, &done_rx, &prepare, &on_gpu, &finish, &guard,
+    );
     std::thread::scope(|s| {
         for _ in 0..cpu {
             let tx = ready_tx.clone();
@@ -92,15 +112,19 @@ pub fn staged<I, P, O>(
             });
         }
         drop(done_tx);
-        s.spawn(move || {
-            for o in done_rx {
-                let mut o = Some(o);
-                guard(&mut || {
-                    finish(o.take()?);
-                    Some(())
-                });
-            }
-        });
+        for _ in 0..FINISH_THREADS {
+            s.spawn(move || {
+                loop {
+                    let next = done_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok(o) = next else { break };
+                    let mut o = Some(o);
+                    guard(&mut || {
+                        finish(o.take()?);
+                        Some(())
+                    });
+                }
+            });
+        }
     });
     if let Some(p) = panicked.into_inner().unwrap_or_else(|e| e.into_inner()) {
         std::panic::resume_unwind(p);
@@ -182,6 +206,30 @@ mod tests {
         let waits = waits.into_inner().expect("not poisoned");
         assert_eq!(waits.len(), 1);
         assert!(waits[0] >= Duration::from_millis(140), "{waits:?}");
+    }
+
+    #[test]
+    fn items_are_finished_on_several_threads_at_once() {
+        // Each finish waits until another one has started (or 2 s pass): one thread alone
+        // would see no other finishing beside it.
+        let now = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        staged(
+            0..8u32,
+            1,
+            |i| i,
+            |_, p, _| p,
+            |_| {
+                let here = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(here, Ordering::SeqCst);
+                let until = Instant::now() + Duration::from_secs(2);
+                while most.load(Ordering::SeqCst) < 2 && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                now.fetch_sub(1, Ordering::SeqCst);
+            },
+        );
+        assert!(most.load(Ordering::SeqCst) >= 2, "finished one at a time");
     }
 
     #[test]

@@ -24,14 +24,15 @@
 //! Q, K, V, O, dO, dQ, dK, dV are bf16 `[B,H,S,D]` row-major; the LSE is fp32 `[B,H,S]`. K (and
 //! V in the backward pass) enter the graph as transposed views, as the backend expects.
 //!
-//! Engine choice: heuristics mode A (then the fallback list), the first engine configuration
-//! whose execution plan finalizes. The library is loaded through [`library`] (explicit search
+//! Engine choice: the execution plans of heuristics mode A's configurations (the fallback
+//! list's when none of A's finalizes) are all kept, and the baseline times them once per
+//! workload and runs the fastest (`engine::baseline`). The library is loaded through [`library`] (explicit search
 //! order) and every entry point is resolved from that very file, so the recorded path is the
 //! library that ran; cudarc supplies only the header types.
 //!
 //! Here: the loaded entry points, descriptors and handle, and the error type. `builder` makes
 //! tensors and operations, one file per graph (`forward`, `backward`, `paged_decode`,
-//! `forward_fp8`) wires them, `plan` chooses the engine, and `sdpa` holds the public plan type.
+//! `forward_fp8`) wires them, `plan` finalizes the engine configurations, and `sdpa` holds the public plan type.
 
 use std::ffi::{CStr, c_void};
 

@@ -1,5 +1,6 @@
-//! Engine choice: heuristics mode A, then the fallback list; the first engine configuration
-//! whose execution plan finalizes, described in words (global index, mode, plan JSON).
+//! Engine configurations: heuristics mode A's (the fallback list's when none of A's finalizes),
+//! up to [`CONFIGS`] whose execution plans finalize, each described in words (global index,
+//! mode, plan JSON), for the baseline to time and keep the fastest.
 
 use cudarc::cudnn::sys;
 use sys::cudnnBackendAttributeName_t as A;
@@ -9,14 +10,29 @@ use sys::cudnnBackendDescriptorType_t as D;
 use super::sdpa::SdpaKind;
 use super::{Api, Desc, DnnError, Handle};
 
-/// Heuristics mode A, then the fallback list; the first configuration whose plan finalizes.
-pub(super) fn choose_plan(
+/// How many finalized engine configurations are kept to be timed.
+pub const CONFIGS: usize = 6;
+
+/// One finalized execution plan and its engine in words.
+pub(super) struct Plan {
+    pub(super) desc: Desc,
+    pub(super) words: String,
+    pub(super) workspace: i64,
+}
+
+/// Heuristics mode A's configurations whose plans finalize (the first [`CONFIGS`], in the
+/// heuristic's order, an engine with the same knobs once), or the fallback list's when none of
+/// A's does: the fallback engines are slower by design, and each finalized plan costs setup
+/// time (some engines are compiled at run time). At least one, or why none.
+pub(super) fn candidate_plans(
     api: &'static Api,
     handle: &Handle,
     graph: &Desc,
     kind: SdpaKind,
-) -> Result<(Desc, String), DnnError> {
+) -> Result<Vec<Plan>, DnnError> {
     let mut tried = Vec::new();
+    let mut plans: Vec<Plan> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (mode, mode_name) in [
         (sys::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_A, "A"),
         (
@@ -24,6 +40,9 @@ pub(super) fn choose_plan(
             "fallback",
         ),
     ] {
+        if !plans.is_empty() {
+            break;
+        }
         let configs = match heuristic_configs(api, graph, mode) {
             Ok(c) => c,
             Err(e) => {
@@ -35,6 +54,9 @@ pub(super) fn choose_plan(
             tried.push(format!("heuristics {mode_name}: no configurations"));
         }
         for (i, cfg) in configs.iter().enumerate() {
+            if plans.len() >= CONFIGS {
+                break;
+            }
             let attempt = (|| -> Result<Desc, DnnError> {
                 let plan = Desc::new(api, D::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
                 plan.set(
@@ -53,6 +75,11 @@ pub(super) fn choose_plan(
                         |g| format!("engine {g}"),
                     );
                     let json = plan_json(api, &plan).unwrap_or_default();
+                    // The same engine with the same knobs, offered twice, is timed once.
+                    if !seen.insert(format!("{index} {json}")) {
+                        continue;
+                    }
+                    let workspace = plan.get_i64(A::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?;
                     let mut words = format!(
                         "{index} (heuristics mode {mode_name}, configuration {} of {})",
                         i + 1,
@@ -61,16 +88,23 @@ pub(super) fn choose_plan(
                     if !json.is_empty() {
                         words.push_str(&format!(", plan {json}"));
                     }
-                    return Ok((plan, words));
+                    plans.push(Plan {
+                        desc: plan,
+                        words,
+                        workspace,
+                    });
                 }
                 Err(e) => tried.push(format!("mode {mode_name} configuration {}: {e}", i + 1)),
             }
         }
     }
-    Err(DnnError::NoEngine {
-        graph: kind.graph_name(),
-        tried: tried.join("; "),
-    })
+    if plans.is_empty() {
+        return Err(DnnError::NoEngine {
+            graph: kind.graph_name(),
+            tried: tried.join("; "),
+        });
+    }
+    Ok(plans)
 }
 
 fn heuristic_configs(

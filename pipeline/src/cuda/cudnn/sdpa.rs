@@ -14,7 +14,7 @@ use super::builder::{Builder, Scalar};
 use super::forward::forward_graph;
 use super::forward_fp8::forward_fp8_graph;
 use super::paged_decode::{PagedDecodeShape, paged_decode_graph};
-use super::plan::choose_plan;
+use super::plan::{Plan, candidate_plans};
 use super::{Api, Desc, DnnError, Handle, api};
 use crate::cuda::driver::{DeviceBuffer, Gpu};
 
@@ -161,7 +161,10 @@ pub struct Sdpa {
     api: &'static Api,
     kind: SdpaKind,
     // Field order: descriptors drop before the handle they were made on.
-    plan: Desc,
+    /// The finalized plans of the heuristic's configurations, best guess first.
+    plans: Vec<Plan>,
+    /// The plan [`Sdpa::launch`] runs (the heuristic's first until [`Sdpa::choose`]).
+    chosen: std::cell::Cell<usize>,
     _graph: Desc,
     _builder: Builder,
     handle: Handle,
@@ -173,14 +176,13 @@ pub struct Sdpa {
     /// Delta and the fp32 dQ accumulator; paged decode: seq_len_q; fp8: the unit scales and
     /// the amax outputs), with their buffers.
     internal: Vec<(i64, DeviceBuffer)>,
+    /// Sized for the plan that needs most.
     workspace: DeviceBuffer,
     /// cuDNN's version, e.g. "9.14.0", and its number, e.g. 91400.
     pub version: String,
     pub version_number: usize,
     /// The library file that ran.
     pub library: String,
-    /// The engine chosen, in words (global index, heuristic mode, knobs).
-    pub engine: String,
 }
 
 impl std::fmt::Debug for Sdpa {
@@ -189,7 +191,7 @@ impl std::fmt::Debug for Sdpa {
             .field("kind", &self.kind)
             .field("version", &self.version)
             .field("library", &self.library)
-            .field("engine", &self.engine)
+            .field("engine", &self.engine())
             .finish_non_exhaustive()
     }
 }
@@ -276,8 +278,8 @@ impl Sdpa {
         let (io_uids, internal_tensors) = graph_fn(&mut b)?;
         debug_assert_eq!(io_uids.len(), kind.tensors().len());
         let graph = b.graph(&handle)?;
-        let (plan, engine) = choose_plan(api, &handle, &graph, kind)?;
-        let ws = plan.get_i64(A::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?;
+        let plans = candidate_plans(api, &handle, &graph, kind)?;
+        let ws = plans.iter().map(|p| p.workspace).max().unwrap_or(0);
         let workspace = gpu.alloc(usize::try_from(ws).unwrap_or(0))?;
         let mut internal = Vec::new();
         for t in &internal_tensors {
@@ -306,7 +308,8 @@ impl Sdpa {
         Ok(Sdpa {
             api,
             kind,
-            plan,
+            plans,
+            chosen: std::cell::Cell::new(0),
             _graph: graph,
             _builder: b,
             handle,
@@ -317,8 +320,29 @@ impl Sdpa {
             version,
             version_number,
             library: api.path.clone(),
-            engine: format!("{engine}, workspace {ws} bytes"),
         })
+    }
+
+    /// How many engine configurations were planned (the heuristic's, in its order).
+    pub fn configurations(&self) -> usize {
+        self.plans.len()
+    }
+
+    /// Makes configuration `i` (of [`Sdpa::configurations`]) the one that runs.
+    pub fn choose(&self, i: usize) {
+        assert!(i < self.plans.len(), "configuration {i} was not planned");
+        self.chosen.set(i);
+    }
+
+    /// Which configuration runs.
+    pub fn chosen(&self) -> usize {
+        self.chosen.get()
+    }
+
+    /// The engine that runs, in words (global index, heuristic mode, knobs, workspace).
+    pub fn engine(&self) -> String {
+        let p = &self.plans[self.chosen.get()];
+        format!("{}, workspace {} bytes", p.words, p.workspace)
     }
 
     /// Forward for every forward graph (bf16, paged decode, fp8), Backward for the backward.
@@ -377,11 +401,15 @@ impl Sdpa {
 
     /// Enqueues one execution on the engine's stream.
     pub fn launch(&self, bound: &BoundSdpa) -> Result<(), DnnError> {
-        // SAFETY: plan and variant pack were finalized for this handle; the pointers in the
-        // pack are device allocations sized for the planned shape, and the host scalars live
-        // in `self`.
+        // SAFETY: every plan and the variant pack were finalized for this handle; the pointers
+        // in the pack are device allocations sized for the planned shape (the workspace for the
+        // plan that needs most), and the host scalars live in `self`.
         self.api.check("cudnnBackendExecute", unsafe {
-            (self.api.execute)(self.handle.raw, self.plan.raw, bound.pack.raw)
+            (self.api.execute)(
+                self.handle.raw,
+                self.plans[self.chosen.get()].desc.raw,
+                bound.pack.raw,
+            )
         })
     }
 }
