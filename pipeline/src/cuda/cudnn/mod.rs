@@ -26,13 +26,14 @@
 //!
 //! Engine choice: the execution plans of heuristics mode A's configurations (the fallback
 //! list's when none of A's finalizes) are all kept, and the baseline times them once per
-//! workload and runs the fastest (`engine::baseline`). The library is loaded through [`library`] (explicit search
-//! order) and every entry point is resolved from that very file, so the recorded path is the
-//! library that ran; cudarc supplies only the header types.
+//! workload and runs the fastest (`engine::baseline`). The library is loaded through
+//! [`library`] (explicit search order) and every entry point is resolved from that very file,
+//! so the recorded path is the library that ran; cudarc supplies only the header types.
 //!
 //! Here: the loaded entry points, descriptors and handle, and the error type. `builder` makes
 //! tensors and operations, one file per graph (`forward`, `backward`, `paged_decode`,
-//! `forward_fp8`) wires them, `plan` finalizes the engine configurations, and `sdpa` holds the public plan type.
+//! `forward_fp8`) wires them, `plan` finalizes the engine configurations, and `sdpa` holds the
+//! public plan type.
 
 use std::ffi::{CStr, c_void};
 
