@@ -24,6 +24,9 @@ pub struct WorkerArgs {
     /// Internal: the token the folder's worker writes before each protocol word.
     #[arg(long, hide = true, requires = "dir", default_value = "")]
     pub token: String,
+    /// Internal: how many requests the folder's worker may serve, each in a fresh context.
+    #[arg(long, hide = true, requires = "dir", default_value_t = 1)]
+    pub evaluations: usize,
     /// The service's Redis (`redis://[:password@]host[:port][/db]`).
     #[arg(long, value_name = "URL")]
     pub queue: Option<String>,
@@ -57,8 +60,14 @@ pub struct WorkerArgs {
 
 pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     if let Some(dir) = a.dir {
-        crate::engine::worker::serve(&dir, a.gpu, &a.token, a.harness_cache.as_deref())
-            .with_context(|| format!("worker in {}", dir.display()))?;
+        crate::engine::worker::serve(
+            &dir,
+            a.gpu,
+            &a.token,
+            a.harness_cache.as_deref(),
+            a.evaluations,
+        )
+        .with_context(|| format!("worker in {}", dir.display()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let url = a.queue.context("--queue is required")?;

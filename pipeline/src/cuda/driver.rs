@@ -250,13 +250,18 @@ pub fn device_count() -> Result<usize, OpenError> {
 #[derive(Debug)]
 pub struct Gpu {
     dev: sys::CUdevice,
+    /// The context this `Gpu` created (never the device's primary context, which a vendor
+    /// library's runtime may hold on to): destroying it takes every allocation, module and
+    /// error state of its evaluation with it, so the next `Gpu` opened in the same process
+    /// starts from a clean context.
+    ctx: sys::CUcontext,
     stream: sys::CUstream,
     pub info: DeviceInfo,
 }
 
 impl Gpu {
-    /// Opens device `ordinal`: loads the driver library, initialises, makes the primary
-    /// context current on this thread and creates a stream.
+    /// Opens device `ordinal`: loads the driver library, initialises, creates a context of its
+    /// own (current on this thread) and a stream.
     pub fn open(ordinal: usize) -> Result<Gpu, OpenError> {
         let lib = library::load(CudaLibrary::Driver)?;
         // SAFETY: plain driver calls with out-pointers to locals.
@@ -270,20 +275,6 @@ impl Gpu {
             let mut dev = 0;
             let ord = i32::try_from(ordinal).unwrap_or(i32::MAX);
             check("cuDeviceGet", sys::cuDeviceGet(&mut dev, ord))?;
-            let mut ctx = std::ptr::null_mut();
-            check(
-                "cuDevicePrimaryCtxRetain",
-                sys::cuDevicePrimaryCtxRetain(&mut ctx, dev),
-            )?;
-            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
-            let mut stream = std::ptr::null_mut();
-            check(
-                "cuStreamCreate",
-                sys::cuStreamCreate(
-                    &mut stream,
-                    sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
-                ),
-            )?;
             let attr = |a: sys::CUdevice_attribute| -> Result<i32, DriverError> {
                 let mut v = 0;
                 check(
@@ -323,7 +314,29 @@ impl Gpu {
                 driver_library: lib.path.display().to_string(),
                 pci_bus_id: CStr::from_ptr(bus.as_ptr()).to_string_lossy().into_owned(),
             };
-            Ok(Gpu { dev, stream, info })
+            // The device's facts need no context; the context is made last.
+            let mut ctx = std::ptr::null_mut();
+            check(
+                "cuCtxCreate",
+                sys::cuCtxCreate_v4(&mut ctx, std::ptr::null_mut(), 0, dev),
+            )?;
+            let mut stream = std::ptr::null_mut();
+            if let Err(e) = check(
+                "cuStreamCreate",
+                sys::cuStreamCreate(
+                    &mut stream,
+                    sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                ),
+            ) {
+                let _ = sys::cuCtxDestroy_v2(ctx);
+                return Err(e.into());
+            }
+            Ok(Gpu {
+                dev,
+                ctx,
+                stream,
+                info,
+            })
         }
     }
 
@@ -422,6 +435,13 @@ impl Gpu {
         check("cuStreamSynchronize", unsafe {
             sys::cuStreamSynchronize(self.stream)
         })
+    }
+
+    /// Whether the context finishes all its work without an error (a fault leaves it in an
+    /// error state that every later call reports).
+    pub fn context_healthy(&self) -> bool {
+        // SAFETY: our context is current on this thread (see `open`).
+        self.sync().is_ok() && unsafe { sys::cuCtxSynchronize() } == sys::CUresult::CUDA_SUCCESS
     }
 
     /// Compiles PTX and loads it, keeping the compiler's log and, where there is one, the cubin.
@@ -751,10 +771,11 @@ impl Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
-        // SAFETY: our stream and the primary context we retained.
+        // SAFETY: our stream and the context we created; destroying the context pops it
+        // from this thread.
         unsafe {
             let _ = sys::cuStreamDestroy_v2(self.stream);
-            let _ = sys::cuDevicePrimaryCtxRelease_v2(self.dev);
+            let _ = sys::cuCtxDestroy_v2(self.ctx);
         }
     }
 }

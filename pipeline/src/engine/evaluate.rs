@@ -71,6 +71,30 @@ impl Opened {
             laps: clock.laps,
         }
     }
+
+    /// Whether the same worker process may open a fresh context for another candidate after
+    /// this `outcome`: only when the candidate was judged by our checks (correct, wrong,
+    /// below the floor, refused by the JIT) and its context still answers without an error.
+    /// A launch that failed or faulted, a harness failure, or a context in an error state
+    /// ends the process (the lane starts another).
+    pub fn reusable(&self, outcome: &Outcome) -> bool {
+        let judged = matches!(
+            outcome.verdict,
+            Verdict::Correct | Verdict::Numerical | Verdict::BelowFloor | Verdict::Compilation
+        );
+        judged && matches!(&self.ready, Ok((gpu, _)) if gpu.context_healthy())
+    }
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        // The harness (its module, cuBLASLt plans and their buffers) goes before the context
+        // it lives in.
+        if let Ok((gpu, support)) = std::mem::replace(&mut self.ready, Err((None, String::new()))) {
+            drop(support);
+            drop(gpu);
+        }
+    }
 }
 
 /// Runs the evaluation on a GPU opened before the request came; `gate` is called once before

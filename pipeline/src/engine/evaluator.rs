@@ -63,6 +63,8 @@ pub struct Evaluator {
     /// Workers kept started on each GPU while one evaluates (for callers that evaluate one
     /// after another).
     spares: usize,
+    /// Evaluations each worker process serves, each in a fresh context (1: a process each).
+    evaluations: usize,
     lanes: Arc<Mutex<BTreeMap<usize, Arc<Mutex<Lane>>>>>,
     /// Where the workers share the harness's PTX (with spares; see [`Lane::sharing_harness`]).
     harness: Option<Arc<tempfile::TempDir>>,
@@ -70,17 +72,19 @@ pub struct Evaluator {
 
 impl Evaluator {
     /// An evaluator whose workers are `exe worker …` processes, each started when its
-    /// evaluation comes.
+    /// evaluation comes and serving only that one.
     pub fn new(exe: PathBuf) -> Evaluator {
         Evaluator {
             exe,
             spares: 0,
+            evaluations: 1,
             lanes: Arc::default(),
             harness: None,
         }
     }
 
     /// The same, with the next workers of each GPU started while one evaluates (see [`Lane`]),
+    /// each serving up to [`super::worker::EVALUATIONS`] evaluations in a fresh context each,
     /// and the harness's PTX compiled by the first worker only: for a run list, a service or
     /// a generation, where another evaluation usually follows.
     pub fn with_spares(exe: PathBuf) -> Evaluator {
@@ -91,6 +95,10 @@ impl Evaluator {
             .map(Arc::new);
         Evaluator {
             spares: super::stages::tuning("PTXBENCH_SPARES", super::worker::SPARES),
+            evaluations: super::stages::tuning(
+                "PTXBENCH_WORKER_EVALUATIONS",
+                super::worker::EVALUATIONS,
+            ),
             harness,
             ..Evaluator::new(exe)
         }
@@ -101,7 +109,8 @@ impl Evaluator {
         lanes
             .entry(gpu)
             .or_insert_with(|| {
-                let lane = Lane::new(self.exe.clone(), gpu, self.spares);
+                let lane = Lane::new(self.exe.clone(), gpu, self.spares)
+                    .evaluations_per_worker(self.evaluations);
                 Arc::new(Mutex::new(match &self.harness {
                     Some(dir) => lane.sharing_harness(dir.path().to_path_buf()),
                     None => lane,

@@ -390,7 +390,7 @@ impl Support {
         k: i32,
         scale: f32,
     ) -> Result<(), DriverError> {
-        // A new shape costs cuBLASLt a plan and loading its kernel in this fresh process (tens
+        // A new shape costs cuBLASLt a plan and loading its kernel in this fresh context (tens
         // of ms); below this many FLOPs the SIMT kernel is done sooner.
         const SIMT_BELOW_FLOPS: f64 = 1e11;
         if 2.0 * f64::from(m) * f64::from(n) * f64::from(k) >= SIMT_BELOW_FLOPS

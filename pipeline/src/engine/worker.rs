@@ -1,21 +1,25 @@
-//! Worker processes: each evaluation runs in its own child `ptxbench worker DIR --gpu N` with a
-//! wall-clock limit, so the GPU context dies with the process and the next candidate starts on
-//! a clean one.
+//! Worker processes: evaluations run in child `ptxbench worker DIR --gpu N` processes with a
+//! wall-clock limit. Each evaluation gets a CUDA context of its own, created for it and
+//! destroyed after it, so the next candidate starts on a clean one; a child serves several
+//! evaluations one after another (`--evaluations`), paying the process's start-up (driver,
+//! libraries) once, and exits after a candidate whose launch failed or faulted, after a harness
+//! failure, or when its context reports an error: a fault never reaches a later candidate.
 //!
-//! The child opens its GPU and loads the harness first, then says `ready` on stdout (each word
-//! after a token its parent drew for it, see [`protocol_word`]) and reads
-//! one line from stdin: the [`Request`] as JSON. It writes the [`Outcome`] (JSON) and the cubin
-//! to files in the exchange folder, says `done` and exits. Before its first timed workload it
-//! says `timing` and waits for a line on stdin (or its end), so the parent can keep every other
-//! process's start-up and exit off the GPU while it times.
+//! The child opens a context and loads the harness first, then says `ready` on stdout (each
+//! word after a token its parent drew for it, see [`protocol_word`]) and reads one line from
+//! stdin: the [`Request`] as JSON. It writes the [`Outcome`] (JSON) and the cubin to files in
+//! the exchange folder and says `again` (it destroys the context, opens a fresh one and says
+//! `ready` once more) or `done` (it exits). Before its first timed workload it says `timing`
+//! and waits for a line on stdin (or its end), so the parent can keep every other process's
+//! start-up, context changes and exit off the GPU while it times.
 //!
 //! A [`Lane`] runs one GPU's evaluations one after another. With spares, the next workers are
-//! started while the current one evaluates, and the previous one exits while the current one
-//! starts; the current one may time only once every spare is ready and every earlier worker
-//! has exited. So start-up (driver, context, harness) and exit overlap other candidates'
-//! correctness work and never their timing. A child that outlives its limit is killed (verdict
-//! timeout); one that dies without an outcome (a fault the driver turned into a crash) is a
-//! runtime verdict.
+//! started (or open their next context) while the current one evaluates, and the previous one
+//! exits while the current one starts; the current one may time only once every spare is
+//! ready and every earlier worker has exited. So start-up (driver, context, harness) and exit
+//! overlap other candidates' correctness work and never their timing. A child that outlives
+//! its limit is killed (verdict timeout); one that dies without an outcome (a fault the driver
+//! turned into a crash) is a runtime verdict.
 
 use crate::record::Stage;
 use std::ffi::OsStr;
@@ -35,11 +39,19 @@ pub const CUBIN_FILE: &str = "kernel.cubin";
 pub const READY: &str = "ready";
 pub const TIMING: &str = "timing";
 pub const DONE: &str = "done";
+/// What a child says instead of [`DONE`] when it stays: it closes the candidate's context,
+/// opens a fresh one and says [`READY`] again.
+pub const AGAIN: &str = "again";
 
 /// Spare workers a lane keeps started (with spares at all): start-up takes longer than a short
 /// evaluation, so one spare would keep the next evaluation waiting. `PTXBENCH_SPARES` sets
 /// another number.
 pub const SPARES: usize = 2;
+
+/// Evaluations one worker process serves, each in a fresh context of its own, before it exits
+/// (a candidate that faulted or failed to launch ends its process at once).
+/// `PTXBENCH_WORKER_EVALUATIONS` sets another number; 1 is a process per evaluation.
+pub const EVALUATIONS: usize = 64;
 
 /// How long a worker may take to open its GPU and load the harness.
 const START_LIMIT: Duration = Duration::from_secs(120);
@@ -57,10 +69,17 @@ struct Started {
     lines: mpsc::Receiver<String>,
     stderr: Option<std::thread::JoinHandle<String>>,
     ready: bool,
+    /// Requests it may still take.
+    left: usize,
 }
 
 impl Started {
-    fn spawn(exe: &Path, gpu: usize, harness: Option<&Path>) -> Result<Started, String> {
+    fn spawn(
+        exe: &Path,
+        gpu: usize,
+        harness: Option<&Path>,
+        evaluations: usize,
+    ) -> Result<Started, String> {
         let dir = tempfile::tempdir().map_err(|e| format!("temp folder: {e}"))?;
         let token = format!(
             "{:016x}",
@@ -76,6 +95,8 @@ impl Started {
             .arg(gpu.to_string())
             .arg("--token")
             .arg(&token)
+            .arg("--evaluations")
+            .arg(evaluations.to_string())
             .args(
                 harness
                     .map(|h| [OsStr::new("--harness-cache"), h.as_os_str()])
@@ -128,6 +149,7 @@ impl Started {
             lines,
             stderr: Some(stderr),
             ready: false,
+            left: evaluations,
         })
     }
 
@@ -183,7 +205,7 @@ impl Drop for Started {
     }
 }
 
-/// One GPU's worker processes: evaluations run one after another, each in a fresh process.
+/// One GPU's worker processes: evaluations run one after another, each in a fresh context.
 #[derive(Debug)]
 pub struct Lane {
     exe: PathBuf,
@@ -191,6 +213,8 @@ pub struct Lane {
     /// Workers to keep started while one evaluates.
     spares: usize,
     spare: std::collections::VecDeque<Started>,
+    /// Evaluations each worker serves (see [`EVALUATIONS`]).
+    evaluations: usize,
     /// Workers that wrote their outcome and are exiting (their GPU context going away).
     retiring: Vec<Started>,
     /// Where its workers share the harness's compiled code (see [`Lane::sharing_harness`]).
@@ -206,6 +230,7 @@ impl Lane {
             gpu,
             spares,
             spare: std::collections::VecDeque::new(),
+            evaluations: EVALUATIONS,
             retiring: Vec::new(),
             harness: None,
         }
@@ -217,6 +242,22 @@ impl Lane {
     pub fn sharing_harness(mut self, dir: PathBuf) -> Lane {
         self.harness = Some(dir);
         self
+    }
+
+    /// The same lane, each worker serving up to `n` evaluations (at least 1), each in a fresh
+    /// context.
+    pub fn evaluations_per_worker(mut self, n: usize) -> Lane {
+        self.evaluations = n.max(1);
+        self
+    }
+
+    fn spawn(&self) -> Result<Started, String> {
+        Started::spawn(
+            &self.exe,
+            self.gpu,
+            self.harness.as_deref(),
+            self.evaluations,
+        )
     }
 
     /// Whether a spare worker is started (it may still be starting up).
@@ -259,7 +300,7 @@ impl Lane {
                         break s;
                     }
                 }
-                None => match Started::spawn(&self.exe, self.gpu, self.harness.as_deref()) {
+                None => match self.spawn() {
                     Ok(s) => break s,
                     Err(e) => return failed(e),
                 },
@@ -276,14 +317,19 @@ impl Lane {
         // What the GPU waited for a worker: a spare that is ready costs nothing.
         let started = ("worker start".to_string(), asked.elapsed().as_secs_f64());
         w.say(&body);
-        while self.spare.len() < self.spares {
-            match Started::spawn(&self.exe, self.gpu, self.harness.as_deref()) {
+        // The next workers start now, beside this evaluation; one that will take another
+        // request after this one counts as a spare already.
+        let coming_back = w.left > 1;
+        w.left -= 1;
+        while self.spare.len() + usize::from(coming_back) < self.spares {
+            match self.spawn() {
                 Ok(s) => self.spare.push_back(s),
                 Err(_) => break,
             }
         }
         let deadline = Instant::now() + limit;
         let mut done = false;
+        let mut again = false;
         let timed_out = loop {
             match w
                 .lines
@@ -293,8 +339,9 @@ impl Lane {
                     self.quiet(deadline);
                     w.say(b"go\n");
                 }
-                Ok(line) if line == DONE => {
+                Ok(line) if line == DONE || line == AGAIN => {
                     done = true;
+                    again = line == AGAIN;
                     break false;
                 }
                 Ok(_) => {}
@@ -302,10 +349,20 @@ impl Lane {
                 Err(RecvTimeoutError::Disconnected) => break false,
             }
         };
-        if done && let Some(mut o) = read_outcome(w.dir.path()) {
-            // It exits by itself; its exit overlaps the next evaluation's start, never its
-            // timing (see `quiet`).
-            self.retiring.push(w);
+        if done {
+            let Some(mut o) = read_outcome(w.dir.path()) else {
+                w.stop();
+                return failed("the worker said it was done but left no outcome".into());
+            };
+            if again {
+                // It opens a fresh context and says ready again: a spare, last in line.
+                w.ready = false;
+                self.spare.push_back(w);
+            } else {
+                // It exits by itself; its exit overlaps the next evaluation's start, never
+                // its timing (see `quiet`).
+                self.retiring.push(w);
+            }
             clock_lane(&mut o, started, asked);
             return o;
         }
@@ -371,12 +428,20 @@ fn clock_lane(o: &mut Outcome, started: (String, f64), asked: Instant) {
     o.seconds.push((super::HAND_OVER.to_string(), rest));
 }
 
-/// The outcome (and cubin) a worker wrote into `dir`, if it wrote one.
+/// The outcome (and cubin) a worker wrote into `dir`, if it wrote one. Both files are taken
+/// out of the folder, so that a worker that serves another request and dies without an
+/// outcome is never read as having this one.
 fn read_outcome(dir: &Path) -> Option<Outcome> {
-    let mut o = std::fs::read(dir.join(OUTCOME_FILE))
+    let outcome = dir.join(OUTCOME_FILE);
+    let cubin = dir.join(CUBIN_FILE);
+    let read = std::fs::read(&outcome)
         .ok()
-        .and_then(|b| serde_json::from_slice::<Outcome>(&b).ok())?;
-    o.cubin = std::fs::read(dir.join(CUBIN_FILE)).ok();
+        .and_then(|b| serde_json::from_slice::<Outcome>(&b).ok());
+    let bytes = std::fs::read(&cubin).ok();
+    let _ = std::fs::remove_file(outcome);
+    let _ = std::fs::remove_file(cubin);
+    let mut o = read?;
+    o.cubin = bytes;
     Some(o)
 }
 
@@ -389,48 +454,63 @@ fn protocol_word<'a>(line: &'a str, token: &str) -> Option<&'a str> {
     Some(line[at + token.len()..].trim())
 }
 
-/// The child's side: open GPU `gpu` and the harness, say ready, read the request, evaluate,
-/// write the outcome. Each protocol word goes out after `token`. An end of stdin before a
-/// request (a spare nobody needed) is no error.
-pub fn serve(dir: &Path, gpu: usize, token: &str, harness: Option<&Path>) -> std::io::Result<()> {
+/// The child's side: up to `evaluations` times, open GPU `gpu` in a fresh context with the
+/// harness, say ready, read a request, evaluate, write the outcome, and close the context.
+/// After each outcome it says [`AGAIN`] when it will open another context and take another
+/// request, else [`DONE`] (then it exits). Each protocol word goes out after `token`. An end of
+/// stdin before a request (a spare nobody needed) is no error.
+pub fn serve(
+    dir: &Path,
+    gpu: usize,
+    token: &str,
+    harness: Option<&Path>,
+    evaluations: usize,
+) -> std::io::Result<()> {
     let mut stdout = std::io::stdout();
-    let opened = super::evaluate::Opened::open(gpu, harness);
-    writeln!(stdout, "{token} {READY}")?;
-    stdout.flush()?;
     let mut stdin = std::io::stdin().lock();
-    let mut line = String::new();
-    if stdin.read_line(&mut line)? == 0 {
-        return Ok(());
-    }
-    let mut gate = || {
-        let _ = writeln!(stdout, "{token} {TIMING}").and_then(|()| stdout.flush());
-        let mut go = String::new();
-        let _ = stdin.read_line(&mut go);
-    };
-    let outcome = match serde_json::from_str::<Request>(&line) {
-        Ok(req) if req.gpu != gpu => Outcome::failed(
-            Verdict::Other,
-            Stage::Worker,
-            format!(
-                "a request for GPU {} reached the worker of GPU {gpu}",
-                req.gpu
+    for left in (1..=evaluations.max(1)).rev() {
+        let opened = super::evaluate::Opened::open(gpu, harness);
+        writeln!(stdout, "{token} {READY}")?;
+        stdout.flush()?;
+        let mut line = String::new();
+        if stdin.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let mut gate = || {
+            let _ = writeln!(stdout, "{token} {TIMING}").and_then(|()| stdout.flush());
+            let mut go = String::new();
+            let _ = stdin.read_line(&mut go);
+        };
+        let outcome = match serde_json::from_str::<Request>(&line) {
+            Ok(req) if req.gpu != gpu => Outcome::failed(
+                Verdict::Other,
+                Stage::Worker,
+                format!(
+                    "a request for GPU {} reached the worker of GPU {gpu}",
+                    req.gpu
+                ),
             ),
-        ),
-        Ok(req) => super::evaluate::evaluate_opened(&req, &opened, &mut gate),
-        Err(e) => Outcome::failed(Verdict::Other, Stage::Worker, format!("bad request: {e}")),
-    };
-    if let Some(cubin) = &outcome.cubin {
-        std::fs::write(dir.join(CUBIN_FILE), cubin)?;
+            Ok(req) => super::evaluate::evaluate_opened(&req, &opened, &mut gate),
+            Err(e) => Outcome::failed(Verdict::Other, Stage::Worker, format!("bad request: {e}")),
+        };
+        if let Some(cubin) = &outcome.cubin {
+            std::fs::write(dir.join(CUBIN_FILE), cubin)?;
+        }
+        let json = serde_json::to_vec(&outcome).map_err(std::io::Error::other)?;
+        // Write then rename: a half-written outcome must never be read as a result.
+        let tmp = dir.join("outcome.json.tmp");
+        std::fs::write(&tmp, json)?;
+        std::fs::rename(tmp, dir.join(OUTCOME_FILE))?;
+        let again = left > 1 && opened.reusable(&outcome);
+        writeln!(stdout, "{token} {}", if again { AGAIN } else { DONE })?;
+        stdout.flush()?;
+        // Only now the context is closed (everything the candidate left in it goes with it),
+        // while the lane goes on.
+        drop(opened);
+        if !again {
+            break;
+        }
     }
-    let json = serde_json::to_vec(&outcome).map_err(std::io::Error::other)?;
-    // Write then rename: a half-written outcome must never be read as a result.
-    let tmp = dir.join("outcome.json.tmp");
-    std::fs::write(&tmp, json)?;
-    std::fs::rename(tmp, dir.join(OUTCOME_FILE))?;
-    writeln!(stdout, "{token} {DONE}")?;
-    stdout.flush()?;
-    // Only now the GPU context is closed (when `opened` goes), while the lane goes on.
-    drop(opened);
     Ok(())
 }
 

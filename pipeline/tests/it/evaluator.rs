@@ -144,6 +144,77 @@ fn issue_46_a_lane_hands_requests_to_fresh_worker_processes_and_keeps_a_spare() 
     }
 }
 
+/// A stand-in worker process that speaks the lane's protocol (the real one needs a GPU to get
+/// as far as a second context): it serves requests in one process, writing `template` with
+/// `MSG` replaced by its pid and count, says `again` after each, and dies without an outcome
+/// on its third.
+fn protocol_worker(dir: &std::path::Path) -> std::path::PathBuf {
+    use ptxbench::engine::Outcome;
+    use ptxbench::record::Stage;
+    let template = dir.join("outcome.template");
+    let o = Outcome::failed(Verdict::Numerical, Stage::Correctness, "MSG");
+    std::fs::write(&template, serde_json::to_vec(&o).expect("json")).expect("template");
+    let script = dir.join("worker.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+# worker DIR --gpu N --token T --evaluations E
+dir=$2; token=$6; n=0
+while :; do
+  echo "$token ready"
+  read -r request || exit 0
+  n=$((n+1))
+  [ "$n" -eq 3 ] && exit 3
+  sed "s/MSG/pid:$$ n:$n/" "{}" > "$dir/outcome.json.tmp"
+  mv "$dir/outcome.json.tmp" "$dir/outcome.json"
+  echo "$token again"
+done
+"#,
+            template.display()
+        ),
+    )
+    .expect("script");
+    let mut perm = std::fs::metadata(&script).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&script, perm).expect("chmod");
+    script
+}
+
+#[test]
+fn issue_46_a_worker_serves_several_requests_and_a_death_never_returns_an_old_outcome() {
+    use ptxbench::engine::worker::Lane;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut lane = Lane::new(protocol_worker(dir.path()), 0, 0).evaluations_per_worker(3);
+    let req = reference_request();
+    let limit = std::time::Duration::from_secs(20);
+    let outcomes: Vec<_> = (0..4).map(|_| lane.run(&req, limit)).collect();
+    let said = |i: usize| -> (String, String) {
+        let m = &outcomes[i].message;
+        let pid = m.split_whitespace().next().unwrap_or_default().to_string();
+        let n = m.split_whitespace().nth(1).unwrap_or_default().to_string();
+        (pid, n)
+    };
+    let (first, second) = (said(0), said(1));
+    assert_eq!(outcomes[0].verdict, Verdict::Numerical, "{:?}", outcomes[0]);
+    assert_eq!(first.1, "n:1");
+    assert_eq!(
+        (second.0.as_str(), second.1.as_str()),
+        (first.0.as_str(), "n:2"),
+        "the second request went to the same process"
+    );
+    // Its third request: it died without an outcome; the second's file is not read again.
+    assert_eq!(outcomes[2].verdict, Verdict::Runtime, "{:?}", outcomes[2]);
+    assert!(
+        outcomes[2].message.contains("without a result"),
+        "{}",
+        outcomes[2].message
+    );
+    let fourth = said(3);
+    assert_eq!(fourth.1, "n:1", "a fresh process took the fourth");
+    assert_ne!(fourth.0, first.0, "{:?}", outcomes[3].message);
+}
+
 #[test]
 fn issue_46_a_worker_that_never_gets_ready_is_a_harness_failure() {
     use ptxbench::engine::worker::Lane;
