@@ -77,11 +77,30 @@ pub enum OpenError {
     Driver(#[from] DriverError),
 }
 
-/// A device allocation, freed on drop.
+/// A device allocation, freed on drop (or kept for the next allocation of its size while its
+/// `Gpu` reuses buffers, see [`Gpu::reuse_buffers`]).
 #[derive(Debug)]
 pub struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     bytes: usize,
+    kept: std::rc::Rc<Kept>,
+}
+
+/// Buffers given back while reuse is on, with their sizes.
+#[derive(Debug, Default)]
+struct Kept {
+    on: std::cell::Cell<bool>,
+    free: std::cell::RefCell<Vec<(usize, sys::CUdeviceptr)>>,
+}
+
+impl Kept {
+    /// Frees every kept buffer.
+    fn release(&self) {
+        for (_, ptr) in self.free.borrow_mut().drain(..) {
+            // SAFETY: allocated by cuMemAlloc in this context; kept once, freed once.
+            let _ = unsafe { sys::cuMemFree_v2(ptr) };
+        }
+    }
 }
 
 impl DeviceBuffer {
@@ -95,6 +114,10 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
+        if self.kept.on.get() {
+            self.kept.free.borrow_mut().push((self.bytes, self.ptr));
+            return;
+        }
         // SAFETY: allocated by cuMemAlloc in the current context; freed once.
         let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
     }
@@ -256,6 +279,7 @@ pub struct Gpu {
     /// starts from a clean context.
     ctx: sys::CUcontext,
     stream: sys::CUstream,
+    kept: std::rc::Rc<Kept>,
     pub info: DeviceInfo,
 }
 
@@ -335,18 +359,47 @@ impl Gpu {
                 dev,
                 ctx,
                 stream,
+                kept: std::rc::Rc::default(),
                 info,
             })
         }
     }
 
     /// Allocates `bytes` (at least 256, so that a zero-size tensor still has an address).
+    /// Its contents are undefined: every caller writes what it reads.
     pub fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, DriverError> {
         let bytes = bytes.max(256);
-        let mut ptr = 0;
-        // SAFETY: out-pointer to a local.
-        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
-        Ok(DeviceBuffer { ptr, bytes })
+        let reused = {
+            let mut free = self.kept.free.borrow_mut();
+            free.iter()
+                .position(|(b, _)| *b == bytes)
+                .map(|i| free.swap_remove(i).1)
+        };
+        let ptr = match reused {
+            Some(ptr) => ptr,
+            None => {
+                let mut ptr = 0;
+                // SAFETY: out-pointer to a local.
+                check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+                ptr
+            }
+        };
+        Ok(DeviceBuffer {
+            ptr,
+            bytes,
+            kept: self.kept.clone(),
+        })
+    }
+
+    /// While `on`, a dropped buffer is kept for the next allocation of the same size instead
+    /// of being freed: a correctness trial allocates the same tensors as the trial before,
+    /// and every `cuMemAlloc`/`cuMemFree` waits on the driver while another process changes
+    /// context. Turning it off frees what is kept.
+    pub fn reuse_buffers(&self, on: bool) {
+        self.kept.on.set(on);
+        if !on {
+            self.kept.release();
+        }
     }
 
     /// Copies `data` to `dst + offset` (synchronous).
@@ -771,6 +824,8 @@ impl Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
+        self.kept.on.set(false);
+        self.kept.release();
         // SAFETY: our stream and the context we created; destroying the context pops it
         // from this thread.
         unsafe {
