@@ -493,8 +493,10 @@ impl Gpu {
     /// Whether the context finishes all its work without an error (a fault leaves it in an
     /// error state that every later call reports).
     pub fn context_healthy(&self) -> bool {
-        // SAFETY: our context is current on this thread (see `open`).
-        self.sync().is_ok() && unsafe { sys::cuCtxSynchronize() } == sys::CUresult::CUDA_SUCCESS
+        // SAFETY: our context is current on this thread (see `open`); synchronizing it waits
+        // for every stream in it, ours included.
+        let status = unsafe { sys::cuCtxSynchronize() };
+        status == sys::CUresult::CUDA_SUCCESS
     }
 
     /// Compiles PTX and loads it, keeping the compiler's log and, where there is one, the cubin.
