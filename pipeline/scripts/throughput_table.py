@@ -27,7 +27,10 @@ evaluation meets them:
   0 for it, and its time falls into `rest`.
 
 `GPU busy` is (jit + correctness + evidence + timing) / (wall time per evaluation): the share of
-the run the GPU spent on the candidates' work (one GPU).
+the run the GPU spent on the candidates' work (one GPU). When correctness-only evaluations
+share the GPU (`PTXBENCH_UNTIMED_AT_ONCE` above 1), the laps of evaluations under way at once
+overlap: `GPU busy` then counts seconds of candidates' work per second and can pass 100%, and
+`rest` can be negative.
 """
 
 import collections

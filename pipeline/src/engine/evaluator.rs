@@ -7,12 +7,12 @@
 //! `generate` and `audit` call [`Evaluator`] and nothing else of this sequence, so a change to
 //! the protocol lands here once. The CPU part ([`Evaluator::prepare`]) and the GPU part
 //! ([`Evaluator::run`]) are separate calls because a run list checks every pair before it
-//! hands the GPU work to one thread per GPU.
+//! hands the GPU work to the threads of each GPU ([`Evaluator::at_once`]).
 
 use crate::record::Stage;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use super::target_evidence::{counted_copy, evidence_of};
@@ -55,8 +55,26 @@ pub struct Prepared {
     pub work: Work,
 }
 
+/// How many correctness-only evaluations may run on one GPU at once, each in its own worker
+/// process and context (see [`Evaluator::at_once`]).
+pub const UNTIMED_AT_ONCE: usize = 2;
+
+/// One GPU's lanes: a correctness-only evaluation takes any free lane beside others; a timed
+/// one takes the GPU alone (every other lane idle and quiet).
+#[derive(Debug)]
+struct GpuLanes {
+    /// Held shared by correctness-only evaluations, exclusively by a timed one.
+    alone: RwLock<()>,
+    lanes: Vec<Mutex<Lane>>,
+}
+
+/// A lock's guard, poisoned or not: a panic in one evaluation never stops the next.
+fn lock(m: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs evaluations in isolated worker processes of one `ptxbench` executable, one
-/// [`Lane`] per GPU.
+/// [`Lane`] per evaluation that may run at once on a GPU.
 #[derive(Debug, Clone)]
 pub struct Evaluator {
     exe: PathBuf,
@@ -65,7 +83,9 @@ pub struct Evaluator {
     spares: usize,
     /// Evaluations each worker process serves, each in a fresh context (1: a process each).
     evaluations: usize,
-    lanes: Arc<Mutex<BTreeMap<usize, Arc<Mutex<Lane>>>>>,
+    /// Correctness-only evaluations at once on one GPU (timed ones always run alone).
+    at_once: usize,
+    lanes: Arc<Mutex<BTreeMap<usize, Arc<GpuLanes>>>>,
     /// Where the workers share the harness's PTX (with spares; see [`Lane::sharing_harness`]).
     harness: Option<Arc<tempfile::TempDir>>,
 }
@@ -78,6 +98,7 @@ impl Evaluator {
             exe,
             spares: 0,
             evaluations: 1,
+            at_once: 1,
             lanes: Arc::default(),
             harness: None,
         }
@@ -85,8 +106,9 @@ impl Evaluator {
 
     /// The same, with the next workers of each GPU started while one evaluates (see [`Lane`]),
     /// each serving up to [`super::worker::EVALUATIONS`] evaluations in a fresh context each,
-    /// and the harness's PTX compiled by the first worker only: for a run list, a service or
-    /// a generation, where another evaluation usually follows.
+    /// up to [`UNTIMED_AT_ONCE`] correctness-only evaluations at once on a GPU, and the
+    /// harness's PTX compiled by the first worker only: for a run list, a service or a
+    /// generation, where another evaluation usually follows.
     pub fn with_spares(exe: PathBuf) -> Evaluator {
         let harness = tempfile::Builder::new()
             .prefix("ptxbench-harness-")
@@ -102,19 +124,44 @@ impl Evaluator {
             harness,
             ..Evaluator::new(exe)
         }
+        .untimed_at_once(super::stages::tuning(
+            "PTXBENCH_UNTIMED_AT_ONCE",
+            UNTIMED_AT_ONCE,
+        ))
     }
 
-    fn lane(&self, gpu: usize) -> Arc<Mutex<Lane>> {
+    /// The same evaluator, running up to `n` (at least 1) correctness-only evaluations at once
+    /// on a GPU (see [`Evaluator::at_once`]). Lanes already made keep their number.
+    pub fn untimed_at_once(mut self, n: usize) -> Evaluator {
+        self.at_once = n.max(1);
+        self
+    }
+
+    /// How many evaluations may be under way on one GPU at once: correctness-only ones share
+    /// a GPU up to this many (`PTXBENCH_UNTIMED_AT_ONCE`), each in its own process and context
+    /// (a fault or hang stays in its own context; time slicing only delays the others); a
+    /// timed one waits until it has the GPU alone. Callers run this many threads per GPU.
+    pub fn at_once(&self) -> usize {
+        self.at_once
+    }
+
+    fn lanes(&self, gpu: usize) -> Arc<GpuLanes> {
         let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
         lanes
             .entry(gpu)
             .or_insert_with(|| {
-                let lane = Lane::new(self.exe.clone(), gpu, self.spares)
-                    .evaluations_per_worker(self.evaluations);
-                Arc::new(Mutex::new(match &self.harness {
-                    Some(dir) => lane.sharing_harness(dir.path().to_path_buf()),
-                    None => lane,
-                }))
+                let lane = || {
+                    let lane = Lane::new(self.exe.clone(), gpu, self.spares)
+                        .evaluations_per_worker(self.evaluations);
+                    Mutex::new(match &self.harness {
+                        Some(dir) => lane.sharing_harness(dir.path().to_path_buf()),
+                        None => lane,
+                    })
+                };
+                Arc::new(GpuLanes {
+                    alone: RwLock::new(()),
+                    lanes: (0..self.at_once).map(|_| lane()).collect(),
+                })
             })
             .clone()
     }
@@ -209,11 +256,31 @@ impl Evaluator {
     pub fn on_gpu(&self, req: &Request, gpu: usize, timeout: Duration) -> Outcome {
         let mut req = req.clone();
         req.gpu = gpu;
-        let lane = self.lane(gpu);
-        let mut outcome = lane
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .run(&req, timeout);
+        let gpu_lanes = self.lanes(gpu);
+        let (alone, lanes) = (&gpu_lanes.alone, &gpu_lanes.lanes);
+        let mut outcome = if req.no_timing {
+            let _shared = alone.read().unwrap_or_else(|e| e.into_inner());
+            // A free lane; with more callers than lanes, the first one when it is free.
+            let mut lane = lanes
+                .iter()
+                .find_map(|l| match l.try_lock() {
+                    Ok(g) => Some(g),
+                    Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                    Err(std::sync::TryLockError::WouldBlock) => None,
+                })
+                .unwrap_or_else(|| lock(&lanes[0]));
+            lane.run(&req, timeout)
+        } else {
+            let _alone = alone.write().unwrap_or_else(|e| e.into_inner());
+            // Nothing else evaluates now; the other lanes' workers that are still starting
+            // up or exiting are waited for before this one starts (its own lane waits for its
+            // own before timing).
+            let by = std::time::Instant::now() + timeout;
+            for other in &lanes[1..] {
+                lock(other).quiet(by);
+            }
+            lock(&lanes[0]).run(&req, timeout)
+        };
         if let Some(s) = req.compile_seconds {
             outcome.seconds.insert(0, (COMPILE_AHEAD.to_string(), s));
         }

@@ -1,6 +1,7 @@
 //! Evaluations in three overlapping stages, so the GPU never waits for the CPU: `prepare` on
-//! several CPU threads ahead of the GPUs (ptxas for the next candidates), `on_gpu` on one
-//! thread per GPU, and `finish` (evidence, storing) on a few threads behind them.
+//! several CPU threads ahead of the GPUs (ptxas for the next candidates), `on_gpu` on a thread
+//! for each evaluation a GPU may run at once, and `finish` (evidence, storing) on a few threads
+//! behind them.
 
 use std::sync::Mutex;
 use std::sync::mpsc;
@@ -30,8 +31,8 @@ pub fn tuning(name: &str, default: usize) -> usize {
 pub const FINISH_THREADS: usize = 4;
 
 /// Runs every item of `items` through `prepare` (on [`cpu_threads`] threads, at most that
-/// many prepared items waiting), then `on_gpu` (one thread per GPU `0..gpus`, each taking the
-/// next prepared item, with how long that GPU's thread waited for it), then `finish` (on
+/// many prepared items waiting), then `on_gpu` (`per_gpu` threads for each GPU `0..gpus`, each
+/// taking the next prepared item, with how long that thread waited for it), then `finish` (on
 /// [`FINISH_THREADS`] threads, taking items in the order the GPUs end them). Returns when every
 /// item is finished; `items` may block for its next item (a service's queue).
 ///
@@ -40,6 +41,7 @@ pub const FINISH_THREADS: usize = 4;
 pub fn staged<I, P, O>(
     items: impl Iterator<Item = I> + Send,
     gpus: usize,
+    per_gpu: usize,
     prepare: impl Fn(I) -> P + Sync,
     on_gpu: impl Fn(usize, P, Duration) -> O + Sync,
     finish: impl Fn(O) + Sync,
@@ -89,7 +91,7 @@ pub fn staged<I, P, O>(
             });
         }
         drop(ready_tx);
-        for gpu in 0..gpus.max(1) {
+        for gpu in (0..gpus.max(1)).flat_map(|g| std::iter::repeat_n(g, per_gpu.max(1))) {
             let tx = done_tx.clone();
             s.spawn(move || {
                 loop {
@@ -143,6 +145,7 @@ mod tests {
         staged(
             0..200u32,
             3,
+            2,
             |i| i * 2,
             |gpu, p, _| {
                 gpu_calls[gpu].fetch_add(1, Ordering::Relaxed);
@@ -165,6 +168,7 @@ mod tests {
         let saw = Mutex::new(None);
         staged(
             0..8u32,
+            1,
             1,
             |i| {
                 prepared.fetch_add(1, Ordering::SeqCst);
@@ -196,6 +200,7 @@ mod tests {
         staged(
             0..1u32,
             1,
+            1,
             |i| {
                 std::thread::sleep(Duration::from_millis(150));
                 i
@@ -217,6 +222,7 @@ mod tests {
         staged(
             0..8u32,
             1,
+            1,
             |i| i,
             |_, p, _| p,
             |_| {
@@ -233,6 +239,39 @@ mod tests {
     }
 
     #[test]
+    fn each_gpu_runs_as_many_items_at_once_as_it_has_threads() {
+        // Each GPU call waits until another call on the same GPU is under way (or 2 s pass);
+        // with one thread per GPU no GPU ever sees two.
+        for per_gpu in [1, 2] {
+            let now: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+            let most: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+            staged(
+                0..16u32,
+                2,
+                per_gpu,
+                |i| i,
+                |gpu, p, _| {
+                    let here = now[gpu].fetch_add(1, Ordering::SeqCst) + 1;
+                    most[gpu].fetch_max(here, Ordering::SeqCst);
+                    let until = Instant::now() + Duration::from_millis(300 * per_gpu as u64);
+                    while most[gpu].load(Ordering::SeqCst) < per_gpu && Instant::now() < until {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    now[gpu].fetch_sub(1, Ordering::SeqCst);
+                    p
+                },
+                |_| {},
+            );
+            let most: Vec<usize> = most.iter().map(|m| m.load(Ordering::SeqCst)).collect();
+            assert!(
+                most.iter().all(|&m| m <= per_gpu),
+                "{most:?}, {per_gpu} a GPU"
+            );
+            assert_eq!(most.iter().max(), Some(&per_gpu), "{most:?}");
+        }
+    }
+
+    #[test]
     fn a_panicking_stage_loses_its_item_only_and_is_raised_at_the_end() {
         for stage in 0..3 {
             let finished = AtomicUsize::new(0);
@@ -245,6 +284,7 @@ mod tests {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 staged(
                     0..40u32,
+                    1,
                     1,
                     |i| boom(0, i),
                     |_, p, _| boom(1, p),

@@ -269,7 +269,7 @@ impl Lane {
     /// gone, so that nothing else starts or stops on this GPU while an evaluation times.
     /// A worker that is not ready (or not gone) within [`QUIET_LIMIT`] is killed: a harness
     /// process stuck starting or exiting never costs the candidate its evaluation.
-    fn quiet(&mut self, deadline: Instant) {
+    pub fn quiet(&mut self, deadline: Instant) {
         let by = deadline.min(Instant::now() + QUIET_LIMIT);
         self.spare.retain_mut(|s| s.wait_ready(by));
         for mut r in self.retiring.drain(..) {

@@ -1,6 +1,7 @@
 //! The worker pool: pairs go through [`crate::engine::stages::staged`]: compiled ahead on the
-//! CPU, run on one thread per GPU through the evaluator (timing needs the GPU alone, and the
-//! next worker starts while one evaluates), their evidence assembled and stored behind. Each
+//! CPU, run through the evaluator on as many threads per GPU as it runs evaluations at once
+//! (correctness-only ones share a GPU; a timed one waits for it alone; the next worker starts
+//! while one evaluates), their evidence assembled and stored behind. Each
 //! evaluated outcome's clock says how long its GPU waited for it to be prepared.
 
 use super::pairs::Pair;
@@ -23,6 +24,7 @@ pub fn evaluate_all(
     staged(
         todo.into_iter(),
         gpus,
+        evaluator.at_once(),
         |mut pair| {
             if let (Work::Evaluate(req), true) = (&mut pair.work, compile_ahead) {
                 req.compile_ahead();

@@ -1,5 +1,6 @@
-//! The default queue: in the server's process, one worker thread per GPU, each running the
-//! evaluator and storing straight into the server's store.
+//! The default queue: in the server's process, worker threads for each GPU (as many as the
+//! evaluator runs at once on one), each running the evaluator and storing straight into the
+//! server's store.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -38,7 +39,7 @@ impl Embedded {
     }
 
     /// Serves `service` forever on GPUs `0..gpus`, through the stages `run` uses: jobs are
-    /// checked and compiled ahead on the CPU, one thread per GPU runs them, and a thread
+    /// checked and compiled ahead on the CPU, threads for each GPU run them, and a thread
     /// behind stores their records.
     pub fn start(self: &Arc<Self>, service: &Arc<Service>, bench: &Arc<Bench>, gpus: usize) {
         let gpus = gpus.max(1);
@@ -51,6 +52,7 @@ impl Embedded {
             staged(
                 std::iter::from_fn(|| Some(queue.pop())),
                 gpus,
+                bench.evaluator.at_once(),
                 |job| {
                     let id = job.id.clone();
                     let ready = bench.prepare_job(job);

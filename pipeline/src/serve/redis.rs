@@ -348,6 +348,7 @@ pub fn work(bench: &Bench, o: &WorkerOptions) -> Result<(), RedisError> {
         crate::engine::stages::staged(
             std::iter::from_fn(next),
             1,
+            bench.evaluator.at_once(),
             // A panic in a stage ends its job with an error result (sent like any other), so
             // the job is answered and let go, never held or delivered again.
             |t: Taken| {

@@ -597,7 +597,7 @@ impl Service {
         metric(
             "ptxbench_gpu_busy_share",
             "gauge",
-            "GPU busy time over workers times uptime.",
+            "GPU busy time over workers times uptime (above 1 while correctness-only evaluations share a GPU).",
             one(format!("{:.4}", busy / (up * workers.len().max(1) as f64))),
         );
         metric(

@@ -144,19 +144,32 @@ fn issue_46_a_lane_hands_requests_to_fresh_worker_processes_and_keeps_a_spare() 
     }
 }
 
-/// A stand-in worker process that speaks the lane's protocol (the real one needs a GPU to get
-/// as far as a second context): it serves requests in one process, writing `template` with
-/// `MSG` replaced by its pid and count, says `again` after each, and dies without an outcome
-/// on its third.
-fn protocol_worker(dir: &std::path::Path) -> std::path::PathBuf {
+/// An executable stand-in for the worker process in `dir`: the shell script `script(template)`,
+/// where `template` is the path of an outcome whose message is `message`.
+fn stand_in(
+    dir: &std::path::Path,
+    message: &str,
+    script: impl FnOnce(&std::path::Path) -> String,
+) -> std::path::PathBuf {
     use ptxbench::engine::Outcome;
     use ptxbench::record::Stage;
     let template = dir.join("outcome.template");
-    let o = Outcome::failed(Verdict::Numerical, Stage::Correctness, "MSG");
+    let o = Outcome::failed(Verdict::Numerical, Stage::Correctness, message);
     std::fs::write(&template, serde_json::to_vec(&o).expect("json")).expect("template");
-    let script = dir.join("worker.sh");
-    std::fs::write(
-        &script,
+    let path = dir.join("worker.sh");
+    std::fs::write(&path, script(&template)).expect("script");
+    let mut perm = std::fs::metadata(&path).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&path, perm).expect("chmod");
+    path
+}
+
+/// A stand-in worker process that speaks the lane's protocol (the real one needs a GPU to get
+/// as far as a second context): it serves requests in one process, writing an outcome whose
+/// message is its pid and count, says `again` after each, and dies without an outcome on its
+/// third.
+fn protocol_worker(dir: &std::path::Path) -> std::path::PathBuf {
+    stand_in(dir, "MSG", |template| {
         format!(
             r#"#!/bin/sh
 # worker DIR --gpu N --token T --evaluations E
@@ -172,13 +185,8 @@ while :; do
 done
 "#,
             template.display()
-        ),
-    )
-    .expect("script");
-    let mut perm = std::fs::metadata(&script).expect("meta").permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-    std::fs::set_permissions(&script, perm).expect("chmod");
-    script
+        )
+    })
 }
 
 #[test]
@@ -213,6 +221,83 @@ fn issue_46_a_worker_serves_several_requests_and_a_death_never_returns_an_old_ou
     let fourth = said(3);
     assert_eq!(fourth.1, "n:1", "a fresh process took the fourth");
     assert_ne!(fourth.0, first.0, "{:?}", outcomes[3].message);
+}
+
+/// A stand-in worker process (one request each) that notes in `log` when it took its request
+/// and when it answered it, and whether the request was timed.
+fn logging_worker(dir: &std::path::Path, log: &std::path::Path) -> std::path::PathBuf {
+    stand_in(dir, "stand-in", |template| {
+        format!(
+            r#"#!/bin/sh
+# worker DIR --gpu N --token T --evaluations E
+dir=$2; token=$6
+echo "$token ready"
+read -r request || exit 0
+case "$request" in *'"no_timing":true'*) kind=untimed;; *) kind=timed;; esac
+start=$(date +%s%N)
+sleep 0.3
+echo "$kind $start $(date +%s%N)" >> "{log}"
+cp "{template}" "$dir/outcome.json"
+echo "$token done"
+"#,
+            log = log.display(),
+            template = template.display()
+        )
+    })
+}
+
+#[test]
+fn issue_46_correctness_only_evaluations_share_a_gpu_and_a_timed_one_has_it_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    let evaluator = Evaluator::new(logging_worker(dir.path(), &log)).untimed_at_once(2);
+    assert_eq!(evaluator.at_once(), 2);
+    let untimed = reference_request();
+    let mut timed = untimed.clone();
+    timed.no_timing = false;
+    let limit = std::time::Duration::from_secs(30);
+    // Two callers on GPU 0, as a run list's two threads of that GPU would call.
+    std::thread::scope(|s| {
+        for order in [[&untimed, &timed, &untimed], [&untimed, &untimed, &timed]] {
+            let evaluator = &evaluator;
+            s.spawn(move || {
+                for req in order {
+                    let o = evaluator.on_gpu(req, 0, limit);
+                    assert_eq!(o.message, "stand-in", "{o:?}");
+                }
+            });
+        }
+    });
+    let spans: Vec<(String, u128, u128)> = std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].to_string(),
+                f[1].parse().expect("ns"),
+                f[2].parse().expect("ns"),
+            )
+        })
+        .collect();
+    assert_eq!(spans.len(), 6, "{spans:?}");
+    let overlap = |a: &(String, u128, u128), b: &(String, u128, u128)| a.1 < b.2 && b.1 < a.2;
+    let mut shared = 0;
+    for (i, a) in spans.iter().enumerate() {
+        for b in &spans[i + 1..] {
+            if overlap(a, b) {
+                assert!(
+                    a.0 == "untimed" && b.0 == "untimed",
+                    "a timed evaluation overlapped another: {a:?} {b:?}"
+                );
+                shared += 1;
+            }
+        }
+    }
+    assert!(
+        shared >= 1,
+        "no two correctness-only evaluations overlapped: {spans:?}"
+    );
 }
 
 #[test]
