@@ -287,6 +287,10 @@ impl Generation {
     /// ends (from worker threads). Publishes once every trajectory has ended.
     pub fn run(self, progress: &(dyn Fn(Spend) + Sync)) -> Result<Report, GenerateError> {
         let o = &self.options;
+        let evaluator = crate::engine::evaluator::Evaluator::with_spares(o.exe.clone());
+        // A slot for each evaluation the evaluator runs at once on a GPU (correctness-only
+        // ones share a GPU; a timed one waits in the evaluator until it has it alone).
+        let slots = evaluator.at_once();
         let ctx = Context {
             store: &o.store,
             suite: &self.suite,
@@ -294,12 +298,13 @@ impl Generation {
             manifest: &self.manifest,
             seed: self.seed.value,
             out: o.out.clone(),
-            evaluator: crate::engine::evaluator::Evaluator::with_spares(o.exe.clone()),
+            evaluator,
             no_eval: o.no_eval,
             limits: self.limits.clone(),
             journal: Mutex::new(self.journal.clone()),
             gpus: (0..self.manifest.eval.gpus)
-                .map(|_| Mutex::new(()))
+                .flat_map(|gpu| std::iter::repeat_n(gpu, slots))
+                .map(|gpu| (gpu, Mutex::new(())))
                 .collect(),
             capped: AtomicBool::new(false),
         };

@@ -151,7 +151,8 @@ pub struct EvalSettings {
     /// Evaluate only these workloads (all when empty).
     #[serde(default)]
     pub workloads: Vec<String>,
-    /// GPUs evaluations may use (one evaluation at a time on each).
+    /// GPUs evaluations may use (on each, a timed evaluation at a time, or correctness-only
+    /// ones two at a time: see [`crate::engine::evaluator::Evaluator::at_once`]).
     #[serde(default = "default_gpus")]
     pub gpus: usize,
     /// A `ptxbench serve` to evaluate on instead of this host's GPUs (its base URL; the

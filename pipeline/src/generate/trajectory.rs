@@ -126,8 +126,9 @@ pub struct Context<'a> {
     pub no_eval: bool,
     pub limits: SpendLimits,
     pub journal: Mutex<Journal>,
-    /// One lock per GPU: one evaluation at a time on each.
-    pub gpus: Vec<Mutex<()>>,
+    /// The evaluation slots: a GPU and its lock, as many per GPU as the evaluator runs at once
+    /// on one ([`Evaluator::at_once`]).
+    pub gpus: Vec<(usize, Mutex<()>)>,
     /// Set once a cap is reached, so that every thread stops asking.
     pub capped: AtomicBool,
 }
@@ -667,7 +668,7 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-/// Runs the evaluator's request on a free GPU (one evaluation per GPU at a time), or on the
+/// Runs the evaluator's request in a free slot of a GPU (see [`Context::gpus`]), or on the
 /// service of `eval.endpoint`.
 fn evaluate(ctx: &Context, req: &Request) -> Outcome {
     let timeout = Duration::from_secs(ctx.manifest.eval.timeout_s);
@@ -675,9 +676,9 @@ fn evaluate(ctx: &Context, req: &Request) -> Outcome {
         return crate::serve::client::evaluate_request(url, req, timeout * 4);
     }
     loop {
-        for (gpu, lock) in ctx.gpus.iter().enumerate() {
+        for (gpu, lock) in &ctx.gpus {
             if let Ok(_guard) = lock.try_lock() {
-                return ctx.evaluator.run(req, gpu, timeout);
+                return ctx.evaluator.run(req, *gpu, timeout);
             }
         }
         std::thread::sleep(Duration::from_millis(50));
