@@ -132,7 +132,12 @@ fn display_dirs(dirs: &[PathBuf]) -> String {
 
 /// The folders searched, in order, given the process environment.
 pub fn search_dirs() -> Vec<PathBuf> {
-    search_dirs_from(&|k| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned()))
+    search_dirs_from(&process_env)
+}
+
+/// A variable of this process's environment, as text.
+fn process_env(name: &str) -> Option<String> {
+    std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
 }
 
 fn search_dirs_from(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
@@ -246,9 +251,7 @@ pub fn version_of(library: CudaLibrary, path: &Path) -> Option<Vec<u64>> {
 
 /// Finds `library` without loading it.
 pub fn locate(library: CudaLibrary) -> Result<PathBuf, LibraryNotFound> {
-    locate_from(library, &|k| {
-        std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
-    })
+    locate_from(library, &process_env)
 }
 
 fn locate_from(
