@@ -30,6 +30,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const BROKEN_PIPE_EXIT: u8 = 141;
 
 fn main() -> ExitCode {
+    // The compiler sandbox's gate runs before anything else (no argument parsing, no threads):
+    // it confines this process and becomes the compiler.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == ptxbench::sandbox::GATE_SUBCOMMAND)
+    {
+        return ptxbench::sandbox::gate(&args[2..]);
+    }
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if stdout_failure(info.payload()).is_none() {

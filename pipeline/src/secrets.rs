@@ -126,6 +126,53 @@ pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
         .into_bytes()
 }
 
+/// A reply body from outside (an endpoint's JSON) with every secret value redacted, also where
+/// the body spells it with JSON escapes (`\u0073k-…`) that only a parser turns back into the
+/// secret: the strings of a JSON body are redacted after decoding, and the body is written
+/// again only when one of them held a secret. Bodies that are not JSON are redacted as bytes.
+pub fn redact_reply(bytes: &[u8]) -> Vec<u8> {
+    let plain = redact_bytes(bytes);
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&plain) else {
+        return plain;
+    };
+    let s = global().read().unwrap_or_else(|e| e.into_inner());
+    if !redact_json(&s, &mut value) {
+        return plain;
+    }
+    serde_json::to_vec(&value).unwrap_or(plain)
+}
+
+/// Redacts every string (and key) of `v` in place; whether any held a secret.
+fn redact_json(s: &Secrets, v: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::String(text) => match s.redact(text) {
+            Cow::Borrowed(_) => false,
+            Cow::Owned(o) => {
+                *text = o;
+                true
+            }
+        },
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |any, item| redact_json(s, item) | any),
+        Value::Object(map) => {
+            let leaked_key = map.keys().any(|k| s.leaks(k.as_bytes()));
+            let mut any = false;
+            if leaked_key {
+                let old = std::mem::take(map);
+                for (k, val) in old {
+                    map.insert(s.redact(&k).into_owned(), val);
+                }
+                any = true;
+            }
+            map.values_mut()
+                .fold(any, |any, item| redact_json(s, item) | any)
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +199,35 @@ mod tests {
         );
         assert!(s.leaks(text.as_bytes()));
         assert!(!s.leaks(b"nothing here"));
+    }
+
+    /// Issue 55, finding 3: an endpoint that echoes the key back, also JSON-escaped.
+    #[test]
+    fn issue_55_a_reply_that_echoes_a_key_is_stored_without_it() {
+        register("sk-echo-test-0123456789");
+        let escaped: String = "sk-echo-test-0123456789"
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect();
+        let body = format!(
+            r#"{{"choices":[{{"message":{{"content":"key {escaped} and sk-echo-test-0123456789"}}}}],"echo":"{escaped}"}}"#
+        );
+        let out = redact_reply(body.as_bytes());
+        let parsed: serde_json::Value = serde_json::from_slice(&out).expect("still JSON");
+        let text = parsed.to_string();
+        assert!(!text.contains("sk-echo-test"), "{text}");
+        assert!(!String::from_utf8_lossy(&out).contains(&escaped));
+        assert_eq!(
+            parsed["choices"][0]["message"]["content"],
+            "key [redacted] and [redacted]"
+        );
+        // A body without a secret is kept byte for byte.
+        let clean = br#"{"a": "\u0041"}"#;
+        assert_eq!(redact_reply(clean), clean.to_vec());
+        assert_eq!(
+            redact_reply(b"not json sk-echo-test-0123456789"),
+            b"not json [redacted]"
+        );
     }
 
     #[test]

@@ -192,8 +192,13 @@ pub fn disassemble_with(path: &Path, cubin: &[u8]) -> Result<SassInventory, Sass
         wall: TIME_LIMIT,
         memory: 8 << 30,
     };
-    let out = toolchain::run(path, &[OsStr::new("-c"), file.as_os_str()], limits)
-        .map_err(SassError::Run)?;
+    let out = toolchain::run(
+        path,
+        &[OsStr::new("-c"), file.as_os_str()],
+        limits,
+        Some(dir.path()),
+    )
+    .map_err(SassError::Run)?;
     if !out.status.success() {
         let stderr = out
             .stderr

@@ -200,7 +200,7 @@ impl ChatClient {
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
         let location = resp.headers().get("location").map(|v| {
-            String::from_utf8_lossy(v.as_bytes())
+            crate::secrets::redact(&String::from_utf8_lossy(v.as_bytes()))
                 .chars()
                 .take(500)
                 .collect()
@@ -211,6 +211,9 @@ impl ChatClient {
             .limit(64 * 1024 * 1024)
             .read_to_vec()
             .map_err(classify)?;
+        // An endpoint may echo the key (or any secret of this process) back: nothing it sends
+        // is kept, shown or fed back with one in it.
+        let bytes = crate::secrets::redact_reply(&bytes);
         let latency_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
         if (300..400).contains(&status) {
             return Err(AttemptError::Redirect {
@@ -265,6 +268,7 @@ impl ChatClient {
             .limit(16 * 1024 * 1024)
             .read_to_vec()
             .map_err(classify)?;
+        let bytes = crate::secrets::redact_reply(&bytes);
         if !(200..300).contains(&status) {
             return Err(AttemptError::Status {
                 status,

@@ -1,18 +1,27 @@
 //! Untrusted compilation: model-written code reaches NVRTC, ptxas and nvdisasm only in a child
-//! process with an empty environment, an empty working folder, and limits on wall-clock time,
-//! CPU time, address space and file size.
+//! process that sees almost nothing of the host.
 //!
-//! What that guarantees: a compiler fed a hostile source cannot read a secret from the
-//! environment (the child has none, and `/proc/self/environ` is the child's), cannot hang or
-//! exhaust the host (it is killed at its wall-clock limit, and allocations past its memory limit
-//! fail), and its output is redacted of every secret value this process holds ([`crate::secrets`])
-//! before anyone reads it. CUDA C++ is screened before it is compiled: an `#include` of anything
-//! but a header found relative to the CUDA include folders is refused ([`includes`]).
+//! What that guarantees, each by the kernel rather than by reading the source:
+//! - **Files**: the child's filesystem view ([`confine`], Landlock) holds its program, the
+//!   system's shared libraries, the folders it is given to read (the CUDA include folders for
+//!   NVRTC, which narrows its view to them alone once its libraries are loaded) and its own
+//!   working folder. An include of any other path fails to open, whatever macro made its name.
+//! - **Environment and network**: the child starts with an empty environment (but for what it
+//!   is given), in a network namespace of its own where the kernel allows one, with TCP denied.
+//! - **Machine**: limits on wall-clock time, CPU time, address space and file size; the
+//!   address-space limits of all compilers running at once stay within one budget per process
+//!   ([`budget`]); the child dies with the process that started it.
+//! - **Output**: what it prints is redacted of every secret value this process holds
+//!   ([`crate::secrets`]) before anyone reads it.
 //!
-//! The limits are set with `prlimit(2)` on a `/bin/sh` that waits for a line on its stdin and
-//! then `exec`s the tool, so the tool never runs before its limits hold, and no code of ours
-//! runs between fork and exec.
+//! The child is this executable's hidden `sandbox-exec` subcommand: it confines itself, then
+//! `exec`s the compiler, which inherits the confinement, so the compiler never runs unconfined
+//! and no code of ours runs between fork and exec in the (multithreaded) parent. CUDA C++ is
+//! also screened before it is compiled ([`includes`]), so that a refused include gets a clear
+//! message rather than a failed open.
 
+pub mod budget;
+pub mod confine;
 pub mod includes;
 pub mod nvrtc;
 
@@ -103,14 +112,26 @@ impl Finished {
     }
 }
 
-/// The shell that holds the child until its limits are set: it waits for one line on its
-/// stdin, then becomes the program (`exec`), which inherits the limits. No code of ours runs
-/// between fork and exec, and the program never runs unconfined.
-const GATE: &str = "/bin/sh";
-const GATE_SCRIPT: &str = "read -r _ && exec \"$0\" \"$@\"";
+/// The hidden subcommand of this executable that confines itself and then runs the compiler.
+pub const GATE_SUBCOMMAND: &str = "sandbox-exec";
+
+/// The exit status of a gate that could not confine itself (the compiler did not run).
+const GATE_REFUSED: u8 = 125;
+/// How a refusing gate starts its one line on stderr.
+const GATE_PREFIX: &str = "ptxbench-sandbox: ";
+
+/// What a sandboxed process may read besides its program and the system's shared libraries,
+/// and where it works.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// Folders (or files) it may read.
+    pub read: Vec<PathBuf>,
+    /// Its working folder (read and write); a fresh empty folder when `None`.
+    pub work: Option<PathBuf>,
+}
 
 /// Runs `program` with `args` under `limits`, with an empty environment but for `env`, in an
-/// empty folder, with `stdin` as its input.
+/// empty folder, with `stdin` as its input, seeing only its program and the system's libraries.
 pub fn run(
     program: &Path,
     args: &[&OsStr],
@@ -118,35 +139,69 @@ pub fn run(
     stdin: &[u8],
     limits: Limits,
 ) -> Result<Finished, SandboxError> {
+    run_with(program, args, env, stdin, limits, &Access::default())
+}
+
+/// [`run`], seeing also what `access` gives.
+pub fn run_with(
+    program: &Path,
+    args: &[&OsStr],
+    env: &[(&str, &str)],
+    stdin: &[u8],
+    limits: Limits,
+    access: &Access,
+) -> Result<Finished, SandboxError> {
     let program = program.to_path_buf();
     let spawn_err = |reason: String| SandboxError::Spawn {
         program: program.clone(),
         reason,
     };
-    // An empty folder of its own: nothing to find relative to the working folder.
-    let cwd = tempfile::tempdir().map_err(|e| spawn_err(format!("working folder: {e}")))?;
-    let mut child = Command::new(GATE)
+    // The budget first: the wall clock counts from the start, not from the wait.
+    let lease = budget::global().lease(limits.memory);
+    let limits = Limits {
+        memory: lease.bytes(),
+        ..limits
+    };
+    let fresh;
+    let work = match &access.work {
+        Some(w) => w.clone(),
+        None => {
+            // An empty folder of its own: nothing to find relative to the working folder.
+            fresh = tempfile::tempdir().map_err(|e| spawn_err(format!("working folder: {e}")))?;
+            fresh.path().to_path_buf()
+        }
+    };
+    let gate = executable()?;
+    let mut read = access.read.clone();
+    read.push(
+        program
+            .parent()
+            .map_or_else(|| program.clone(), Path::to_path_buf),
+    );
+    let spec = confine::Confinement {
+        read,
+        work: work.clone(),
+        memory: limits.memory,
+        cpu_s: limits.wall.as_secs().saturating_mul(2).max(1),
+        parent: std::process::id(),
+        unconfined_allowed: confine::unconfined_allowed(),
+    };
+    let spec = serde_json::to_string(&spec).map_err(|e| spawn_err(e.to_string()))?;
+    let mut child = Command::new(&gate)
         .env_clear()
         .envs(env.iter().copied())
-        .arg("-c")
-        .arg(GATE_SCRIPT)
+        .arg(GATE_SUBCOMMAND)
+        .arg(spec)
         .arg(&program)
         .args(args)
-        .current_dir(cwd.path())
+        .current_dir(&work)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| spawn_err(e.to_string()))?;
-    if let Err(e) = confine(child.id(), limits) {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(spawn_err(format!("setting its limits: {e}")));
-    }
-    // The line that lets the gate go on, then the program's input; fed and drained on threads
-    // so neither side blocks on a full pipe.
-    let mut input = b"go\n".to_vec();
-    input.extend_from_slice(stdin);
+    // The input is fed and the output drained on threads so neither side blocks on a pipe.
+    let input = stdin.to_vec();
     let mut child_in = child.stdin.take();
     let in_t = std::thread::spawn(move || {
         if let Some(w) = child_in.as_mut() {
@@ -176,33 +231,46 @@ pub fn run(
     let _ = in_t.join();
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();
+    let stderr = crate::secrets::redact(&String::from_utf8_lossy(&stderr)).into_owned();
+    if status.code() == Some(i32::from(GATE_REFUSED))
+        && let Some(reason) = stderr.strip_prefix(GATE_PREFIX)
+    {
+        return Err(spawn_err(format!(
+            "the sandbox refused to start it: {}",
+            reason.trim()
+        )));
+    }
     Ok(Finished {
         status,
         stdout: crate::secrets::redact_bytes(&stdout),
-        stderr: crate::secrets::redact(&String::from_utf8_lossy(&stderr)).into_owned(),
+        stderr,
         limits,
     })
 }
 
-/// Sets the child's resource limits: address space, CPU time (a backstop to the wall clock),
-/// file size (the largest honest cubin is a few MB) and no core dumps.
-fn confine(pid: u32, limits: Limits) -> std::io::Result<()> {
-    use rlimit::Resource;
-    let pid = libc_pid(pid)?;
-    let cpu = limits.wall.as_secs().saturating_mul(2).max(1);
-    for (resource, value) in [
-        (Resource::AS, limits.memory),
-        (Resource::CPU, cpu),
-        (Resource::FSIZE, 1 << 30),
-        (Resource::CORE, 0),
-    ] {
-        rlimit::prlimit(pid, resource, Some((value, value)), None)?;
+/// The gate's side (`ptxbench sandbox-exec SPEC PROGRAM ARGS...`): confine this process as
+/// the spec says, then become the program. Returns only when it could not.
+pub fn gate(args: &[std::ffi::OsString]) -> std::process::ExitCode {
+    use std::os::unix::process::CommandExt as _;
+    let refuse = |reason: String| {
+        eprintln!("{GATE_PREFIX}{reason}");
+        std::process::ExitCode::from(GATE_REFUSED)
+    };
+    let [spec, program, rest @ ..] = args else {
+        return refuse("usage: sandbox-exec SPEC PROGRAM [ARGS...]".into());
+    };
+    let spec: confine::Confinement = match serde_json::from_str(&spec.to_string_lossy()) {
+        Ok(s) => s,
+        Err(e) => return refuse(format!("bad confinement: {e}")),
+    };
+    if let Err(reason) = confine::enter(&spec) {
+        return refuse(reason);
     }
-    Ok(())
-}
-
-fn libc_pid(pid: u32) -> std::io::Result<i32> {
-    i32::try_from(pid).map_err(|_| std::io::Error::other(format!("process id {pid} out of range")))
+    let e = Command::new(program).args(rest).exec();
+    refuse(format!(
+        "could not run {}: {e}",
+        Path::new(program).display()
+    ))
 }
 
 fn read_all(r: Option<&mut impl std::io::Read>) -> Vec<u8> {
@@ -318,6 +386,48 @@ mod tests {
         let e = sh("sleep 30", limits).expect_err("killed");
         assert!(matches!(e, SandboxError::TimedOut { .. }), "{e}");
         assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    /// A host file outside the view cannot be read, though the same process can read it.
+    #[test]
+    fn issue_55_the_child_opens_no_file_outside_its_view() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let secret = dir.path().join("secret.txt");
+        std::fs::write(&secret, "SECRET-OUTSIDE-THE-VIEW\n").expect("write");
+        let script = format!(
+            "cat '{}'; echo status=$?; cat /proc/$PPID/environ; echo environ=$?",
+            secret.display()
+        );
+        let f = sh(&script, Limits::NVRTC).expect("sh runs");
+        let out = String::from_utf8_lossy(&f.stdout);
+        assert!(!out.contains("SECRET-OUTSIDE-THE-VIEW"), "{out}");
+        assert!(out.contains("status=1"), "{out}");
+        assert!(out.contains("environ=1"), "{out}");
+        assert!(f.stderr.contains("Permission denied"), "{}", f.stderr);
+        // What the view holds: the working folder, read and written.
+        let f = sh("echo hi > mine && cat mine", Limits::NVRTC).expect("sh runs");
+        assert_eq!(String::from_utf8_lossy(&f.stdout).trim(), "hi");
+    }
+
+    /// A TCP listener on loopback cannot be reached from the child.
+    #[test]
+    fn issue_55_the_child_reaches_no_network() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let f = run(
+            Path::new("/bin/bash"),
+            &[
+                OsStr::new("-c"),
+                OsStr::new(&format!(
+                    "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected || echo refused"
+                )),
+            ],
+            &[],
+            b"",
+            Limits::NVRTC,
+        )
+        .expect("bash runs");
+        assert_eq!(String::from_utf8_lossy(&f.stdout).trim(), "refused");
     }
 
     #[test]

@@ -79,10 +79,23 @@ pub fn compile(source: &str, name: &str, arch: Arch) -> Result<NvrtcOutput, Comp
     };
     let body = serde_json::to_vec(&job).map_err(|e| CompileError::Harness(e.to_string()))?;
     let exe = super::executable().map_err(|e| CompileError::Harness(e.to_string()))?;
+    // The child loads NVRTC from its library folder, then narrows its view to the include
+    // folders alone before it reads the source ([`serve`]).
+    let access = super::Access {
+        read: [lib_dir.clone(), exe.clone()]
+            .into_iter()
+            .chain(job.include_dirs.iter().cloned())
+            .collect(),
+        work: None,
+    };
     let lib_dir = lib_dir.to_string_lossy();
-    let env = [("PTXBENCH_CUDA_LIB_PATH", lib_dir.as_ref())];
+    let mut env = vec![("PTXBENCH_CUDA_LIB_PATH", lib_dir.as_ref())];
+    if super::confine::unconfined_allowed() {
+        env.push((super::confine::UNCONFINED_VAR, "unconfined"));
+    }
     let limits = Limits::NVRTC.from_env();
-    let finished = match super::run(&exe, &[SUBCOMMAND.as_ref()], &env, &body, limits) {
+    let finished = match super::run_with(&exe, &[SUBCOMMAND.as_ref()], &env, &body, limits, &access)
+    {
         Ok(f) => f,
         Err(SandboxError::TimedOut { limits, .. }) => {
             return Err(CompileError::Source(format!(
@@ -94,8 +107,14 @@ pub fn compile(source: &str, name: &str, arch: Arch) -> Result<NvrtcOutput, Comp
         Err(e) => return Err(CompileError::Harness(e.to_string())),
     };
     let reply = serde_json::from_slice::<Reply>(&finished.stdout);
+    // Where the CUDA headers are installed is this machine's business, not the record's.
+    let mask = |text: &str| mask_include_dirs(text, &job.include_dirs);
     match reply {
-        Ok(Reply::Compiled(out)) => Ok(out),
+        Ok(Reply::Compiled(mut out)) => {
+            out.log = mask(&out.log);
+            out.options = out.options.iter().map(|o| mask(o)).collect();
+            Ok(out)
+        }
         Ok(Reply::Failed {
             status,
             log,
@@ -103,8 +122,8 @@ pub fn compile(source: &str, name: &str, arch: Arch) -> Result<NvrtcOutput, Comp
         }) => Err(CompileError::Source(
             NvrtcError::Compile {
                 status,
-                log,
-                options,
+                log: mask(&log),
+                options: options.iter().map(|o| mask(o)).collect(),
             }
             .to_string(),
         )),
@@ -121,8 +140,48 @@ pub fn compile(source: &str, name: &str, arch: Arch) -> Result<NvrtcOutput, Comp
     }
 }
 
+/// How an include folder is named in what is stored: `<cuda>/include`, `<cuda>/include/cccl`.
+const MASKED_ROOT: &str = "<cuda>";
+
+/// `text` with each include folder's path replaced by its name under [`MASKED_ROOT`].
+fn mask_include_dirs(text: &str, dirs: &[PathBuf]) -> String {
+    let mut dirs: Vec<&PathBuf> = dirs.iter().collect();
+    // Longest first, so `…/include/cccl` is not masked as `…/include` + `/cccl` twice over.
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.as_os_str().len()));
+    let mut out = text.to_string();
+    for d in dirs {
+        let shown = d.to_string_lossy();
+        let tail = if shown.ends_with("/cccl") {
+            "include/cccl"
+        } else {
+            "include"
+        };
+        out = out.replace(shown.as_ref(), &format!("{MASKED_ROOT}/{tail}"));
+    }
+    out
+}
+
 fn virtual_arch(arch: Arch) -> String {
     format!("compute_{}", &arch.as_str()[3..])
+}
+
+/// A source with no include: compiling it loads NVRTC and its built-ins.
+const WARM_UP: &str = "extern \"C\" __global__ void ptxbench_warm_up() {}\n";
+
+/// Loads NVRTC and everything it loads on a first compile, then narrows this process's view of
+/// the filesystem to reading the include folders: the model's source is read by a compiler
+/// that can open no other file.
+fn narrow_to_headers(job: &Job, options: &[String]) -> Result<(), NvrtcError> {
+    cuda_nvrtc::compile_with(WARM_UP, "warm_up.cu", options)?;
+    match super::confine::restrict(&job.include_dirs, None) {
+        Ok(super::confine::View::None) if !super::confine::unconfined_allowed() => {
+            Err(NvrtcError::Internal(
+                "the kernel does not enforce Landlock: refusing to compile".into(),
+            ))
+        }
+        Ok(_) => Ok(()),
+        Err(e) => Err(NvrtcError::Internal(e)),
+    }
 }
 
 /// The child's side: read a [`Job`] from stdin, compile, print the [`Reply`].
@@ -133,7 +192,9 @@ pub fn serve() -> std::io::Result<()> {
         Err(e) => Reply::Internal(format!("bad job: {e}")),
         Ok(job) => {
             let options = cuda_nvrtc::candidate_options(&job.virtual_arch, &job.include_dirs);
-            match cuda_nvrtc::compile_with(&job.source, &job.name, &options) {
+            match narrow_to_headers(&job, &options)
+                .and_then(|()| cuda_nvrtc::compile_with(&job.source, &job.name, &options))
+            {
                 Ok(out) => Reply::Compiled(out),
                 Err(NvrtcError::Compile {
                     status,

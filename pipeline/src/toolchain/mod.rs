@@ -99,7 +99,7 @@ pub fn version(path: &Path) -> Result<String, ToolError> {
         wall: Duration::from_secs(30),
         memory: 1 << 30,
     };
-    let out = run(path, &[OsStr::new("--version")], limits)?;
+    let out = run(path, &[OsStr::new("--version")], limits, None)?;
     let text = String::from_utf8_lossy(&out.stdout);
     Ok(text
         .lines()
@@ -108,9 +108,19 @@ pub fn version(path: &Path) -> Result<String, ToolError> {
         .unwrap_or_else(|| text.lines().last().unwrap_or("").trim().to_string()))
 }
 
-/// Runs the tool at `path` with `args` in the sandbox, to completion or its limits.
-pub fn run(path: &Path, args: &[&OsStr], limits: Limits) -> Result<Finished, ToolError> {
-    sandbox::run(path, args, &[], b"", limits).map_err(|e| match e {
+/// Runs the tool at `path` with `args` in the sandbox, to completion or its limits, in `work`
+/// (the one folder it may read and write besides its own; an empty one when `None`).
+pub fn run(
+    path: &Path,
+    args: &[&OsStr],
+    limits: Limits,
+    work: Option<&Path>,
+) -> Result<Finished, ToolError> {
+    let access = sandbox::Access {
+        read: Vec::new(),
+        work: work.map(Path::to_path_buf),
+    };
+    sandbox::run_with(path, args, &[], b"", limits, &access).map_err(|e| match e {
         SandboxError::TimedOut { limits, .. } => ToolError::TimedOut {
             path: path.to_path_buf(),
             limits,

@@ -59,11 +59,18 @@ pub fn compile_with(path: &Path, ptx: &str, arch: Arch) -> Result<PtxasResult, T
             input.as_os_str(),
         ],
         Limits::PTXAS.from_env(),
+        Some(dir.path()),
     )?;
     let mut log = out.stderr.clone();
     log.push_str(&String::from_utf8_lossy(&out.stdout));
     if let Some(end) = out.abnormal_end() {
         log.push_str(&format!("\nptxas {end}\n"));
+    } else if log.contains("Memory allocation failure") {
+        log.push_str(&format!(
+            "\nptxas ran out of memory: it runs under {} (the limit is the smaller of its own and \
+             this process's compile budget)\n",
+            out.limits.describe()
+        ));
     }
     // The temp folder's name is noise in a log that gets stored and compared.
     let log = log.replace(&input.display().to_string(), "kernel.ptx");

@@ -253,3 +253,26 @@ fn issue_41_an_include_of_the_environment_leaks_no_key() {
     assert_nowhere(work.path(), SECRET);
     let _ = code;
 }
+
+/// Issue 55, finding 3: an endpoint that echoes the API key back (in an error body, in an extra
+/// field and JSON-escaped in the answer) got it stored in raw bodies and attempt details.
+#[test]
+fn issue_55_a_key_the_endpoint_echoes_is_stored_nowhere() {
+    let dir = canned_dir(&[(0, good_answer())], "echo-key-error\necho-key-ok\n");
+    let server = CannedServer::start(dir.path(), 0).expect("server");
+    let work = tempfile::tempdir().expect("work");
+    let (code, stdout, stderr) = generate(
+        work.path(),
+        &manifest(&server.url(), 1, "[1]", ""),
+        &["--no-eval"],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert_eq!(server.served().len(), 2, "one error, one answer");
+    let escaped: String = format!("Bearer {SECRET}")
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
+    assert_nowhere(work.path(), SECRET);
+    assert_nowhere(work.path(), &escaped);
+    assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
+}

@@ -187,3 +187,168 @@ fn issue_41_a_renamed_binary_still_compiles_cuda() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("nvrtc "), "{text}");
 }
+
+/// A folder outside the CUDA include folders with a header at `detail/execution_policy.h`,
+/// the path the Thrust header builds from two macros a source may define.
+fn host_folder(content: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(d.path().join("detail")).expect("mkdir");
+    std::fs::write(d.path().join("detail/execution_policy.h"), content).expect("write");
+    d
+}
+
+/// The Thrust route: `#include __THRUST_HOST_SYSTEM_TAG_HEADER` inside CCCL's own header, with
+/// the namespace macro pointing out of the include folder with `../` segments.
+fn thrust_route(target_dir: &Path) -> String {
+    let ups = "../".repeat(40);
+    let rel = target_dir.display().to_string();
+    format!(
+        "#define THRUST_HOST_SYSTEM 4\n#define __THRUST_HOST_SYSTEM_NAMESPACE {ups}{}\n#include <thrust/iterator/detail/host_system_tag.h>\n{}",
+        rel.trim_start_matches('/'),
+        simt_source()
+    )
+}
+
+/// Issue 55, finding 1: a macro inside CUDA's own headers made NVRTC read any host file; its
+/// first line came back in `check`'s output. The compiler now cannot open it.
+#[test]
+fn issue_55_the_thrust_route_reads_no_host_file() {
+    if !cuda_tools("issue_55_the_thrust_route_reads_no_host_file") {
+        return;
+    }
+    let host = host_folder("int HOST_FILE_CONTENT_55 = 1;\n#error HOST-FILE-WAS-READ-55\n");
+    let cand = candidate("kernel.cu", &thrust_route(host.path()));
+    let (code, text, _) = check(cand.path(), &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(!text.contains("HOST-FILE-WAS-READ-55"), "{text}");
+    assert!(!text.contains("HOST_FILE_CONTENT_55"), "{text}");
+    assert!(
+        text.contains("Permission denied"),
+        "the open was refused: {text}"
+    );
+    // No host path of the CUDA install in what is printed (and stored).
+    let cuda = std::env::var("CUDA_HOME").unwrap_or_default();
+    assert!(cuda.is_empty() || !text.contains(&cuda), "{text}");
+}
+
+/// Issue 55, finding 1: the same route to another process's environment (the two-turn read of
+/// `/proc/<pid>/environ`), here through a link in a folder the source names.
+#[test]
+fn issue_55_the_thrust_route_reads_no_process_environment() {
+    if !cuda_tools("issue_55_the_thrust_route_reads_no_process_environment") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(d.path().join("detail")).expect("mkdir");
+    let environ = format!("/proc/{}/environ", std::process::id());
+    std::os::unix::fs::symlink(&environ, d.path().join("detail/execution_policy.h")).expect("link");
+    let first = std::fs::read(&environ).expect("our own environ");
+    let first =
+        String::from_utf8_lossy(first.split(|b| *b == 0).next().unwrap_or_default()).into_owned();
+    let cand = candidate("kernel.cu", &thrust_route(d.path()));
+    let (code, text, _) = check(cand.path(), &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(first.len() < 8 || !text.contains(&first), "{text}");
+    assert!(text.contains("Permission denied"), "{text}");
+}
+
+/// Issue 55, finding 1: a token-pasted `__has_include` answered whether a host file exists.
+#[test]
+fn issue_55_has_include_probes_see_no_host_file() {
+    if !cuda_tools("issue_55_has_include_probes_see_no_host_file") {
+        return;
+    }
+    let host = host_folder("int x;\n");
+    for probe in [
+        host.path().join("detail/execution_policy.h"),
+        "/proc/self/environ".into(),
+        "/etc/passwd".into(),
+    ] {
+        let src = format!(
+            "#define CAT(a, b) a##b\n#define PROBE CAT(__has_, include)\n#if PROBE(\"{}\")\n#error PROBE-SAYS-EXISTS\n#else\n#error PROBE-SAYS-ABSENT\n#endif\n{}",
+            probe.display(),
+            simt_source()
+        );
+        let cand = candidate("kernel.cu", &src);
+        let (code, text, _) = check(cand.path(), &[]);
+        assert_eq!(code, 1, "{text}");
+        assert!(
+            text.contains("PROBE-SAYS-ABSENT"),
+            "{}: {text}",
+            probe.display()
+        );
+    }
+}
+
+/// Issue 55, finding 7: a compiler outlived a killed ptxbench (under init, up to its CPU
+/// limit). The sandbox's child dies with the process that started it.
+#[test]
+fn issue_55_a_sandboxed_child_dies_with_its_parent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid_file = dir.path().join("child.pid");
+    // A shell stands in for ptxbench: it starts the gate (with itself as the parent) around a
+    // long sleep, writes the gate's pid, and is then killed.
+    let script = r#"
+spec=$(printf '{"read":["/bin","/usr/bin"],"work":"%s","memory":1073741824,"cpu_s":60,"parent":%d,"unconfined_allowed":false}' "$2" $$)
+"$1" sandbox-exec "$spec" /bin/sleep 60 &
+echo $! > "$3"
+wait
+"#;
+    let mut parent = Command::new("/bin/bash")
+        .arg("-c")
+        .arg(script)
+        .arg("bash")
+        .arg(env!("CARGO_BIN_EXE_ptxbench"))
+        .arg(dir.path())
+        .arg(&pid_file)
+        .spawn()
+        .expect("bash runs");
+    let start = Instant::now();
+    let child_pid = loop {
+        if let Some(p) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+        {
+            break p;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "no child");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The gate has become `sleep` when its command line says so.
+    let cmdline = || std::fs::read(format!("/proc/{child_pid}/cmdline")).unwrap_or_default();
+    while !String::from_utf8_lossy(&cmdline()).starts_with("/bin/sleep") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the gate did not exec"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    parent.kill().expect("kill");
+    parent.wait().expect("wait");
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{child_pid}/stat"))
+            .map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
+    };
+    let killed = Instant::now();
+    while !gone() {
+        assert!(
+            killed.elapsed() < Duration::from_secs(5),
+            "the sandboxed child outlived its parent"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 55, finding 2: compile memory was limited per process, not in total. With the budget
+/// at 1 GiB, the ptxas that takes 6.7 GB is stopped, and the message names the limit.
+#[test]
+fn issue_55_the_compile_budget_bounds_every_compiler() {
+    if !cuda_tools("issue_55_the_compile_budget_bounds_every_compiler") {
+        return;
+    }
+    let extra = ".visible .entry hog(.param .u64 p) { .reg .b32 %zz<850000000>; .reg .b64 %rd<2>; ld.param.u64 %rd1, [p]; st.global.u32 [%rd1], %zz7; ret; }\n";
+    let cand = triton_with(extra);
+    let (code, text, _) = check(cand.path(), &[("PTXBENCH_COMPILE_BUDGET_MIB", "1024")]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("1024 MiB"), "the limit is named: {text}");
+}

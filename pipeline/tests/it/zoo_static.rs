@@ -93,8 +93,13 @@ fn listing(r: &CheckReport) -> String {
         wall: Duration::from_secs(60),
         memory: 8 << 30,
     };
-    let out = toolchain::run(&nvdisasm, &["-c".as_ref(), file.as_os_str()], limits)
-        .expect("nvdisasm runs");
+    let out = toolchain::run(
+        &nvdisasm,
+        &["-c".as_ref(), file.as_os_str()],
+        limits,
+        Some(dir.path()),
+    )
+    .expect("nvdisasm runs");
     assert!(out.status.success(), "nvdisasm failed");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

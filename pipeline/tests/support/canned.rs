@@ -10,7 +10,9 @@
 //!   request is answered normally: `ok`, `429 <retry-after seconds>`, `500`,
 //!   `slow <seconds>` (answer after a delay), `drop` (send half the reply, then close),
 //!   `redirect <url>` (a 302 to the URL), `usage <n>` (answer, reporting `n` prompt and `n`
-//!   completion tokens);
+//!   completion tokens), `echo-key-error` (a 500 quoting the request's `Authorization`),
+//!   `echo-key-ok` (answer, with the `Authorization` plain in an extra field and JSON-escaped
+//!   in the content);
 //! - `models.txt` (optional): the model names `GET …/models` lists, one a line (without it,
 //!   that listing is a 404, as on a server that has none).
 //!
@@ -32,12 +34,25 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
     Ok,
-    TooMany { retry_after_s: u64 },
+    TooMany {
+        retry_after_s: u64,
+    },
     ServerError,
-    Slow { seconds: u64 },
+    Slow {
+        seconds: u64,
+    },
     Drop,
-    Redirect { location: String },
-    Usage { tokens: u64 },
+    Redirect {
+        location: String,
+    },
+    Usage {
+        tokens: u64,
+    },
+    /// A 500 whose body holds the request's `Authorization` value.
+    EchoKeyError,
+    /// The answer, with the request's `Authorization` value in the reply: plain in an extra
+    /// field, and JSON-escaped (`\u0073…`) inside the message content.
+    EchoKeyOk,
 }
 
 impl Directive {
@@ -65,8 +80,10 @@ impl Directive {
                     .to_string(),
             }),
             Some("usage") => Ok(Directive::Usage { tokens: num(1)? }),
+            Some("echo-key-error") => Ok(Directive::EchoKeyError),
+            Some("echo-key-ok") => Ok(Directive::EchoKeyOk),
             _ => Err(format!(
-                "`{line}`: expected ok, 429 <s>, 500, slow <s>, drop, redirect <url> or usage <n>"
+                "`{line}`: expected ok, 429 <s>, 500, slow <s>, drop, redirect <url>, usage <n>, echo-key-error or echo-key-ok"
             )),
         }
     }
@@ -252,6 +269,12 @@ fn handle_connection(state: &State, mut stream: TcpStream) -> std::io::Result<()
         }
     };
     let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
+    let authorization = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default();
     let mut lines = head.lines();
     let request_line = lines.next().unwrap_or("");
     let length: usize = lines
@@ -362,6 +385,30 @@ fn handle_connection(state: &State, mut stream: TcpStream) -> std::io::Result<()
             }))
             .map_err(std::io::Error::other)?;
             respond(&mut stream, 200, &[], &body)
+        }
+        Directive::EchoKeyError => {
+            let body = serde_json::to_vec(&serde_json::json!({
+                "error": {"message": format!("bad credentials: {authorization}")},
+            }))
+            .map_err(std::io::Error::other)?;
+            respond(&mut stream, 500, &[], &body)
+        }
+        Directive::EchoKeyOk => {
+            let escaped: String = authorization
+                .chars()
+                .map(|c| format!("\\u{:04x}", c as u32))
+                .collect();
+            let body = serde_json::to_string(&serde_json::json!({
+                "id": format!("chatcmpl-canned-{index}"),
+                "object": "chat.completion",
+                "model": model,
+                "echo": authorization,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("{answer}\nYour key: ESCAPED_KEY")}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            }))
+            .map_err(std::io::Error::other)?
+            .replace("ESCAPED_KEY", &escaped);
+            respond(&mut stream, 200, &[], body.as_bytes())
         }
         Directive::TooMany { retry_after_s } => respond(
             &mut stream,
