@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ptxbench_client import Client  # noqa: E402
 
 TASK = "gemm_n4096_k4096"
+# The workers' credential the server and its Redis workers share (a fresh one per run).
+os.environ.setdefault("PTXBENCH_WORKER_SECRET", os.urandom(24).hex())
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CANDIDATE = os.path.join(ROOT, "tasks", "candidates", "nvcc_simt_gemm")
 # A real kernel and plan, with a line that is not PTX after the kernel: the static check's

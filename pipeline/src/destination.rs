@@ -143,6 +143,20 @@ pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<(), Destinat
     Ok(())
 }
 
+/// Writes `bytes` to `path` whole: into a temp file beside it, flushed to the disk, then
+/// renamed over it ([`temp_for`], [`persist`]): a reader sees the old file or the new one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DestinationError> {
+    use std::io::Write as _;
+    let mut tmp = temp_for(path, ".ptxbench-write-")?;
+    let write = |source| DestinationError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    tmp.write_all(bytes).map_err(write)?;
+    tmp.as_file().sync_all().map_err(write)?;
+    persist(tmp, path)
+}
+
 /// A locked temp file in `dir` created with the permissions of any new file (0666 less the
 /// umask), not the owner-only mode of a temp file: it is renamed into a file others read.
 pub(crate) fn new_file_temp(dir: &Path, prefix: &str) -> std::io::Result<tempfile::NamedTempFile> {

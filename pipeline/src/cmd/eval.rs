@@ -49,6 +49,9 @@ pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let task = suite
         .get(&a.task)
         .with_context(|| format!("no task `{}` in the suite", a.task))?;
+    if let Some(why) = task.unknown_workload(&a.workloads) {
+        anyhow::bail!("--workload: {why}");
+    }
     let candidate = match Candidate::load(&a.candidate) {
         Ok(c) => Ok(c),
         Err(e) if e.is_extraction() => Err(e.to_string()),

@@ -8,8 +8,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Args;
 
+use crate::serve::job::{WORKER_SECRET_ENV, WorkerKey};
 use crate::serve::redis::{DEFAULT_STREAM, Streams, WorkerOptions, work};
-use crate::serve::resp::RedisError;
+use crate::serve::resp::{RedisError, Target};
 use crate::store::Store;
 
 #[derive(Debug, Args)]
@@ -27,9 +28,17 @@ pub struct WorkerArgs {
     /// Internal: how many requests the folder's worker may serve, each in a fresh context.
     #[arg(long, hide = true, requires = "dir", default_value_t = 1)]
     pub evaluations: usize,
-    /// The service's Redis (`redis://[:password@]host[:port][/db]`).
+    /// The service's Redis (`redis://host[:port][/db]`, or `rediss://…` for TLS; the password
+    /// from PTXBENCH_REDIS_PASSWORD or --redis-password-file, the ACL user from
+    /// PTXBENCH_REDIS_USER).
     #[arg(long, value_name = "URL")]
     pub queue: Option<String>,
+    /// A file holding the Redis password (default: PTXBENCH_REDIS_PASSWORD).
+    #[arg(long, value_name = "FILE", requires = "queue")]
+    pub redis_password_file: Option<PathBuf>,
+    /// A file holding the workers' secret, the server's (default: PTXBENCH_WORKER_SECRET).
+    #[arg(long, value_name = "FILE", requires = "queue")]
+    pub worker_secret_file: Option<PathBuf>,
     /// Internal: a folder the worker's harness PTX is shared through (read when there, else
     /// compiled and left there for the next worker).
     #[arg(long, hide = true, requires = "dir", value_name = "DIR")]
@@ -71,6 +80,13 @@ pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let url = a.queue.context("--queue is required")?;
+    let target = Target::new(&url, a.redis_password_file.as_deref())
+        .map_err(|e| anyhow::anyhow!("--queue: {e}"))?;
+    let key = WorkerKey::from_file_or_env(a.worker_secret_file.as_deref())
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .with_context(|| {
+            format!("a worker needs the server's worker secret (--worker-secret-file or {WORKER_SECRET_ENV})")
+        })?;
     let suite_dir = std::path::absolute(super::suite_dir(tasks)?)?;
     let suite = super::load_suite(Some(suite_dir))?;
     let scratch;
@@ -89,19 +105,24 @@ pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "host".into());
+    let streams = Streams {
+        target,
+        prefix: a.stream,
+    };
+    streams
+        .check_suite(&bench.objects.suite_hash)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let opts = WorkerOptions {
-        streams: Streams {
-            url: url.clone(),
-            prefix: a.stream,
-        },
+        streams,
         name: format!("{host}-{}-gpu{}", std::process::id(), a.gpu),
         gpu: a.gpu,
         claim_after: Duration::from_secs(a.claim_after.max(1)),
         max_deliveries: a.max_deliveries.max(1),
         max_jobs: a.max_jobs,
         ahead: a.ahead,
+        key,
     };
-    eprintln!("worker {} taking jobs from {url}", opts.name);
+    eprintln!("worker {} taking jobs from {}", opts.name, opts.streams);
     // Redis gone away (a restart, the network): connect again; a job this worker held is
     // taken over by another after --claim-after, or by this one when it is back.
     loop {
@@ -111,7 +132,7 @@ pub fn run(a: WorkerArgs, tasks: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 eprintln!("worker {}: {e}; connecting again in 2 s", opts.name);
                 std::thread::sleep(Duration::from_secs(2));
             }
-            Err(e) => return Err(e).with_context(|| format!("worker on {url}")),
+            Err(e) => return Err(e).with_context(|| format!("worker on {}", opts.streams)),
         }
     }
 }

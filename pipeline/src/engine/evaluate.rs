@@ -238,11 +238,27 @@ fn run(
     }
     let mut per_workload = Vec::new();
     let scratch = gpu.alloc(256)?;
+    // A selection that names a workload the task lacks, or that selects none, runs nothing:
+    // never `correct` (callers refuse such selections first; this holds whatever the caller).
+    if let Some(why) = task.unknown_workload(&req.workloads) {
+        return Err(Stop::new(Outcome::failed(
+            Verdict::Other,
+            Stage::Static,
+            format!("workloads: {why}"),
+        )));
+    }
     let workloads: Vec<&Workload> = task
         .workloads
         .iter()
         .filter(|w| req.workloads.is_empty() || req.workloads.contains(&w.name))
         .collect();
+    if workloads.is_empty() {
+        return Err(Stop::new(Outcome::failed(
+            Verdict::Other,
+            Stage::Static,
+            format!("no workload of {} was selected: nothing would run", task.id),
+        )));
+    }
     let mut baseline_info = None;
     let mut warmed = false;
     let mut gated = false;

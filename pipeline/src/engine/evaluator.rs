@@ -179,6 +179,17 @@ impl Evaluator {
         object: &TaskObject,
         job: &Job,
     ) -> Prepared {
+        // Refused before anything runs: an evaluation that runs no workload is never correct.
+        if let Some(why) = task.unknown_workload(&job.workloads) {
+            return Prepared {
+                report: check::extraction_failed(task, job.arch, format!("workloads: {why}")),
+                work: Work::Decided(Box::new(Outcome::failed(
+                    Verdict::Other,
+                    Stage::Static,
+                    format!("workloads: {why}"),
+                ))),
+            };
+        }
         let report = match &candidate {
             Ok(c) => check::check(
                 c,

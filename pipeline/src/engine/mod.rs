@@ -33,6 +33,11 @@ pub use crate::record::outcome::{
     Trial, Verdict, WorkloadResult,
 };
 
+/// The revision of how the engine turns a candidate into a record: changed with any fix to the
+/// protocol, so that a cache of answers (the service's, a run's index) never answers with a
+/// record made before the fix.
+pub const ENGINE_REVISION: &str = "2026-12-05.sandbox-v2";
+
 /// Laps of an outcome's clock (`Outcome::seconds`) taken outside the worker: ptxas on a CPU
 /// thread before the evaluation reached the GPU; the GPU's thread waiting for this evaluation
 /// to be prepared (the GPU idle); and the GPU's thread in the lane beyond the worker's own laps

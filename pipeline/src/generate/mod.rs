@@ -56,6 +56,16 @@ pub fn work_list(
             return Err(format!("tasks[{i}]: no task matches `{p}`"));
         }
     }
+    // Every task evaluated must have every workload `eval.workloads` names.
+    for t in suite
+        .tasks
+        .iter()
+        .filter(|t| m.tasks.iter().any(|p| glob_match(p, t.id.as_str())))
+    {
+        if let Some(why) = t.unknown_workload(&m.eval.workloads) {
+            return Err(format!("eval.workloads: {why}"));
+        }
+    }
     let pairs = suite
         .tasks
         .iter()

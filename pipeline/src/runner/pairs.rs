@@ -89,9 +89,17 @@ pub enum PairError {
     },
     #[error("task {task} is in the suite but was not stored")]
     NotStored { task: String },
+    #[error("{list}: evaluations[{index}] ({name}): workloads: {why}")]
+    Workload {
+        list: PathBuf,
+        index: usize,
+        name: String,
+        why: String,
+    },
 }
 
-/// The evaluation key (see [`Pair::key`]).
+/// The evaluation key (see [`Pair::key`]): a digest of the fields as one JSON object (no
+/// joined strings, so no two selections share a key), with the engine's revision.
 pub fn key(
     ptx: Option<Digest>,
     plan: Digest,
@@ -100,21 +108,18 @@ pub fn key(
     workloads: &[String],
     no_timing: bool,
 ) -> Digest {
-    let mut h = blake3::Hasher::new();
-    for part in [
-        ptx.map(|d| d.hex()).unwrap_or_default(),
-        plan.hex(),
-        task.hex(),
-        settings.arch.to_string(),
-        settings.seed.to_string(),
-        serde_json::to_string(&settings.protocol).expect("numbers serialise"),
-        workloads.join(","),
-        no_timing.to_string(),
-    ] {
-        h.update(part.as_bytes());
-        h.update(b"\0");
-    }
-    Digest::from_hasher(&h)
+    let key = serde_json::json!({
+        "engine": crate::engine::ENGINE_REVISION,
+        "ptx": ptx,
+        "plan": plan,
+        "task": task,
+        "arch": settings.arch,
+        "seed": settings.seed,
+        "protocol": settings.protocol,
+        "workloads": workloads,
+        "no_timing": no_timing,
+    });
+    Digest::of(key.to_string().as_bytes())
 }
 
 /// Every pair of `list` (whose file is `list_path`), in list order, then task order.
@@ -152,6 +157,14 @@ pub fn expand(
             });
         }
         for task in tasks {
+            if let Some(why) = task.unknown_workload(&e.workloads) {
+                return Err(PairError::Workload {
+                    list: list_path.to_path_buf(),
+                    index,
+                    name: e.name.clone(),
+                    why,
+                });
+            }
             let object = stored
                 .object(task.id.as_str())
                 .ok_or_else(|| PairError::NotStored {

@@ -17,13 +17,17 @@ pub struct Embedded {
 }
 
 impl Queue for Embedded {
-    fn push_all(&self, jobs: &[JobSpec]) -> Result<(), String> {
+    fn push_all(&self, jobs: &[JobSpec]) -> Result<Vec<Option<String>>, String> {
         self.jobs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .extend(jobs.iter().cloned());
         self.ready.notify_all();
-        Ok(())
+        Ok(vec![None; jobs.len()])
+    }
+
+    fn forgets_on_restart(&self) -> bool {
+        true
     }
 }
 

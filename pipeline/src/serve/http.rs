@@ -1,15 +1,34 @@
-//! The HTTP JSON API (see `pipeline/openapi.yaml`) on `tiny_http`: a fixed pool of threads,
-//! each taking the next request. A synchronous server because every handler either answers at
-//! once or blocks (on a condition variable, the store, Redis), which threads do plainly;
-//! `tiny_http` is small (four dependencies, no async runtime) and leaves the JSON, the caps and
-//! the token to this file, where they can be read in one place.
+//! The HTTP JSON API (see `pipeline/openapi.yaml`) on hyper, for a server that may face a
+//! network.
+//!
+//! What a client that can reach the port cannot do, and what stops it:
+//! - **crash it or make it allocate**: a body's size is checked against `max_body` from its
+//!   `Content-Length` before a byte is read, and read through a limit after; a body that is
+//!   not read is never buffered (hyper closes the connection instead);
+//! - **hold it**: request heads must arrive within [`Limits::header_timeout`], bodies within
+//!   [`Limits::body_timeout`], a connection lives at most [`Limits::connection_lifetime`], and
+//!   at most [`Limits::max_connections`] are served at once (the next wait in the kernel's
+//!   accept queue); long-polls (`?wait=`) wait on a channel, not on a thread;
+//! - **stall other requests on a slow queue**: work that blocks (a submission pushed to Redis,
+//!   a record read from the store) runs on a bounded pool of blocking threads, and the job
+//!   table is never locked across it, so `/healthz` answers while Redis is paused;
+//! - **read another client's jobs**: every token is a client, job ids are 128 random bits, and
+//!   a job is visible only to the client that submitted it (404 to anyone else).
+//!
+//! Pipelined requests on one connection are answered one by one, in order (HTTP/1.1).
 
-use std::io::Read as _;
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONTENT_LENGTH, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value, json};
-use tiny_http::{Header, Method, Request, Response, Server};
 
 use super::job::{FieldError, Submission};
 use super::service::{Refusal, Service};
@@ -23,23 +42,160 @@ pub const MAX_WAIT_S: f64 = 60.0;
 /// Seconds a client is told to wait after a 429.
 const RETRY_AFTER_S: u32 = 5;
 
-/// Serves `service` on `server` with `threads` handler threads; returns when they all end
-/// (never, unless the server is unblocked).
-pub fn serve(server: Arc<Server>, service: Arc<Service>, token: Option<String>, threads: usize) {
-    let token = Arc::new(token);
-    let handles: Vec<_> = (0..threads.max(1))
-        .map(|_| {
-            let (server, service, token) = (server.clone(), service.clone(), token.clone());
-            std::thread::spawn(move || {
-                while let Ok(req) = server.recv() {
-                    handle(&service, token.as_deref(), req);
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        let _ = h.join();
+/// The shortest bearer token accepted.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// The HTTP layer's limits (besides the service's [`super::service::Caps`]).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+    pub connection_lifetime: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            connection_lifetime: Duration::from_secs(15 * 60),
+        }
     }
+}
+
+/// Who may call: clients by bearer token, or anyone on loopback when there is none.
+#[derive(Debug, Clone, Default)]
+pub struct Auth {
+    /// (token, client name): the name is a digest of the token, never the token.
+    clients: Vec<(String, String)>,
+}
+
+impl Auth {
+    /// Clients for `tokens` (none: loopback only); a token under [`MIN_TOKEN_LEN`] characters,
+    /// or with whitespace or control characters, is refused.
+    pub fn new(tokens: &[String]) -> Result<Auth, String> {
+        let mut clients = Vec::new();
+        for (i, t) in tokens.iter().enumerate() {
+            if t.chars().count() < MIN_TOKEN_LEN {
+                return Err(format!(
+                    "token {}: has {} characters; a bearer token needs at least {MIN_TOKEN_LEN}",
+                    i + 1,
+                    t.chars().count()
+                ));
+            }
+            if t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(format!(
+                    "token {}: holds whitespace or a control character",
+                    i + 1
+                ));
+            }
+            let name = format!("client-{}", &blake3::hash(t.as_bytes()).to_hex()[..16]);
+            clients.push((t.clone(), name));
+        }
+        Ok(Auth { clients })
+    }
+
+    /// Whether any token is required.
+    pub fn required(&self) -> bool {
+        !self.clients.is_empty()
+    }
+
+    /// The client an `Authorization` header names, if any (`local` when no token is set).
+    fn client(&self, header: Option<&HeaderValue>) -> Option<String> {
+        if self.clients.is_empty() {
+            return Some("local".into());
+        }
+        let given = header
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        // Every token is compared, each in time independent of where the first difference is.
+        let mut found = None;
+        for (token, name) in &self.clients {
+            let same = given.len() == token.len()
+                && given
+                    .bytes()
+                    .zip(token.bytes())
+                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                    == 0;
+            if same {
+                found = Some(name.clone());
+            }
+        }
+        found
+    }
+}
+
+/// Serves `service` on `listener` until the process ends: the accept loop and the handlers on
+/// a small async runtime, blocking work on at most `blocking_threads` threads.
+pub fn serve(
+    listener: std::net::TcpListener,
+    service: Arc<Service>,
+    auth: Auth,
+    limits: Limits,
+    blocking_threads: usize,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(blocking_threads.max(2))
+        .enable_all()
+        .build()?;
+    rt.block_on(accept(listener, service, Arc::new(auth), limits))
+}
+
+async fn accept(
+    listener: std::net::TcpListener,
+    service: Arc<Service>,
+    auth: Arc<Auth>,
+    limits: Limits,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    loop {
+        // A slot first: past the limit, connections wait in the kernel's queue.
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return Ok(());
+        };
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                // Out of file descriptors, or a connection reset before it was taken: the
+                // server goes on.
+                eprintln!("warning: accepting a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (service, auth, limits) = (service.clone(), auth.clone(), limits.clone());
+        tokio::spawn(async move {
+            let ctx = Arc::new(Ctx {
+                service,
+                auth,
+                limits: limits.clone(),
+            });
+            let handler = service_fn(move |req| {
+                let ctx = ctx.clone();
+                async move { Ok::<_, Infallible>(route(&ctx, req).await.into_response()) }
+            });
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .max_buf_size(64 * 1024)
+                .serve_connection(TokioIo::new(stream), handler);
+            let _ = tokio::time::timeout(limits.connection_lifetime, conn).await;
+            drop(slot);
+        });
+    }
+}
+
+struct Ctx {
+    service: Arc<Service>,
+    auth: Arc<Auth>,
+    limits: Limits,
 }
 
 struct Reply {
@@ -47,6 +203,22 @@ struct Reply {
     body: Vec<u8>,
     content_type: &'static str,
     headers: Vec<(&'static str, String)>,
+}
+
+impl Reply {
+    fn into_response(self) -> Response<Full<Bytes>> {
+        let mut r = Response::new(Full::new(Bytes::from(self.body)));
+        *r.status_mut() = hyper::StatusCode::from_u16(self.status)
+            .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+        let h = r.headers_mut();
+        h.insert("content-type", HeaderValue::from_static(self.content_type));
+        for (k, v) in self.headers {
+            if let Ok(v) = HeaderValue::from_str(&v) {
+                h.insert(k, v);
+            }
+        }
+        r
+    }
 }
 
 fn json_reply(status: u16, v: &Value) -> Reply {
@@ -70,46 +242,15 @@ fn field_error(e: &FieldError) -> Reply {
     error(400, e.to_string(), Some(&e.field))
 }
 
-fn handle(service: &Service, token: Option<&str>, mut req: Request) {
-    let reply = route(service, token, &mut req);
-    let mut resp = Response::from_data(reply.body).with_status_code(reply.status);
-    let mut headers = reply.headers;
-    headers.push(("Content-Type", reply.content_type.to_string()));
-    for (k, v) in headers {
-        if let Ok(h) = Header::from_bytes(k.as_bytes(), v.as_bytes()) {
-            resp.add_header(h);
-        }
-    }
-    // A client that went away is no error of ours.
-    let _ = req.respond(resp);
-}
-
-fn authorised(token: Option<&str>, req: &Request) -> bool {
-    let Some(token) = token else { return true };
-    let given = req
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Authorization"))
-        .map(|h| h.value.as_str())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    // Compared in time independent of where the first difference is.
-    given.len() == token.len()
-        && given
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
-}
-
-fn route(service: &Service, token: Option<&str>, req: &mut Request) -> Reply {
-    let url = req.url().to_string();
-    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+async fn route(ctx: &Ctx, req: Request<Incoming>) -> Reply {
+    let service = &ctx.service;
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
     let method = req.method().clone();
-    if path == "/healthz" && method == Method::Get {
+    if path == "/healthz" && method == Method::GET {
         return json_reply(200, &service.health());
     }
-    if !authorised(token, req) {
+    let Some(client) = ctx.auth.client(req.headers().get("authorization")) else {
         service.refused("unauthorised");
         let mut r = error(
             401,
@@ -118,32 +259,32 @@ fn route(service: &Service, token: Option<&str>, req: &mut Request) -> Reply {
         );
         r.headers.push(("WWW-Authenticate", "Bearer".into()));
         return r;
-    }
-    match (method, path) {
-        (Method::Get, "/metrics") => Reply {
+    };
+    match (method, path.as_str()) {
+        (Method::GET, "/metrics") => Reply {
             status: 200,
             body: service.metrics().into_bytes(),
             content_type: "text/plain; version=0.0.4",
             headers: Vec::new(),
         },
-        (Method::Get, "/openapi.yaml") => Reply {
+        (Method::GET, "/openapi.yaml") => Reply {
             status: 200,
             body: OPENAPI.as_bytes().to_vec(),
             content_type: "application/yaml",
             headers: Vec::new(),
         },
-        (Method::Get, "/v1/tasks") => json_reply(
+        (Method::GET, "/v1/tasks") => json_reply(
             200,
             &json!({
                 "suite_hash": service.objects.suite_hash.hex(),
                 "tasks": service.tasks.iter().map(|(id, d)| json!({"id": id, "digest": d.hex()})).collect::<Vec<_>>(),
             }),
         ),
-        (Method::Post, "/v1/evaluations") => submit(service, req, false),
-        (Method::Post, "/v1/batches") => submit(service, req, true),
-        (Method::Get, p) if p.starts_with("/v1/evaluations/") => {
-            let id = &p["/v1/evaluations/".len()..];
-            let wait = match query_param(query, "wait") {
+        (Method::POST, "/v1/evaluations") => submit(ctx, req, &client, false).await,
+        (Method::POST, "/v1/batches") => submit(ctx, req, &client, true).await,
+        (Method::GET, p) if p.starts_with("/v1/evaluations/") => {
+            let id = p["/v1/evaluations/".len()..].to_string();
+            let wait = match query_param(&query, "wait") {
                 None => 0.0,
                 Some(w) => match w.parse::<f64>() {
                     Ok(s) if (0.0..=MAX_WAIT_S).contains(&s) => s,
@@ -156,15 +297,42 @@ fn route(service: &Service, token: Option<&str>, req: &mut Request) -> Reply {
                     }
                 },
             };
-            match service.view(id, Duration::from_secs_f64(wait)) {
-                Some(v) => json_reply(if v["state"] == "queued" { 202 } else { 200 }, &v),
-                None => error(404, format!("no evaluation `{id}`"), None),
-            }
+            view(ctx, id, client, Duration::from_secs_f64(wait)).await
         }
         (_, "/v1/evaluations" | "/v1/batches" | "/v1/tasks" | "/metrics" | "/openapi.yaml") => {
             error(405, "method not allowed", None)
         }
         _ => error(404, format!("no endpoint {path}"), None),
+    }
+}
+
+/// Job `id`'s view for `client`, waiting up to `wait` (on the service's change channel, not a
+/// thread) while it is queued.
+async fn view(ctx: &Ctx, id: String, client: String, wait: Duration) -> Reply {
+    let service = &ctx.service;
+    let deadline = Instant::now() + wait;
+    let mut changes = service.subscribe();
+    loop {
+        changes.borrow_and_update();
+        match service.queued(&id, &client) {
+            None => return error(404, format!("no evaluation `{id}`"), None),
+            Some(true) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                // A change to any job wakes every waiter, which looks again.
+                let _ = tokio::time::timeout(deadline - now, changes.changed()).await;
+            }
+            Some(false) => break,
+        }
+    }
+    let s = service.clone();
+    let v = tokio::task::spawn_blocking(move || s.view(&id, &client)).await;
+    match v {
+        Ok(Some(v)) => json_reply(if v["state"] == "queued" { 202 } else { 200 }, &v),
+        Ok(None) => error(404, "no such evaluation", None),
+        Err(e) => error(500, format!("reading the evaluation: {e}"), None),
     }
 }
 
@@ -181,23 +349,55 @@ fn too_large(service: &Service, what: String) -> Reply {
     error(413, what, None)
 }
 
-fn submit(service: &Service, req: &mut Request, batch: bool) -> Reply {
+/// The body of `req`, refused before it is read when its declared length is over `cap`, and
+/// read through a limit and a deadline.
+async fn read_body(ctx: &Ctx, req: Request<Incoming>) -> Result<Bytes, Reply> {
+    let service = &ctx.service;
     let cap = service.caps.max_body;
-    if req.body_length().is_some_and(|n| n > cap) {
-        return too_large(service, format!("the body is over {cap} bytes"));
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > cap as u64) {
+        return Err(too_large(service, format!("the body is over {cap} bytes")));
     }
-    let mut body = Vec::new();
-    if let Err(e) = req.as_reader().take(cap as u64 + 1).read_to_end(&mut body) {
-        return error(400, format!("reading the body: {e}"), None);
+    let limited = Limited::new(req.into_body(), cap).collect();
+    match tokio::time::timeout(ctx.limits.body_timeout, limited).await {
+        Err(_) => {
+            service.refused("slow_body");
+            Err(error(
+                408,
+                format!(
+                    "the body did not arrive within {} s",
+                    ctx.limits.body_timeout.as_secs()
+                ),
+                None,
+            ))
+        }
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(too_large(service, format!("the body is over {cap} bytes")))
+        }
+        Ok(Err(e)) => Err(error(400, format!("reading the body: {e}"), None)),
+        Ok(Ok(c)) => Ok(c.to_bytes()),
     }
-    if body.len() > cap {
-        return too_large(service, format!("the body is over {cap} bytes"));
-    }
-    let v: Value = match serde_json::from_slice(&body) {
+}
+
+async fn submit(ctx: &Ctx, req: Request<Incoming>, client: &str, batch: bool) -> Reply {
+    let service = &ctx.service;
+    let body = match read_body(ctx, req).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let v: Value = match super::strict_json::parse(&body) {
         Ok(v) => v,
         Err(e) => {
             service.refused("malformed");
-            return error(400, format!("the body is not JSON: {e}"), None);
+            return error(
+                400,
+                format!("the body is not JSON as this API takes it: {e}"),
+                None,
+            );
         }
     };
     let subs = if batch {
@@ -228,12 +428,11 @@ fn submit(service: &Service, req: &mut Request, batch: bool) -> Reply {
                 ),
             );
         }
-        let parsed: Result<Vec<_>, _> = items
+        items
             .iter()
             .enumerate()
             .map(|(i, s)| Submission::from_json(s, &format!("items[{i}].")))
-            .collect();
-        parsed
+            .collect::<Result<Vec<_>, _>>()
     } else {
         Submission::from_json(&v, "").map(|s| vec![s])
     };
@@ -244,7 +443,14 @@ fn submit(service: &Service, req: &mut Request, batch: bool) -> Reply {
             return field_error(&e);
         }
     };
-    match service.submit(subs) {
+    // Pushing to Redis blocks: on the blocking pool, never on the threads that answer.
+    let (s, owner) = (service.clone(), client.to_string());
+    let submitted = tokio::task::spawn_blocking(move || s.submit(subs, &owner)).await;
+    let submitted = match submitted {
+        Ok(r) => r,
+        Err(e) => return error(500, format!("submitting: {e}"), None),
+    };
+    match submitted {
         Ok(ids) if batch => json_reply(202, &json!({ "ids": ids })),
         Ok(ids) => json_reply(202, &json!({ "id": ids[0] })),
         Err(Refusal::Field(e)) => {

@@ -164,6 +164,24 @@ impl Submission {
         if entry.is_empty() || entry.len() > 200 {
             return Err(bad(&f("entry"), "must have 1 to 200 characters"));
         }
+        // A name on pages and in files: letters, digits, spaces and `-_.:/+()@#,` only.
+        if let Some(c) = entry
+            .chars()
+            .find(|c| !(c.is_alphanumeric() || *c == ' ' || "-_.:/+()@#,".contains(*c)))
+        {
+            return Err(bad(
+                &f("entry"),
+                format!("holds {c:?}; an entry takes letters, digits, spaces and `-_.:/+()@#,`"),
+            ));
+        }
+        for name in ["task", "response", "kernel", "plan"] {
+            if let Some(c) = text(name)?
+                .as_deref()
+                .and_then(super::strict_json::control_character)
+            {
+                return Err(bad(&f(name), format!("holds the control character {c:?}")));
+            }
+        }
         Ok(Submission {
             task,
             arch,
@@ -203,26 +221,35 @@ impl Submission {
         Value::Object(m)
     }
 
-    /// What identifies the evaluation: the candidate's bytes, task, arch, protocol, seed
-    /// policy (the seed given, or "drawn"), workloads, timing switch and entry. Identical
-    /// submissions share it and are answered from the store.
+    /// What identifies the evaluation: the engine's revision, the candidate's bytes, task,
+    /// arch, protocol, seed policy (the seed given, or drawn), workloads (a list, never a joined
+    /// string), timing switch and entry. Identical submissions share it and are answered from
+    /// the store; a new engine revision answers none of the old ones.
     pub fn key(&self, task: Digest, protocol: &Protocol) -> Digest {
-        let mut h = blake3::Hasher::new();
-        let candidate = serde_json::to_string(&self.candidate).expect("strings serialise");
-        for part in [
-            candidate,
-            task.hex(),
-            self.arch.to_string(),
-            self.seed.map_or("drawn".into(), |s| s.to_string()),
-            serde_json::to_string(protocol).expect("numbers serialise"),
-            self.workloads.join(","),
-            self.correctness_only.to_string(),
-            self.entry.clone(),
-        ] {
-            h.update(&(part.len() as u64).to_le_bytes());
-            h.update(part.as_bytes());
+        #[derive(Serialize)]
+        struct Key<'a> {
+            engine: &'static str,
+            candidate: &'a Submitted,
+            task: Digest,
+            arch: Arch,
+            seed: Option<u64>,
+            protocol: &'a Protocol,
+            workloads: &'a [String],
+            correctness_only: bool,
+            entry: &'a str,
         }
-        Digest::from_hasher(&h)
+        let key = Key {
+            engine: crate::engine::ENGINE_REVISION,
+            candidate: &self.candidate,
+            task,
+            arch: self.arch,
+            seed: self.seed,
+            protocol,
+            workloads: &self.workloads,
+            correctness_only: self.correctness_only,
+            entry: &self.entry,
+        };
+        Digest::of(&serde_json::to_vec(&key).expect("strings and numbers serialise"))
     }
 }
 
@@ -237,11 +264,122 @@ pub struct JobSpec {
     pub arch: Arch,
     pub candidate: Submitted,
     pub seed: u64,
+    /// The client chose the seed (so it knew every input in advance): marked in the record.
+    #[serde(default)]
+    pub seed_from_client: bool,
     pub workloads: Vec<String>,
     pub no_timing: bool,
     pub entry: String,
     pub protocol: Protocol,
     pub timeout_s: u64,
+}
+
+/// The credential workers hold (not the clients' token): results are bound to their job by a
+/// MAC under it, which the server checks, so whoever else can write to Redis makes no result.
+#[derive(Clone)]
+pub struct WorkerKey([u8; 32]);
+
+impl std::fmt::Debug for WorkerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WorkerKey(<secret>)")
+    }
+}
+
+/// The environment variable that holds the worker secret (server and workers).
+pub const WORKER_SECRET_ENV: &str = "PTXBENCH_WORKER_SECRET";
+
+/// The shortest worker secret accepted.
+pub const MIN_WORKER_SECRET: usize = 32;
+
+impl WorkerKey {
+    /// The key of `secret` (at least [`MIN_WORKER_SECRET`] characters).
+    pub fn new(secret: &str) -> Result<WorkerKey, String> {
+        let secret = secret.trim();
+        if secret.chars().count() < MIN_WORKER_SECRET {
+            return Err(format!(
+                "the worker secret has {} characters; it needs at least {MIN_WORKER_SECRET} \
+                 (e.g. `head -c 32 /dev/urandom | base64`)",
+                secret.chars().count()
+            ));
+        }
+        crate::secrets::register(secret);
+        Ok(WorkerKey(blake3::derive_key(
+            "ptxbench 2026-12 worker result MAC",
+            secret.as_bytes(),
+        )))
+    }
+
+    /// The secret from `file`, else from [`WORKER_SECRET_ENV`]; `None` when neither is set.
+    pub fn from_file_or_env(file: Option<&std::path::Path>) -> Result<Option<WorkerKey>, String> {
+        let secret = match file {
+            Some(f) => Some(
+                std::fs::read_to_string(f)
+                    .map_err(|e| format!("reading the worker secret {}: {e}", f.display()))?,
+            ),
+            None => std::env::var(WORKER_SECRET_ENV).ok(),
+        };
+        secret.map(|s| WorkerKey::new(&s)).transpose()
+    }
+
+    /// The MAC of `result` for `job`: binds the job's id, key, suite, task, candidate, seed,
+    /// workloads, switches and protocol to the record, feedback and verdict (or the error).
+    pub fn mac(&self, job: &JobSpec, result: &Result<Answer, String>) -> String {
+        self.hash("result", job, Some(result)).to_hex().to_string()
+    }
+
+    /// Whether `mac` is [`WorkerKey::mac`] of `result` for `job` (compared in constant time).
+    pub fn verify(&self, job: &JobSpec, result: &Result<Answer, String>, mac: &str) -> bool {
+        blake3::Hash::from_hex(mac).is_ok_and(|m| m == self.hash("result", job, Some(result)))
+    }
+
+    /// The server's MAC of a job it queues: a worker runs only jobs that carry it.
+    pub fn mac_job(&self, job: &JobSpec) -> String {
+        self.hash("job", job, None).to_hex().to_string()
+    }
+
+    /// Whether `mac` is [`WorkerKey::mac_job`] of `job`.
+    pub fn verify_job(&self, job: &JobSpec, mac: &str) -> bool {
+        blake3::Hash::from_hex(mac).is_ok_and(|m| m == self.hash("job", job, None))
+    }
+
+    /// The keyed hash of what is bound (`blake3::Hash` compares in constant time).
+    fn hash(
+        &self,
+        what: &'static str,
+        job: &JobSpec,
+        result: Option<&Result<Answer, String>>,
+    ) -> blake3::Hash {
+        #[derive(Serialize)]
+        struct Bound<'a> {
+            what: &'static str,
+            job: &'a JobSpec,
+            result: Option<&'a Result<Answer, String>>,
+        }
+        let bytes = serde_json::to_vec(&Bound { what, job, result }).expect("jobs serialise");
+        blake3::keyed_hash(&self.0, &bytes)
+    }
+}
+
+/// Why a record does not answer the job it came for.
+pub fn record_mismatch(job: &JobSpec, record: &crate::record::Record) -> Option<String> {
+    let expect = |what: &str, ok: bool| (!ok).then(|| format!("its {what} is not the job's"));
+    expect("task", record.task == job.task)
+        .or_else(|| expect("suite", record.suite_hash == job.suite_hash))
+        .or_else(|| expect("arch", record.arch == job.arch))
+        .or_else(|| expect("seed", record.seed == job.seed))
+        .or_else(|| expect("protocol", record.protocol == job.protocol))
+        .or_else(|| expect("workloads", record.workloads_selected == job.workloads))
+        .or_else(|| expect("timing switch", record.correctness_only == job.no_timing))
+        .or_else(|| expect("entry", record.entry == job.entry))
+        .or_else(|| match &job.candidate {
+            Submitted::Response(r) => expect(
+                "response",
+                record.response_digest == Some(Digest::of(r.as_bytes())),
+            ),
+            Submitted::Kernel { plan, .. } => {
+                expect("plan", record.plan_digest == Digest::of(plan.as_bytes()))
+            }
+        })
 }
 
 /// What a finished job left in the store.

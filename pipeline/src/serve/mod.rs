@@ -14,6 +14,7 @@ pub mod job;
 pub mod redis;
 pub mod resp;
 pub mod service;
+pub mod strict_json;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -33,23 +34,24 @@ use service::{Caps, Service};
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     pub bind: SocketAddr,
-    /// The bearer token every request but `/healthz` must carry; without one the server
-    /// binds to loopback only.
-    pub token: Option<String>,
+    /// The clients' bearer tokens (one a client); without any the server binds to loopback
+    /// only.
+    pub auth: http::Auth,
     pub caps: Caps,
-    /// Redis Streams for workers on other hosts; `None`: the embedded queue.
-    pub queue: Option<redis::Streams>,
+    /// Redis Streams for workers on other hosts, and the workers' credential; `None`: the
+    /// embedded queue.
+    pub queue: Option<(redis::Streams, job::WorkerKey)>,
     /// Embedded worker threads (one per GPU).
     pub gpus: usize,
-    /// HTTP handler threads.
+    /// Threads for blocking work (submissions, reads of the store).
     pub threads: usize,
     /// The `ptxbench` executable of the evaluation workers.
     pub exe: PathBuf,
 }
 
-/// A started service: its HTTP server (already bound) and its state.
+/// A started service: its listening socket and its state.
 pub struct Started {
-    pub server: Arc<tiny_http::Server>,
+    pub listener: std::net::TcpListener,
     pub service: Arc<Service>,
     pub addr: SocketAddr,
 }
@@ -77,7 +79,7 @@ pub fn bench(store: Store, suite: Suite, exe: PathBuf) -> anyhow::Result<Bench> 
 /// Binds, starts the queue and its workers (or the Redis collector); the caller then runs
 /// [`http::serve`].
 pub fn start(store: Store, suite: Suite, o: &ServeOptions) -> anyhow::Result<Started> {
-    if o.token.is_none() && !o.bind.ip().is_loopback() {
+    if !o.auth.required() && !o.bind.ip().is_loopback() {
         anyhow::bail!(
             "--bind {}: without a token (--token-file or {}) the server listens on loopback only",
             o.bind,
@@ -89,34 +91,49 @@ pub fn start(store: Store, suite: Suite, o: &ServeOptions) -> anyhow::Result<Sta
         .iter()
         .map(|t| (t.id.to_string(), t.digest()))
         .collect();
+    let workloads = suite
+        .tasks
+        .iter()
+        .map(|t| {
+            (
+                t.id.to_string(),
+                t.workloads.iter().map(|w| w.name.clone()).collect(),
+            )
+        })
+        .collect();
     let bench = Arc::new(bench(store.clone(), suite, o.exe.clone())?);
     let service = Arc::new(Service::new(
         store,
         bench.objects.clone(),
         o.caps.clone(),
         tasks,
+        workloads,
     )?);
     match &o.queue {
         None => {
             let q = Arc::new(embedded::Embedded::default());
             q.start(&service, &bench, o.gpus);
-            service.set_queue(q);
+            service
+                .set_queue(q)
+                .map_err(|e| anyhow::anyhow!("queueing the jobs of the last run again: {e}"))?;
         }
-        Some(streams) => {
-            let q = redis::RedisQueue::new(streams.clone())
-                .with_context(|| format!("connecting to {}", streams.url))?;
-            service.set_queue(Arc::new(q));
-            redis::collect(service.clone(), streams.clone());
+        Some((streams, key)) => {
+            let q = redis::RedisQueue::new(streams.clone(), key.clone())
+                .with_context(|| format!("connecting to {streams}"))?;
+            streams
+                .announce_suite(&bench.objects.suite_hash)
+                .with_context(|| format!("announcing the suite on {streams}"))?;
+            service
+                .set_queue(Arc::new(q))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            redis::collect(service.clone(), streams.clone(), key.clone());
         }
     }
-    let server = tiny_http::Server::http(o.bind)
-        .map_err(|e| anyhow::anyhow!("listening on {}: {e}", o.bind))?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .context("the server's address")?;
+    let listener =
+        std::net::TcpListener::bind(o.bind).with_context(|| format!("listening on {}", o.bind))?;
+    let addr = listener.local_addr().context("the server's address")?;
     Ok(Started {
-        server: Arc::new(server),
+        listener,
         service,
         addr,
     })

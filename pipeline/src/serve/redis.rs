@@ -12,6 +12,14 @@
 //! server reads results in the group `server`, checks and stores the objects, counts the
 //! first result of a job only (a job delivered twice may be evaluated twice, but it is
 //! recorded once), acknowledges and deletes the result and the job.
+//!
+//! Whoever can write to Redis is not trusted: a result counts only when it is for a job this
+//! server queued, carries a MAC under the workers' credential ([`WorkerKey`], never the
+//! clients' token) that binds it to that job, and its record is that job's record (task, seed,
+//! workloads, candidate, protocol). Anything else is dropped and counted. The server deletes
+//! a job's stream entry by the id Redis gave it when it was added, never by a name a result
+//! carries. A worker refuses to start when the server's suite (kept at `<stream>:suite`) is not
+//! its own.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -19,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::job::{Answer, Bench, JobSpec};
+use super::job::{Answer, Bench, JobSpec, WorkerKey};
 use super::resp::{Connection, RedisError, Reply, entries};
 use super::service::{Queue, Service};
 use crate::digest::Digest;
@@ -35,8 +43,14 @@ const SERVER: &str = "server";
 /// Where the streams are.
 #[derive(Debug, Clone)]
 pub struct Streams {
-    pub url: String,
+    pub target: super::resp::Target,
     pub prefix: String,
+}
+
+impl std::fmt::Display for Streams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} stream {}", self.target, self.prefix)
+    }
 }
 
 impl Streams {
@@ -46,11 +60,38 @@ impl Streams {
     fn results(&self) -> String {
         format!("{}:results", self.prefix)
     }
+    fn suite(&self) -> String {
+        format!("{}:suite", self.prefix)
+    }
+
+    /// Publishes the server's suite hash for workers to compare with theirs.
+    pub fn announce_suite(&self, suite: &Digest) -> Result<(), RedisError> {
+        self.connect()?
+            .call(&[b"SET", self.suite().as_bytes(), suite.hex().as_bytes()])
+            .map(|_| ())
+    }
+
+    /// Refuses a worker whose suite is not the server's (when a server announced one).
+    pub fn check_suite(&self, ours: &Digest) -> Result<(), String> {
+        let mut c = self.connect().map_err(|e| e.to_string())?;
+        let theirs = c
+            .call(&[b"GET", self.suite().as_bytes()])
+            .map_err(|e| e.to_string())?;
+        match theirs.text() {
+            Some(t) if t != ours.hex() => Err(format!(
+                "the server on stream `{}` evaluates task suite {t}, this worker has {}; start the \
+                 worker with the server's suite (--tasks)",
+                self.prefix,
+                ours.hex()
+            )),
+            _ => Ok(()),
+        }
+    }
 
     /// A connection with both groups made (from the start of the streams, so jobs added
     /// before the first worker came are read).
     pub fn connect(&self) -> Result<Connection, RedisError> {
-        let mut c = Connection::open(&self.url)?;
+        let mut c = Connection::to(&self.target)?;
         for (stream, group) in [(self.jobs(), WORKERS), (self.results(), SERVER)] {
             match c.call(&[
                 b"XGROUP",
@@ -73,26 +114,29 @@ impl Streams {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct ResultMeta {
     job: String,
-    /// The job's submission key (for a server that started again since it queued the job).
-    key: Digest,
-    /// The job's entry in the jobs stream, deleted once the result is stored.
+    /// The job's entry in the jobs stream as the worker read it (shown in logs; the server
+    /// deletes the entry it recorded when it added the job).
     entry: String,
     worker: String,
     result: Result<Answer, String>,
+    /// [`WorkerKey::mac`] of the result for the job.
+    mac: String,
 }
 
 /// The server's side: adds jobs.
 #[derive(Debug)]
 pub struct RedisQueue {
     streams: Streams,
+    key: WorkerKey,
     conn: Mutex<Option<Connection>>,
 }
 
 impl RedisQueue {
-    pub fn new(streams: Streams) -> Result<RedisQueue, RedisError> {
+    pub fn new(streams: Streams, key: WorkerKey) -> Result<RedisQueue, RedisError> {
         let conn = streams.connect()?;
         Ok(RedisQueue {
             streams,
+            key,
             conn: Mutex::new(Some(conn)),
         })
     }
@@ -120,30 +164,45 @@ impl Queue for RedisQueue {
     /// Adds the jobs in one round trip (pipelined `XADD`s). A failure part way leaves the
     /// jobs already added in the stream; the server forgets their ids, so their results are
     /// dropped as results of unknown jobs.
-    fn push_all(&self, jobs: &[JobSpec]) -> Result<(), String> {
+    fn push_all(&self, jobs: &[JobSpec]) -> Result<Vec<Option<String>>, String> {
         let stream = self.streams.jobs();
         let bodies = jobs
             .iter()
-            .map(serde_json::to_vec)
-            .collect::<Result<Vec<_>, _>>()
+            .map(|j| Ok((serde_json::to_vec(j)?, self.key.mac_job(j))))
+            .collect::<Result<Vec<_>, serde_json::Error>>()
             .map_err(|e| e.to_string())?;
+        // Each job carries the server's MAC: a worker runs no job someone else added.
         let commands: Vec<Vec<&[u8]>> = bodies
             .iter()
-            .map(|b| vec![&b"XADD"[..], stream.as_bytes(), b"*", b"job", b.as_slice()])
+            .map(|(b, mac)| {
+                vec![
+                    &b"XADD"[..],
+                    stream.as_bytes(),
+                    b"*",
+                    b"job",
+                    b.as_slice(),
+                    b"mac",
+                    mac.as_bytes(),
+                ]
+            })
             .collect();
         self.with(|c| c.pipeline(&commands))
-            .map(|_| ())
+            .map(|replies| replies.iter().map(Reply::text).collect())
             .map_err(|e| format!("queueing {} jobs: {e}", jobs.len()))
+    }
+
+    fn forgets_on_restart(&self) -> bool {
+        false
     }
 }
 
 /// Starts the thread that stores the workers' results into `service`'s store.
-pub fn collect(service: Arc<Service>, streams: Streams) {
+pub fn collect(service: Arc<Service>, streams: Streams, key: WorkerKey) {
     std::thread::spawn(move || {
         // Results read but not acknowledged before a restart first, then new ones.
         let mut from = "0".to_string();
         loop {
-            if let Err(e) = collect_some(&service, &streams, &mut from) {
+            if let Err(e) = collect_some(&service, &streams, &key, &mut from) {
                 eprintln!("warning: reading results from redis: {e}; again in 1 s");
                 std::thread::sleep(Duration::from_secs(1));
             }
@@ -151,7 +210,12 @@ pub fn collect(service: Arc<Service>, streams: Streams) {
     });
 }
 
-fn collect_some(service: &Service, streams: &Streams, from: &mut String) -> Result<(), RedisError> {
+fn collect_some(
+    service: &Service,
+    streams: &Streams,
+    key: &WorkerKey,
+    from: &mut String,
+) -> Result<(), RedisError> {
     let mut c = streams.connect()?;
     loop {
         let reply = c.call(&[
@@ -176,7 +240,7 @@ fn collect_some(service: &Service, streams: &Streams, from: &mut String) -> Resu
             *from = ">".into();
         }
         for e in batch {
-            let job_entry = apply(service, &e);
+            let job_entry = apply(service, key, &e);
             let id = e.id.as_bytes();
             c.call(&[b"XACK", streams.results().as_bytes(), SERVER.as_bytes(), id])?;
             c.call(&[b"XDEL", streams.results().as_bytes(), id])?;
@@ -187,15 +251,35 @@ fn collect_some(service: &Service, streams: &Streams, from: &mut String) -> Resu
     }
 }
 
-/// Stores one result's objects and completes its job; returns the job's stream entry.
-fn apply(service: &Service, e: &super::resp::Entry) -> Option<String> {
+/// Checks one result against the job this server queued, stores its objects and completes
+/// the job; returns the job's stream entry (as Redis named it when the job was added). A
+/// result for a job this server did not queue, without a valid MAC, or whose record is not the
+/// job's is dropped and counted, and deletes nothing.
+fn apply(service: &Service, key: &WorkerKey, e: &super::resp::Entry) -> Option<String> {
     let meta: ResultMeta = match e.get("meta").map(serde_json::from_slice) {
         Some(Ok(m)) => m,
         _ => {
             eprintln!("warning: result {} has no readable `meta`; dropped", e.id);
+            service.refuse_result();
             return None;
         }
     };
+    let Some(job) = service.queued_spec(&meta.job) else {
+        eprintln!(
+            "warning: result {} is for job {:?}, which this server did not queue; dropped",
+            e.id, meta.job
+        );
+        service.refuse_result();
+        return None;
+    };
+    if !key.verify(&job, &meta.result, &meta.mac) {
+        eprintln!(
+            "warning: result {} for job {} does not carry the workers' credential; dropped",
+            e.id, meta.job
+        );
+        service.refuse_result();
+        return None;
+    }
     let mut result = meta.result.clone();
     if let Ok(a) = &result {
         let mut problem = None;
@@ -218,18 +302,29 @@ fn apply(service: &Service, e: &super::resp::Entry) -> Option<String> {
             }
             Err(e) => problem = Some(format!("the result's record: {e}")),
         }
+        if problem.is_none() {
+            problem = match service
+                .store
+                .get(&a.record)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| {
+                    crate::record::decode_record(&a.record, &bytes).map_err(|e| e.to_string())
+                }) {
+                Ok(r) if r.verdict != a.verdict => {
+                    Some("the record's verdict is not the result's".to_string())
+                }
+                Ok(r) => super::job::record_mismatch(&job, &r),
+                Err(e) => Some(format!("the result's record: {e}")),
+            };
+        }
         if let Some(p) = problem {
             result = Err(format!("job {} from {}: {p}", meta.job, meta.worker));
         } else {
             service.worker_busy(&meta.worker, a.gpu_seconds);
         }
     }
-    if !service.complete(&meta.job, result.clone())
-        && let Ok(a) = result
-    {
-        service.adopt(meta.key, a);
-    }
-    Some(meta.entry)
+    service.complete(&meta.job, result);
+    service.queued_at(&meta.job)
 }
 
 /// How a Redis worker behaves.
@@ -247,6 +342,8 @@ pub struct WorkerOptions {
     pub max_jobs: Option<usize>,
     /// Jobs taken beyond the one on the GPU, checked and compiled while it evaluates.
     pub ahead: usize,
+    /// The workers' credential: every result carries a MAC under it.
+    pub key: WorkerKey,
 }
 
 /// A job taken from the stream: its entry id, the job, and the harness verdict it gets
@@ -448,12 +545,22 @@ fn take_one(
     let Some(e) = next.into_iter().next() else {
         return Ok(None);
     };
-    let job: JobSpec = match e.get("job").map(serde_json::from_slice) {
-        Some(Ok(j)) => j,
-        _ => {
+    let job: Option<JobSpec> = match e.get("job").map(serde_json::from_slice) {
+        Some(Ok(j)) => Some(j),
+        _ => None,
+    };
+    let mac = e.get("mac").map(String::from_utf8_lossy);
+    let job = match (job, mac) {
+        (Some(j), Some(mac)) if o.key.verify_job(&j, &mac) => j,
+        (j, _) => {
             eprintln!(
-                "warning: job entry {} is not a job; acknowledged and dropped",
-                e.id
+                "warning: job entry {} is {}; acknowledged and dropped",
+                e.id,
+                if j.is_some() {
+                    "a job the server did not add (no valid MAC)"
+                } else {
+                    "not a job"
+                }
             );
             c.call(&[
                 b"XACK",
@@ -521,9 +628,9 @@ fn send_result(
     }
     let meta = ResultMeta {
         job: t.job.id.clone(),
-        key: t.job.key,
         entry: t.entry.clone(),
         worker: o.name.clone(),
+        mac: o.key.mac(&t.job, &result),
         result,
     };
     let meta = serde_json::to_vec(&meta).map_err(|e| RedisError::Protocol(e.to_string()))?;
@@ -576,7 +683,7 @@ fn heartbeat(o: &WorkerOptions, held: &Held) {
             continue;
         }
         if conn.is_none() {
-            conn = Connection::open(&o.streams.url).ok();
+            conn = Connection::to(&o.streams.target).ok();
         }
         let mut args: Vec<&[u8]> = vec![
             b"XCLAIM",
@@ -660,6 +767,7 @@ mod tests {
             arch: crate::arch::Arch::Sm90a,
             candidate: super::super::job::Submitted::Response("no code".into()),
             seed: 1,
+            seed_from_client: false,
             workloads: Vec::new(),
             no_timing: false,
             entry: String::new(),
@@ -695,15 +803,26 @@ mod tests {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let streams = Streams {
-            url,
+            target: crate::serve::resp::Target::plain(&url),
             prefix: format!("unit-alone-{}-{nanos}", std::process::id()),
         };
+        let key = WorkerKey::new("unit-test-worker-secret-0123456789abcdef").expect("key");
         let jobs = streams.jobs();
         let mut c = streams.connect().expect("redis");
         let mut add = |id: &str| -> String {
-            let json = serde_json::to_vec(&job(id)).expect("json");
+            let j = job(id);
+            let json = serde_json::to_vec(&j).expect("json");
+            let mac = key.mac_job(&j);
             match c
-                .call(&[b"XADD", jobs.as_bytes(), b"*", b"job", &json])
+                .call(&[
+                    b"XADD",
+                    jobs.as_bytes(),
+                    b"*",
+                    b"job",
+                    &json,
+                    b"mac",
+                    mac.as_bytes(),
+                ])
                 .expect("xadd")
             {
                 Reply::Bulk(Some(b)) => String::from_utf8(b).expect("id"),
@@ -732,6 +851,7 @@ mod tests {
             max_deliveries: 3,
             max_jobs: None,
             ahead: 3,
+            key: key.clone(),
         };
         let idle = "200";
         std::thread::sleep(Duration::from_millis(300));

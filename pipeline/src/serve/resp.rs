@@ -1,9 +1,111 @@
-//! A small Redis client: RESP2 over one TCP connection, the commands the queue uses and
-//! nothing else (no pooling, no pipelining, no cluster).
+//! The queue's Redis connection: the maintained `redis` crate underneath (TLS with
+//! `rediss://`, ACL user and password), with the small call-and-reply surface the queue code
+//! uses: a command is a list of byte strings, a reply a [`Reply`].
+//!
+//! Credentials never travel in the address that is shown: a [`Target`] holds the address and,
+//! apart, the user and password (read from a file or the environment), and prints the address
+//! alone.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
+
+/// Where Redis is and who this process is there.
+#[derive(Clone)]
+pub struct Target {
+    /// `redis://host[:port][/db]` or `rediss://…` (TLS), without credentials.
+    pub url: String,
+    pub user: Option<String>,
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.url)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.url)?;
+        if let Some(u) = &self.user {
+            write!(f, " as {u}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The environment variable holding the Redis password (and `PTXBENCH_REDIS_USER` its ACL
+/// user), for servers and workers alike.
+pub const PASSWORD_ENV: &str = "PTXBENCH_REDIS_PASSWORD";
+pub const USER_ENV: &str = "PTXBENCH_REDIS_USER";
+
+impl Target {
+    /// The target at `url` with credentials from `password_file`, else the environment. An
+    /// address that carries a password is refused: it would show on command lines and in logs.
+    pub fn new(url: &str, password_file: Option<&std::path::Path>) -> Result<Target, String> {
+        let rest = url
+            .strip_prefix("redis://")
+            .or_else(|| url.strip_prefix("rediss://"))
+            .ok_or_else(|| format!("{url}: not a redis:// or rediss:// address"))?;
+        if rest
+            .split('/')
+            .next()
+            .is_some_and(|hostport| hostport.contains('@'))
+        {
+            return Err(format!(
+                "the Redis address carries credentials, which would show in process lists and \
+                 logs: give the password in {PASSWORD_ENV} or a file (--redis-password-file), \
+                 and the user in {USER_ENV}"
+            ));
+        }
+        let password = match password_file {
+            Some(f) => Some(
+                std::fs::read_to_string(f)
+                    .map_err(|e| format!("reading the Redis password {}: {e}", f.display()))?
+                    .trim()
+                    .to_string(),
+            ),
+            None => std::env::var(PASSWORD_ENV).ok(),
+        }
+        .filter(|p| !p.is_empty());
+        if let Some(p) = &password {
+            crate::secrets::register(p);
+        }
+        Ok(Target {
+            url: url.to_string(),
+            user: std::env::var(USER_ENV).ok().filter(|u| !u.is_empty()),
+            password,
+        })
+    }
+
+    /// A target with no credentials (tests, a Redis on loopback).
+    pub fn plain(url: &str) -> Target {
+        Target {
+            url: url.to_string(),
+            user: None,
+            password: None,
+        }
+    }
+
+    fn info(&self) -> Result<redis::ConnectionInfo, RedisError> {
+        use redis::IntoConnectionInfo as _;
+        let mut info = self
+            .url
+            .as_str()
+            .into_connection_info()
+            .map_err(|_| RedisError::Url(self.url.clone()))?;
+        if let Some(u) = &self.user {
+            info.redis.username = Some(u.clone());
+        }
+        if let Some(p) = &self.password {
+            info.redis.password = Some(p.clone());
+        }
+        Ok(info)
+    }
+}
 
 /// One reply.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,161 +150,127 @@ pub enum RedisError {
     Server(String),
     #[error("redis: malformed reply: {0}")]
     Protocol(String),
-    #[error("{0}: not a redis://[:password@]host[:port][/db] address")]
+    #[error("{0}: not a redis://host[:port][/db] or rediss:// address")]
     Url(String),
 }
 
-/// One connection.
-#[derive(Debug)]
-pub struct Connection {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+impl From<redis::RedisError> for RedisError {
+    fn from(e: redis::RedisError) -> RedisError {
+        if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+            return RedisError::Io(std::io::Error::other(e.to_string()));
+        }
+        match e.code() {
+            // The server's own code first (`BUSYGROUP Consumer Group name already exists`).
+            Some(code) => RedisError::Server(format!("{code} {}", e.detail().unwrap_or_default())),
+            None if e.kind() == redis::ErrorKind::AuthenticationFailed => {
+                RedisError::Server(format!("authentication failed: {e}"))
+            }
+            None => RedisError::Protocol(e.to_string()),
+        }
+    }
 }
 
-/// The longest bulk string accepted (Redis' own limit is 512 MiB).
-const MAX_BULK: usize = 512 << 20;
+/// One connection.
+pub struct Connection {
+    inner: redis::Connection,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connection")
+    }
+}
+
+/// How long a connection may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Connection {
-    /// Connects to `url` (`redis://[:password@]host[:port][/db]`), authenticates and selects
-    /// the database.
+    /// Connects to `url` (no credentials; see [`Connection::to`]).
     pub fn open(url: &str) -> Result<Connection, RedisError> {
-        let rest = url
-            .strip_prefix("redis://")
-            .ok_or_else(|| RedisError::Url(url.to_string()))?;
-        let (auth, rest) = match rest.rsplit_once('@') {
-            Some((a, r)) => (Some(a), r),
-            None => (None, rest),
-        };
-        let (hostport, db) = match rest.split_once('/') {
-            Some((h, d)) if !d.is_empty() => (
-                h,
-                Some(
-                    d.parse::<u32>()
-                        .map_err(|_| RedisError::Url(url.to_string()))?,
-                ),
-            ),
-            Some((h, _)) => (h, None),
-            None => (rest, None),
-        };
-        let addr = if hostport.contains(':') {
-            hostport.to_string()
-        } else {
-            format!("{hostport}:6379")
-        };
-        let stream = TcpStream::connect(&addr)?;
-        stream.set_nodelay(true)?;
-        let mut c = Connection {
-            reader: BufReader::new(stream.try_clone()?),
-            writer: stream,
-        };
+        Connection::to(&Target::plain(url))
+    }
+
+    /// Connects to `target`, authenticates and selects the database; every reply is awaited
+    /// at most 30 s (a paused Redis is an error, not a hang).
+    pub fn to(target: &Target) -> Result<Connection, RedisError> {
+        let client = redis::Client::open(target.info()?)?;
+        let inner = client.get_connection_with_timeout(CONNECT_TIMEOUT)?;
+        let mut c = Connection { inner };
         c.set_timeout(Some(Duration::from_secs(30)))?;
-        if let Some(a) = auth {
-            let (user, pass) = a.split_once(':').unwrap_or(("", a));
-            if user.is_empty() {
-                c.call(&[b"AUTH", pass.as_bytes()])?;
-            } else {
-                c.call(&[b"AUTH", user.as_bytes(), pass.as_bytes()])?;
-            }
-        }
-        if let Some(db) = db {
-            c.call(&[b"SELECT", db.to_string().as_bytes()])?;
-        }
         Ok(c)
     }
 
     /// How long a reply may take (a blocking read must allow its block time).
     pub fn set_timeout(&mut self, t: Option<Duration>) -> Result<(), RedisError> {
-        self.writer.set_read_timeout(t)?;
-        self.writer.set_write_timeout(t)?;
+        self.inner.set_read_timeout(t)?;
+        self.inner.set_write_timeout(t)?;
         Ok(())
     }
 
     /// Sends one command and reads its reply; an error reply is an `Err`.
     pub fn call(&mut self, args: &[&[u8]]) -> Result<Reply, RedisError> {
-        self.pipeline(&[args.to_vec()])
-            .map(|mut r| r.pop().unwrap_or(Reply::Array(None)))
+        let value: redis::Value = command(args).query(&mut self.inner)?;
+        reply(value)
     }
 
-    /// Sends several commands at once, then reads their replies in order; the first error
-    /// reply is an `Err` (after every reply was read).
+    /// Sends several commands at once, then reads their replies in order; an error reply is
+    /// an `Err`.
     pub fn pipeline(&mut self, commands: &[Vec<&[u8]>]) -> Result<Vec<Reply>, RedisError> {
-        let mut out = Vec::new();
+        let mut p = redis::pipe();
         for args in commands {
-            out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-            for a in args {
-                out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-                out.extend_from_slice(a);
-                out.extend_from_slice(b"\r\n");
-            }
+            p.add_command(command(args));
         }
-        self.writer.write_all(&out)?;
-        let mut replies = Vec::with_capacity(commands.len());
-        let mut first_error = None;
-        for _ in commands {
-            match self.read() {
-                Ok(r) => replies.push(r),
-                Err(RedisError::Server(m)) => {
-                    first_error.get_or_insert(RedisError::Server(m));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(replies),
-        }
+        let values: Vec<redis::Value> = p.query(&mut self.inner)?;
+        values.into_iter().map(reply).collect()
     }
+}
 
-    fn line(&mut self) -> Result<String, RedisError> {
-        let mut line = Vec::new();
-        self.reader.read_until(b'\n', &mut line)?;
-        if !line.ends_with(b"\r\n") {
-            return Err(RedisError::Protocol("connection closed mid-reply".into()));
-        }
-        line.truncate(line.len() - 2);
-        String::from_utf8(line).map_err(|_| RedisError::Protocol("a line that is not UTF-8".into()))
+fn command(args: &[&[u8]]) -> redis::Cmd {
+    let mut c = redis::Cmd::new();
+    for a in args {
+        c.arg(*a);
     }
+    c
+}
 
-    fn read(&mut self) -> Result<Reply, RedisError> {
-        let line = self.line()?;
-        let (kind, rest) = line.split_at(line.len().min(1));
-        let int = |s: &str| {
-            s.parse::<i64>()
-                .map_err(|_| RedisError::Protocol(format!("`{s}` is not a length")))
-        };
-        match kind {
-            "+" => Ok(Reply::Status(rest.to_string())),
-            "-" => Err(RedisError::Server(rest.to_string())),
-            ":" => Ok(Reply::Int(int(rest)?)),
-            "$" => {
-                let n = int(rest)?;
-                if n < 0 {
-                    return Ok(Reply::Bulk(None));
-                }
-                let n = usize::try_from(n).unwrap_or(usize::MAX);
-                if n > MAX_BULK {
-                    return Err(RedisError::Protocol(format!("a bulk string of {n} bytes")));
-                }
-                let mut buf = vec![0; n + 2];
-                self.reader.read_exact(&mut buf)?;
-                buf.truncate(n);
-                Ok(Reply::Bulk(Some(buf)))
+/// A reply as the queue reads it (RESP2 shapes).
+fn reply(v: redis::Value) -> Result<Reply, RedisError> {
+    use redis::Value as V;
+    Ok(match v {
+        V::Nil => Reply::Bulk(None),
+        V::Int(i) => Reply::Int(i),
+        V::BulkString(b) => Reply::Bulk(Some(b)),
+        V::Array(items) | V::Set(items) => Reply::Array(Some(
+            items.into_iter().map(reply).collect::<Result<_, _>>()?,
+        )),
+        V::Map(pairs) => {
+            let mut flat = Vec::with_capacity(pairs.len() * 2);
+            for (k, v) in pairs {
+                flat.push(reply(k)?);
+                flat.push(reply(v)?);
             }
-            "*" => {
-                let n = int(rest)?;
-                if n < 0 {
-                    return Ok(Reply::Array(None));
-                }
-                let mut items = Vec::new();
-                for _ in 0..n {
-                    // A nested error (in MULTI replies) is an error of the whole call.
-                    items.push(self.read()?);
-                }
-                Ok(Reply::Array(Some(items)))
-            }
-            _ => Err(RedisError::Protocol(format!("unknown reply `{line}`"))),
+            Reply::Array(Some(flat))
         }
-    }
+        V::SimpleString(s) => Reply::Status(s),
+        V::Okay => Reply::Status("OK".into()),
+        V::Double(_)
+        | V::Boolean(_)
+        | V::BigNumber(_)
+        | V::VerbatimString { .. }
+        | V::Attribute { .. }
+        | V::Push { .. } => {
+            return Err(RedisError::Protocol(format!(
+                "a reply of a kind the queue does not use: {v:?}"
+            )));
+        }
+        V::ServerError(e) => {
+            return Err(RedisError::Server(format!(
+                "{} {}",
+                e.code(),
+                e.details().unwrap_or_default()
+            )));
+        }
+    })
 }
 
 /// A stream entry: its id and its field/value pairs.

@@ -1,10 +1,15 @@
 //! The service's state: jobs by id, the answers index (submission key → record), the queue
 //! the jobs go to, and the counters the metrics show.
+//!
+//! Jobs are kept in a log beside the answers index (`serve/jobs`, one JSON line a job), so a
+//! server started again on the same store knows every job id it gave out: a job still queued
+//! is queued again (embedded) or still in its stream (Redis), and its result is accepted when
+//! it comes. A job id is 128 random bits, and a job belongs to the client that submitted it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -17,8 +22,12 @@ use crate::store::Store;
 
 /// Where jobs go: the embedded queue or Redis.
 pub trait Queue: Send + Sync {
-    /// Queues every job of `jobs`, or (on an error) none that a worker can take twice.
-    fn push_all(&self, jobs: &[JobSpec]) -> Result<(), String>;
+    /// Queues every job of `jobs`, or (on an error) none that a worker can take twice; returns
+    /// where each went (the Redis stream entry, which only the server deletes).
+    fn push_all(&self, jobs: &[JobSpec]) -> Result<Vec<Option<String>>, String>;
+    /// Whether jobs still queued when the server stopped must be queued again at its start
+    /// (an in-process queue lost them; a Redis stream still holds them).
+    fn forgets_on_restart(&self) -> bool;
 }
 
 /// Limits of what the service accepts.
@@ -43,6 +52,13 @@ pub enum State {
 #[derive(Debug)]
 struct Entry {
     key: Digest,
+    /// The client that submitted it: no other client sees it.
+    owner: String,
+    /// The job as queued (for the job that evaluates its key; followers and answered ones have
+    /// none): a result is checked against it.
+    spec: Option<JobSpec>,
+    /// Where the queue holds it (a Redis stream entry), deleted by the server alone.
+    queued_at: Option<String>,
     submitted: Instant,
     finished: Option<Instant>,
     /// Answered from the store, or by an identical submission's evaluation.
@@ -65,8 +81,9 @@ struct Tables {
     /// Jobs waiting for the job of the same key to finish.
     followers: HashMap<Digest, Vec<String>>,
     pending: usize,
-    next: u64,
     // Counters.
+    /// Results refused: for a job this server did not queue, or without a valid credential.
+    refused_results: u64,
     evaluations: u64,
     from_store: u64,
     duplicates: u64,
@@ -93,16 +110,21 @@ pub struct Service {
     pub store: Store,
     pub objects: SuiteObjects,
     pub tasks: Vec<(String, Digest)>,
+    /// Each task's workload names: a submission naming another is refused.
+    pub workloads: BTreeMap<String, Vec<String>>,
     pub caps: Caps,
     pub protocol: Protocol,
     pub started: Instant,
     /// GPUs evaluating (embedded workers, or Redis workers seen).
     pub workers: Mutex<BTreeMap<String, f64>>,
     answers_log: PathBuf,
-    nonce: u64,
+    jobs_log: PathBuf,
+    /// Jobs read from the log that were still queued (queued again by a queue that forgets).
+    requeue: Mutex<Vec<JobSpec>>,
     queue: Mutex<Option<Arc<dyn Queue>>>,
     tables: Mutex<Tables>,
-    changed: Condvar,
+    /// Bumped whenever a job finishes: long-polls wait on it.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Service {
@@ -116,6 +138,26 @@ impl std::fmt::Debug for Service {
 /// The answers index's file in the store folder: one `key record feedback verdict` a line.
 pub const ANSWERS: &str = "serve/answers";
 
+/// The jobs log's file in the store folder: one [`LoggedJob`] (JSON) a line.
+pub const JOBS: &str = "serve/jobs";
+
+/// A job as the jobs log keeps it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct LoggedJob {
+    id: String,
+    owner: String,
+    key: Digest,
+    spec: Option<JobSpec>,
+    queued_at: Option<String>,
+}
+
+/// A job id: 128 bits from the operating system's entropy, as 32 hex digits.
+fn job_id() -> Result<String, String> {
+    let hi = crate::entropy::draw_u64().map_err(|e| e.to_string())?;
+    let lo = crate::entropy::draw_u64().map_err(|e| e.to_string())?;
+    Ok(format!("{hi:016x}{lo:016x}"))
+}
+
 impl Service {
     /// A service over `store` (whose answers index it reads) for the suite of `objects`.
     pub fn new(
@@ -123,6 +165,7 @@ impl Service {
         objects: SuiteObjects,
         caps: Caps,
         tasks: Vec<(String, Digest)>,
+        workloads: BTreeMap<String, Vec<String>>,
     ) -> anyhow::Result<Service> {
         let answers_log = store.root().join(ANSWERS);
         let mut tables = Tables::default();
@@ -159,25 +202,118 @@ impl Service {
         if let Some(dir) = answers_log.parent() {
             std::fs::create_dir_all(dir)?;
         }
+        let jobs_log = store.root().join(JOBS);
+        let requeue = Self::load_jobs(&jobs_log, &mut tables)?;
         Ok(Service {
             store,
             objects,
             tasks,
+            workloads,
             caps,
             protocol: Protocol::default(),
             started: Instant::now(),
             workers: Mutex::new(BTreeMap::new()),
             answers_log,
-            nonce: crate::entropy::draw_u64()?,
+            jobs_log,
+            requeue: Mutex::new(requeue),
             queue: Mutex::new(None),
             tables: Mutex::new(tables),
-            changed: Condvar::new(),
+            changes: tokio::sync::watch::Sender::new(0),
         })
     }
 
-    /// Where jobs go from now on.
-    pub fn set_queue(&self, queue: Arc<dyn Queue>) {
+    /// Reads the jobs log into `t` (the answers index already read): a job whose key has an
+    /// answer is done, one that was queued is queued again; returns the latter's specs. The
+    /// log is written again with the jobs kept (the newest [`KEPT_JOBS`]).
+    fn load_jobs(path: &std::path::Path, t: &mut Tables) -> anyhow::Result<Vec<JobSpec>> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => anyhow::bail!("reading {}: {e}", path.display()),
+        };
+        // A line cut by a crash is skipped; the newest jobs are kept.
+        let logged: Vec<LoggedJob> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let logged = &logged[logged.len().saturating_sub(KEPT_JOBS)..];
+        let now = Instant::now();
+        let mut requeue = Vec::new();
+        let mut kept = String::new();
+        for j in logged {
+            let state = if let Some(a) = t.answers.get(&j.key) {
+                State::Done(a.clone())
+            } else if let Some(spec) = &j.spec {
+                t.pending += 1;
+                t.queued.insert(j.key, j.id.clone());
+                requeue.push(spec.clone());
+                State::Queued
+            } else if t.queued.contains_key(&j.key) {
+                t.followers.entry(j.key).or_default().push(j.id.clone());
+                State::Queued
+            } else {
+                State::Failed("the server stopped before this job's evaluation ended".into())
+            };
+            t.jobs.insert(
+                j.id.clone(),
+                Entry {
+                    key: j.key,
+                    owner: j.owner.clone(),
+                    spec: j.spec.clone(),
+                    queued_at: j.queued_at.clone(),
+                    submitted: now,
+                    finished: (!matches!(state, State::Queued)).then_some(now),
+                    cached: j.spec.is_none(),
+                    state,
+                    results: 0,
+                },
+            );
+            t.order.push_back(j.id.clone());
+            kept.push_str(&serde_json::to_string(j)?);
+            kept.push('\n');
+        }
+        crate::destination::write_atomic(path, kept.as_bytes())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok(requeue)
+    }
+
+    /// Where jobs go from now on; jobs still queued when the server last stopped are queued
+    /// again when the queue forgot them.
+    pub fn set_queue(&self, queue: Arc<dyn Queue>) -> Result<(), String> {
+        let again = std::mem::take(&mut *self.requeue.lock().unwrap_or_else(|e| e.into_inner()));
+        if queue.forgets_on_restart() && !again.is_empty() {
+            queue.push_all(&again)?;
+        }
         *self.queue.lock().unwrap_or_else(|e| e.into_inner()) = Some(queue);
+        Ok(())
+    }
+
+    /// A receiver that sees a new value whenever a job finishes.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Appends jobs to the jobs log; a failure is a warning (the job runs; only a restart
+    /// would forget it).
+    fn log_jobs(&self, jobs: &[LoggedJob]) {
+        let mut text = String::new();
+        for j in jobs {
+            if let Ok(line) = serde_json::to_string(j) {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        let logged = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.jobs_log)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if let Err(e) = logged {
+            eprintln!(
+                "warning: {}: jobs were not logged: {e}",
+                self.jobs_log.display()
+            );
+        }
     }
 
     fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
@@ -194,125 +330,209 @@ impl Service {
         *self.tables().rejected.entry(reason).or_default() += 1;
     }
 
-    /// Makes jobs of `subs` (all or none): an id each, answered from the store when an
-    /// identical submission has a record (unless `fresh`), else queued.
-    pub fn submit(&self, subs: Vec<Submission>) -> Result<Vec<String>, Refusal> {
+    /// Makes jobs of `subs` for `owner` (all or none): an id each, answered from the store
+    /// when an identical submission has a record (unless `fresh`), else queued.
+    ///
+    /// The job table is locked to decide and again to settle, never while the queue takes the
+    /// jobs (a push to a slow Redis stalls this submission only). The jobs are in the table
+    /// before they are pushed, so a worker's result can never arrive for a job the table does
+    /// not have yet; a push that fails takes them out again (and fails whatever followed them).
+    pub fn submit(&self, subs: Vec<Submission>, owner: &str) -> Result<Vec<String>, Refusal> {
+        let at = |i: usize, field: &str| {
+            if subs.len() > 1 {
+                format!("items[{i}].{field}")
+            } else {
+                field.to_string()
+            }
+        };
         let mut made = Vec::with_capacity(subs.len());
         for (i, s) in subs.iter().enumerate() {
             let Some(task) = self.objects.task(&s.task) else {
-                let at = if subs.len() > 1 {
-                    format!("items[{i}].task")
-                } else {
-                    "task".into()
-                };
                 return Err(Refusal::Field(super::job::FieldError {
-                    field: at,
+                    field: at(i, "task"),
                     message: format!("no task `{}` in the suite", s.task),
                 }));
             };
+            if let Some(e) = self.unknown_workload(s) {
+                return Err(Refusal::Field(super::job::FieldError {
+                    field: at(i, &e.field),
+                    message: e.message,
+                }));
+            }
             made.push(s.key(task, &self.protocol));
         }
-        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let mut t = self.tables();
-        let new = subs
-            .iter()
-            .zip(&made)
-            .filter(|(s, k)| s.fresh || !(t.answers.contains_key(k) || t.queued.contains_key(k)))
-            .count();
-        if t.pending + new > self.caps.max_queue {
-            drop(t);
-            self.refused("queue_full");
-            return Err(Refusal::Full {
-                depth: self.depth(),
-            });
+        if subs.len() > self.caps.max_queue {
+            // It would never fit: a 429 would have the client retry forever.
+            return Err(Refusal::Field(super::job::FieldError {
+                field: "items".into(),
+                message: format!(
+                    "{} submissions can never be queued at once (at most {}); send smaller batches",
+                    subs.len(),
+                    self.caps.max_queue
+                ),
+            }));
         }
-        // Decide every submission first, queue the new jobs, and only then change the tables:
-        // a batch is queued whole or not at all.
-        enum Plan {
-            Known(Answer),
-            Follow,
-            New,
-        }
-        let mut plans = Vec::with_capacity(subs.len());
         let mut ids = Vec::with_capacity(subs.len());
-        let mut jobs = Vec::new();
-        let mut batch_first: HashMap<Digest, String> = HashMap::new();
-        for (k, (s, key)) in subs.iter().zip(&made).enumerate() {
-            let id = format!("{:016x}{:08x}", self.nonce, t.next + 1 + k as u64);
-            let plan = match (
-                s.fresh,
-                t.answers.get(key),
-                t.queued.get(key).or(batch_first.get(key)),
-            ) {
-                (false, Some(a), _) => Plan::Known(a.clone()),
-                (false, None, Some(_)) => Plan::Follow,
-                _ => {
-                    let seed = match s.seed {
-                        Some(seed) => seed,
-                        None => {
-                            crate::entropy::draw_u64().map_err(|e| Refusal::Queue(e.to_string()))?
-                        }
-                    };
-                    jobs.push(JobSpec {
-                        id: id.clone(),
-                        key: *key,
-                        suite_hash: self.objects.suite_hash,
-                        task: s.task.clone(),
-                        arch: s.arch,
-                        candidate: s.candidate.clone(),
-                        seed,
-                        workloads: s.workloads.clone(),
-                        no_timing: s.correctness_only,
-                        entry: s.entry.clone(),
-                        protocol: self.protocol.clone(),
-                        timeout_s: self.caps.timeout_s,
-                    });
-                    batch_first.insert(*key, id.clone());
-                    Plan::New
-                }
-            };
-            plans.push(plan);
-            ids.push(id);
+        for _ in &subs {
+            ids.push(job_id().map_err(Refusal::Queue)?);
         }
-        if !jobs.is_empty() {
-            match &queue {
-                Some(q) => q.push_all(&jobs).map_err(Refusal::Queue)?,
-                None => return Err(Refusal::Queue("no queue".into())),
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(queue) = queue else {
+            return Err(Refusal::Queue("no queue".into()));
+        };
+        let now = Instant::now();
+        // 1. Decide, and put every job in the table (locked).
+        let mut jobs = Vec::new();
+        let mut logged = Vec::with_capacity(subs.len());
+        {
+            let mut t = self.tables();
+            let mut batch_first: HashMap<Digest, String> = HashMap::new();
+            let new = subs
+                .iter()
+                .zip(&made)
+                .filter(|(s, k)| {
+                    s.fresh || !(t.answers.contains_key(*k) || t.queued.contains_key(*k))
+                })
+                .count();
+            if t.pending + new > self.caps.max_queue {
+                drop(t);
+                self.refused("queue_full");
+                return Err(Refusal::Full {
+                    depth: self.depth(),
+                });
+            }
+            for ((s, key), id) in subs.iter().zip(&made).zip(&ids) {
+                let known = if s.fresh {
+                    None
+                } else {
+                    t.answers.get(key).cloned()
+                };
+                let leader = t.queued.get(key).or(batch_first.get(key)).cloned();
+                let (state, cached, spec) = match (known, leader, s.fresh) {
+                    (Some(a), _, _) => {
+                        t.from_store += 1;
+                        (State::Done(a), true, None)
+                    }
+                    (None, Some(_), false) => {
+                        // An identical submission is being evaluated: this one shares its answer.
+                        t.from_store += 1;
+                        t.followers.entry(*key).or_default().push(id.clone());
+                        (State::Queued, true, None)
+                    }
+                    _ => {
+                        let seed = match s.seed {
+                            Some(seed) => seed,
+                            None => crate::entropy::draw_u64()
+                                .map_err(|e| Refusal::Queue(e.to_string()))?,
+                        };
+                        let spec = JobSpec {
+                            id: id.clone(),
+                            key: *key,
+                            suite_hash: self.objects.suite_hash,
+                            task: s.task.clone(),
+                            arch: s.arch,
+                            candidate: s.candidate.clone(),
+                            seed,
+                            seed_from_client: s.seed.is_some(),
+                            workloads: s.workloads.clone(),
+                            no_timing: s.correctness_only,
+                            entry: s.entry.clone(),
+                            protocol: self.protocol.clone(),
+                            timeout_s: self.caps.timeout_s,
+                        };
+                        jobs.push(spec.clone());
+                        batch_first.insert(*key, id.clone());
+                        t.pending += 1;
+                        t.queued.insert(*key, id.clone());
+                        (State::Queued, false, Some(spec))
+                    }
+                };
+                logged.push(LoggedJob {
+                    id: id.clone(),
+                    owner: owner.to_string(),
+                    key: *key,
+                    spec: spec.clone(),
+                    queued_at: None,
+                });
+                t.jobs.insert(
+                    id.clone(),
+                    Entry {
+                        key: *key,
+                        owner: owner.to_string(),
+                        spec,
+                        queued_at: None,
+                        submitted: now,
+                        finished: matches!(state, State::Done(_)).then_some(now),
+                        cached,
+                        state,
+                        results: 0,
+                    },
+                );
+                t.order.push_back(id.clone());
             }
         }
-        t.next += ids.len() as u64;
-        let now = Instant::now();
-        for ((plan, key), id) in plans.into_iter().zip(made).zip(&ids) {
-            let entry = |state, cached: bool| Entry {
-                key,
-                submitted: now,
-                finished: matches!(state, State::Done(_)).then_some(now),
-                cached,
-                state,
-                results: 0,
-            };
-            let e = match plan {
-                Plan::Known(a) => {
-                    t.from_store += 1;
-                    entry(State::Done(a), true)
+        // 2. Queue the new jobs (unlocked).
+        let pushed = if jobs.is_empty() {
+            Ok(Vec::new())
+        } else {
+            queue.push_all(&jobs)
+        };
+        // 3. Settle (locked).
+        let mut t = self.tables();
+        match pushed {
+            Ok(places) => {
+                for (job, place) in jobs.iter().zip(places) {
+                    if let Some(e) = t.jobs.get_mut(&job.id) {
+                        e.queued_at.clone_from(&place);
+                    }
+                    if let Some(l) = logged.iter_mut().find(|l| l.id == job.id) {
+                        l.queued_at = place;
+                    }
                 }
-                Plan::Follow => {
-                    // An identical submission is being evaluated: this one shares its answer.
-                    t.from_store += 1;
-                    t.followers.entry(key).or_default().push(id.clone());
-                    entry(State::Queued, true)
+                Self::forget_old(&mut t);
+                drop(t);
+                self.log_jobs(&logged);
+                Ok(ids)
+            }
+            Err(m) => {
+                for id in &ids {
+                    t.jobs.remove(id);
                 }
-                Plan::New => {
-                    t.pending += 1;
-                    t.queued.insert(key, id.clone());
-                    entry(State::Queued, false)
+                t.order.retain(|o| !ids.contains(o));
+                for job in &jobs {
+                    t.pending = t.pending.saturating_sub(1);
+                    if t.queued.get(&job.key) == Some(&job.id) {
+                        t.queued.remove(&job.key);
+                    }
+                    for f in t.followers.remove(&job.key).unwrap_or_default() {
+                        if let Some(other) = t.jobs.get_mut(&f) {
+                            other.finished = Some(Instant::now());
+                            other.state =
+                                State::Failed(format!("the queue could not take it: {m}"));
+                        }
+                    }
                 }
-            };
-            t.jobs.insert(id.clone(), e);
-            t.order.push_back(id.clone());
+                drop(t);
+                self.changes.send_modify(|g| *g = g.wrapping_add(1));
+                Err(Refusal::Queue(m))
+            }
         }
-        Self::forget_old(&mut t);
-        Ok(ids)
+    }
+
+    /// The first workload `s` names that its task does not have (the field and a message
+    /// naming the valid ones).
+    fn unknown_workload(&self, s: &Submission) -> Option<super::job::FieldError> {
+        let valid = self.workloads.get(&s.task)?;
+        s.workloads.iter().enumerate().find_map(|(i, w)| {
+            (!valid.contains(w)).then(|| super::job::FieldError {
+                field: format!("workloads[{i}]"),
+                message: format!(
+                    "`{w}` is not a workload of {}; it has: {}",
+                    s.task,
+                    valid.join(", ")
+                ),
+            })
+        })
     }
 
     fn forget_old(t: &mut Tables) {
@@ -328,17 +548,33 @@ impl Service {
         }
     }
 
+    /// The job `id` as queued, for checking a worker's result against it: `None` when this
+    /// server did not queue it.
+    pub fn queued_spec(&self, id: &str) -> Option<JobSpec> {
+        self.tables().jobs.get(id).and_then(|e| e.spec.clone())
+    }
+
+    /// Where job `id` sits in the queue (its Redis stream entry), for the server to delete.
+    pub fn queued_at(&self, id: &str) -> Option<String> {
+        self.tables().jobs.get(id).and_then(|e| e.queued_at.clone())
+    }
+
+    /// Counts a result refused (for a job this server did not queue, or not made by a worker).
+    pub fn refuse_result(&self) {
+        self.tables().refused_results += 1;
+    }
+
     /// A worker's result for job `id`. Only the first result of a job counts; a later one (a
-    /// job delivered again after its worker died) is counted as a duplicate and dropped.
-    /// Returns whether it was the first.
+    /// job delivered again after its worker died) is counted as a duplicate and dropped, and
+    /// so is one for a job this server did not queue. Returns whether it was the first.
     pub fn complete(&self, id: &str, result: Result<Answer, String>) -> bool {
         let mut t = self.tables();
         let Some(e) = t.jobs.get_mut(id) else {
-            t.duplicates += 1;
+            t.refused_results += 1;
             return false;
         };
         e.results += 1;
-        if !matches!(e.state, State::Queued) {
+        if !matches!(e.state, State::Queued) || e.spec.is_none() {
             t.duplicates += 1;
             return false;
         }
@@ -381,7 +617,7 @@ impl Service {
             Err(_) => t.failed += 1,
         }
         drop(t);
-        self.changed.notify_all();
+        self.changes.send_modify(|g| *g = g.wrapping_add(1));
         true
     }
 
@@ -408,32 +644,18 @@ impl Service {
         }
     }
 
-    /// The answer to a job this server does not know (queued before it started again): its
-    /// record is in the store, and an identical submission is answered from it from now on.
-    pub fn adopt(&self, key: Digest, a: Answer) {
-        let mut t = self.tables();
-        if !t.answers.contains_key(&key) {
-            self.keep(&mut t, key, a);
-        }
+    /// Whether job `id` of `owner` is still queued; `None` when `owner` has no such job.
+    pub fn queued(&self, id: &str, owner: &str) -> Option<bool> {
+        let t = self.tables();
+        let e = t.jobs.get(id).filter(|e| e.owner == owner)?;
+        Some(matches!(e.state, State::Queued))
     }
 
-    /// Job `id`'s view, waiting up to `wait` for it to finish; `None` for an unknown id.
-    pub fn view(&self, id: &str, wait: Duration) -> Option<Value> {
-        let deadline = Instant::now() + wait;
-        let mut t = self.tables();
-        loop {
-            let e = t.jobs.get(id)?;
-            let now = Instant::now();
-            if !matches!(e.state, State::Queued) || now >= deadline {
-                break;
-            }
-            t = self
-                .changed
-                .wait_timeout(t, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        let e = t.jobs.get(id)?;
+    /// Job `id`'s view for `owner`; `None` when `owner` has no such job (another client's job
+    /// is as unknown as one that never was).
+    pub fn view(&self, id: &str, owner: &str) -> Option<Value> {
+        let t = self.tables();
+        let e = t.jobs.get(id).filter(|e| e.owner == owner)?;
         let latency = e
             .finished
             .map(|f| f.duration_since(e.submitted).as_secs_f64());
@@ -561,8 +783,14 @@ impl Service {
         metric(
             "ptxbench_duplicate_results_total",
             "counter",
-            "Results of a job that already had one (delivered again) or that this server did not queue (queued before it started); the first kind is dropped, the second answers identical submissions.",
+            "Results of a job that already had one (delivered again): dropped.",
             one(t.duplicates.to_string()),
+        );
+        metric(
+            "ptxbench_refused_results_total",
+            "counter",
+            "Results dropped: for a job this server did not queue, without a valid worker credential, or not the job's record.",
+            one(t.refused_results.to_string()),
         );
         metric(
             "ptxbench_failed_jobs_total",

@@ -656,6 +656,18 @@ impl Task {
         self.workloads.iter().find(|w| w.name == name)
     }
 
+    /// Why `names` (a selection of workloads; empty: all) does not name workloads of this
+    /// task: the first unknown name, with the valid ones.
+    pub fn unknown_workload(&self, names: &[String]) -> Option<String> {
+        let unknown = names.iter().find(|n| self.workload(n).is_none())?;
+        let valid: Vec<&str> = self.workloads.iter().map(|w| w.name.as_str()).collect();
+        Some(format!(
+            "`{unknown}` is not a workload of {}; it has: {}",
+            self.id,
+            valid.join(", ")
+        ))
+    }
+
     pub fn workloads_of(&self, kind: WorkloadKind) -> impl Iterator<Item = &Workload> {
         self.workloads.iter().filter(move |w| w.kind == kind)
     }

@@ -270,3 +270,54 @@ fn with_stdout(args: &[&str], stdout: impl Into<std::process::Stdio>) -> std::pr
         .output()
         .expect("runs")
 }
+
+/// Issue 56, finding 4 (and integrity v4 item 5): an unknown workload name was dropped, and an
+/// evaluation that ran no workload was `correct`. `eval` and run lists now refuse it as a
+/// usage error naming the valid ones, before anything is stored or run.
+#[test]
+fn issue_56_an_unknown_workload_is_a_usage_error() {
+    let simt = crate::root().join("tasks/candidates/simt/gemm");
+    let (code, _, err) = ptxbench(&[
+        "eval",
+        simt.to_str().expect("utf-8"),
+        "--task",
+        "gemm_n4096_k4096",
+        "--workload",
+        "M7O",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`M7O` is not a workload of gemm_n4096_k4096") && err.contains("M70"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = dir.path().join("list.yaml");
+    std::fs::write(
+        &list,
+        format!(
+            "name: w\narch: sm_90a\nseed: 1\nevaluations:\n  - {{name: a, kernel: {k}, plan: {p}, tasks: [gemm_n4096_k4096], workloads: [\"M70,M232\"]}}\n",
+            k = simt.join("kernel.cu").display(),
+            p = simt.join("plan.yaml").display()
+        ),
+    )
+    .expect("write");
+    let store = dir.path().join("artifacts");
+    let (code, _, err) = ptxbench(&[
+        "run",
+        list.to_str().expect("utf-8"),
+        "--out",
+        dir.path().join("out").to_str().expect("utf-8"),
+        "--publish-only",
+        "--store",
+        store.to_str().expect("utf-8"),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("workloads: `M70,M232` is not a workload"),
+        "{err}"
+    );
+    assert!(
+        !store.exists(),
+        "nothing is stored before the list is valid"
+    );
+}

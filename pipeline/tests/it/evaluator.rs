@@ -348,3 +348,27 @@ fn issue_46_an_outcome_clock_covers_the_cpu_compile_and_the_whole_lane() {
     );
     assert!(o.seconds.iter().all(|(_, s)| *s >= 0.0), "{:?}", o.seconds);
 }
+
+/// Integrity v4 item 5 / issue 56 finding 4: a selection of workloads the task does not have
+/// ran nothing and was `correct`. The one evaluator decides it on the CPU, never `correct`,
+/// whatever command called it.
+#[test]
+fn issue_56_an_evaluation_that_would_run_no_workload_is_never_correct() {
+    let suite = suite();
+    let task = suite.get("gemm_n4096_k4096").expect("task");
+    let object = TaskObject::from_suite(&suite, task).expect("object");
+    let dir = root().join("tasks/candidates/triton_gemm_tma");
+    let cand = Candidate::from_files(&dir.join("kernel.ptx"), &dir.join("plan.yaml")).expect("c");
+    for names in [vec!["M7O".to_string()], vec!["M70,M232".to_string()]] {
+        let job = Job {
+            workloads: names.clone(),
+            ..job()
+        };
+        let Prepared { work, .. } = Evaluator::prepare(Ok(&cand), task, &object, &job);
+        let Work::Decided(o) = work else {
+            panic!("{names:?}: decided without a GPU")
+        };
+        assert_eq!(o.verdict, Verdict::Other, "{names:?}");
+        assert!(o.message.contains("is not a workload of"), "{}", o.message);
+    }
+}

@@ -27,9 +27,13 @@ impl Drop for Proc {
     }
 }
 
+/// The workers' secret the tests' servers and workers share.
+const WORKER_SECRET: &str = "test-worker-secret-0123456789abcdef";
+
 fn spawn(args: &[&str]) -> Proc {
     let child = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
         .args(args)
+        .env("PTXBENCH_WORKER_SECRET", WORKER_SECRET)
         .current_dir(root())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -241,16 +245,19 @@ fn serve_evaluates_over_http_and_answers_identical_submissions_from_the_store() 
     );
     assert_eq!(status, 400);
 
-    // Caps: a batch over --max-batch and a body over --max-body are 413; more jobs than
-    // --max-queue at once is 429 with Retry-After.
+    // Caps: a batch over --max-batch and a body over --max-body are 413; a batch larger than
+    // --max-queue can never be queued, a 400 (a 429 would have the client retry forever; the
+    // 429 of a full queue is tested with Redis and no worker).
     let batch = |n: u64, seed: u64| json!({"items": (0..n).map(|i| json!({"task": TASK, "response": "x", "seed": seed + i})).collect::<Vec<_>>()});
     assert_eq!(post(&format!("{base}/v1/batches"), &batch(7, 100)).0, 413);
     let big = json!({"task": TASK, "response": "x".repeat(30_000)});
     assert_eq!(post(&format!("{base}/v1/evaluations"), &big).0, 413);
-    let (status, retry, v) = post(&format!("{base}/v1/batches"), &batch(5, 200));
-    assert_eq!(status, 429, "{v}");
+    let (status, _, v) = post(&format!("{base}/v1/batches"), &batch(5, 200));
+    assert_eq!(status, 400, "{v}");
     assert!(
-        retry.is_some_and(|r| r.parse::<u32>().is_ok_and(|s| s > 0)),
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("can never be queued")),
         "{v}"
     );
 
@@ -264,7 +271,6 @@ fn serve_evaluates_over_http_and_answers_identical_submissions_from_the_store() 
         "ptxbench_gpu_busy_share ",
         "ptxbench_answered_from_store_total 1",
         "ptxbench_rejected_requests_total{reason=\"too_large\"} 2",
-        "ptxbench_rejected_requests_total{reason=\"queue_full\"} 1",
     ] {
         assert!(metrics.contains(m), "{m} in\n{metrics}");
     }
@@ -312,7 +318,7 @@ fn a_token_guards_everything_but_health_and_none_means_loopback_only() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = dir.path().join("store");
     let token_file = dir.path().join("token");
-    std::fs::write(&token_file, "s3cret-token\n").expect("write");
+    std::fs::write(&token_file, "s3cret-token-0123456789\n").expect("write");
     let (_server, base) = serve(
         &store,
         &["--token-file", token_file.to_str().expect("UTF-8")],
@@ -333,7 +339,7 @@ fn a_token_guards_everything_but_health_and_none_means_loopback_only() {
         call(
             "GET",
             &format!("{base}/v1/tasks"),
-            Some("s3cret-token"),
+            Some("s3cret-token-0123456789"),
             None
         )
         .0,
@@ -683,8 +689,10 @@ fn a_server_started_again_keeps_the_results_of_jobs_queued_before() {
     let (first, base) = serve(&store, &["--queue", &url, "--stream", &prefix]);
     let (status, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
     assert_eq!(status, 202, "{v}");
+    let id = v["id"].as_str().expect("an id").to_string();
+    assert_eq!(id.len(), 32, "128 random bits: {id}");
     drop(first);
-    // The job is evaluated while the new server runs; it records the result it did not queue.
+    // The job is evaluated while the new server runs: it knows the job's id from its log.
     let (_second, base) = serve(&store, &["--queue", &url, "--stream", &prefix]);
     let ws = dir.path().join("w");
     let _worker = spawn(&[
@@ -696,17 +704,12 @@ fn a_server_started_again_keeps_the_results_of_jobs_queued_before() {
         "--store",
         ws.to_str().expect("UTF-8"),
     ]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (_, _, m) = call("GET", &format!("{base}/metrics"), None, None);
-        if m.as_str()
-            .is_some_and(|m| m.contains("ptxbench_duplicate_results_total 1\n"))
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no result came: {m}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let r = wait(&base, &id);
+    assert_eq!(
+        (r["state"].as_str(), r["reward"]["verdict"].as_str()),
+        (Some("done"), Some("extraction")),
+        "{r}"
+    );
     let (_, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
     let r = wait(&base, v["id"].as_str().expect("an id"));
     assert_eq!(
@@ -714,4 +717,450 @@ fn a_server_started_again_keeps_the_results_of_jobs_queued_before() {
         (Some(true), Some("extraction")),
         "{r}"
     );
+}
+
+// Issue 56: the service on a network. Every test below talks to the real server (and, where
+// it says so, the real Redis and workers) over loopback.
+
+/// Sends raw bytes on a new connection and returns what came back before the server closed it
+/// or `wait` passed.
+fn raw(addr: &str, bytes: &[u8], wait: Duration) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(wait)).expect("timeout");
+    s.write_all(bytes).expect("write");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let start = Instant::now();
+    while start.elapsed() < wait {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn host(base: &str) -> String {
+    base.trim_start_matches("http://").to_string()
+}
+
+/// Finding 1: `Content-Length: 100000000000000` on `GET /healthz` aborted the process, and
+/// `2^64-1` panicked a handler thread (64 of them ended the server).
+#[test]
+fn issue_56_a_huge_content_length_crashes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut server, base) = serve(&dir.path().join("store"), &[]);
+    let addr = host(&base);
+    for length in ["100000000000000", "18446744073709551615"] {
+        for _ in 0..70 {
+            let _ = raw(
+                &addr,
+                format!("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n")
+                    .as_bytes(),
+                Duration::from_millis(50),
+            );
+        }
+        let post = raw(
+            &addr,
+            format!("POST /v1/evaluations HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n")
+                .as_bytes(),
+            Duration::from_secs(2),
+        );
+        // Refused before a byte of it is read: 413, or 431 where hyper finds no length in it.
+        assert!(
+            post.starts_with("HTTP/1.1 413") || post.starts_with("HTTP/1.1 431"),
+            "{post}"
+        );
+    }
+    assert!(
+        server.child.try_wait().expect("status").is_none(),
+        "the server died"
+    );
+    assert_eq!(call("GET", &format!("{base}/healthz"), None, None).0, 200);
+}
+
+/// Finding 2: 64 POSTs that announced a body and sent none held every handler thread, and
+/// `/healthz` timed out.
+#[test]
+fn issue_56_slow_clients_hold_nothing_another_client_needs() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_server, base) = serve(&dir.path().join("store"), &["--threads", "4"]);
+    let addr = host(&base);
+    let mut held = Vec::new();
+    for i in 0..200 {
+        let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+        let head = if i % 2 == 0 {
+            // A body announced and never sent.
+            "POST /v1/evaluations HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n{\"ta"
+        } else {
+            // A head never finished.
+            "POST /v1/evaluations HTTP/1.1\r\nHost: x\r\nContent-"
+        };
+        s.write_all(head.as_bytes()).expect("write");
+        held.push(s);
+    }
+    let start = Instant::now();
+    let (status, _, v) = call("GET", &format!("{base}/healthz"), None, None);
+    assert_eq!(status, 200, "{v}");
+    let (status, _, _) = call("GET", &format!("{base}/v1/tasks"), None, None);
+    assert_eq!(status, 200);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "answered in {:?}",
+        start.elapsed()
+    );
+    // A body that never comes ends in a 408 (after the body timeout), and the connection is
+    // closed: nothing is held for as long as the sender likes.
+    drop(held);
+}
+
+/// Finding 3: three pipelined POSTs on one connection made three jobs and got one response.
+#[test]
+fn issue_56_pipelined_requests_get_a_response_each() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_server, base) = serve(&dir.path().join("store"), &[]);
+    let mut bytes = Vec::new();
+    for i in 0..3 {
+        let body =
+            json!({"task": TASK, "response": format!("pipelined {i}"), "seed": i}).to_string();
+        bytes.extend_from_slice(
+            format!(
+                "POST /v1/evaluations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+    }
+    let out = raw(&host(&base), &bytes, Duration::from_secs(3));
+    assert_eq!(out.matches("HTTP/1.1 202").count(), 3, "{out}");
+}
+
+/// A long-poll holds no thread: with 2 blocking threads, 30 clients waiting on a job that
+/// never finishes (Redis, no worker) leave the server free for everyone else.
+#[test]
+fn issue_56_long_polls_hold_no_thread() {
+    let Some((url, _redis)) = redis("long_polls") else {
+        return;
+    };
+    let prefix = stream("long-polls");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_server, base) = serve(
+        &dir.path().join("store"),
+        &[
+            "--queue",
+            &url,
+            "--stream",
+            &prefix,
+            "--threads",
+            "2",
+            "--max-queue",
+            "2",
+        ],
+    );
+    let (status, _, v) = post(
+        &format!("{base}/v1/evaluations"),
+        &json!({"task": TASK, "response": "never evaluated", "seed": 1}),
+    );
+    assert_eq!(status, 202, "{v}");
+    let id = v["id"].as_str().expect("id").to_string();
+    let waiters: Vec<_> = (0..30)
+        .map(|_| {
+            let url = format!("{base}/v1/evaluations/{id}?wait=8");
+            std::thread::spawn(move || call("GET", &url, None, None).0)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let start = Instant::now();
+    let (status, _, _) = post(
+        &format!("{base}/v1/evaluations"),
+        &json!({"task": TASK, "response": "another client", "seed": 2}),
+    );
+    assert_eq!(status, 202);
+    assert_eq!(call("GET", &format!("{base}/v1/tasks"), None, None).0, 200);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    for w in waiters {
+        assert_eq!(
+            w.join().expect("waiter"),
+            202,
+            "still queued after the wait"
+        );
+    }
+    // The queue is full (2 jobs, no worker): a submission that fits later is a 429 with
+    // Retry-After.
+    let (status, retry, v) = post(
+        &format!("{base}/v1/evaluations"),
+        &json!({"task": TASK, "response": "a third", "seed": 3}),
+    );
+    assert_eq!(status, 429, "{v}");
+    assert!(
+        retry.is_some_and(|r| r.parse::<u32>().is_ok_and(|s| s > 0)),
+        "{v}"
+    );
+}
+
+/// Finding 2: a paused Redis stalled every request, `/healthz` included, because the push
+/// happened with the job table locked.
+#[test]
+fn issue_56_a_paused_redis_stalls_only_the_submissions_waiting_on_it() {
+    let Some((url, _redis)) = redis("paused") else {
+        return;
+    };
+    let prefix = stream("paused");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_server, base) = serve(
+        &dir.path().join("store"),
+        &["--queue", &url, "--stream", &prefix],
+    );
+    let mut c = Connection::open(&url).expect("redis");
+    c.call(&[b"CLIENT", b"PAUSE", b"3000", b"WRITE"])
+        .expect("pause");
+    let submit = {
+        let url = format!("{base}/v1/evaluations");
+        std::thread::spawn(move || {
+            post(
+                &url,
+                &json!({"task": TASK, "response": "while paused", "seed": 9}),
+            )
+            .0
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    let (status, _, v) = call("GET", &format!("{base}/healthz"), None, None);
+    assert_eq!(status, 200, "{v}");
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(
+        submit.join().expect("submit"),
+        202,
+        "queued once Redis is back"
+    );
+}
+
+/// Findings on Redis: anyone who can write to it answered a queued job first with a made-up
+/// record (kept and cached), answered a job nobody had submitted yet, and deleted another
+/// job's stream entry by naming it. None of it counts now; a real worker's result does.
+#[test]
+fn issue_56_a_result_not_made_by_a_worker_is_dropped() {
+    let Some((url, _redis)) = redis("forged") else {
+        return;
+    };
+    let prefix = stream("forged");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let (_server, base) = serve(&store, &["--queue", &url, "--stream", &prefix]);
+    let sub = json!({"task": TASK, "response": "an honest submission", "seed": 5});
+    let (status, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+    assert_eq!(status, 202, "{v}");
+    let id = v["id"].as_str().expect("id").to_string();
+    let (_, _, other) = post(
+        &format!("{base}/v1/evaluations"),
+        &json!({"task": TASK, "response": "another job", "seed": 6}),
+    );
+    let other = other["id"].as_str().expect("id").to_string();
+    let mut c = Connection::open(&url).expect("redis");
+    let jobs = format!("{prefix}:jobs");
+    let results = format!("{prefix}:results");
+    let listed = c
+        .call(&[b"XRANGE", jobs.as_bytes(), b"-", b"+"])
+        .expect("xrange");
+    let entries = ptxbench::serve::resp::entries(&listed);
+    assert_eq!(entries.len(), 2);
+    // A made-up record: `correct`, and an answer object the forger stored with it.
+    let record = br#"{"made":"up"}"#;
+    let digest = ptxbench::digest::Digest::of(record);
+    let forged = |job: &str, mac: &str| {
+        json!({
+            "job": job,
+            "entry": entries[1].id,
+            "worker": "forger",
+            "result": {"Ok": {"record": digest.hex(), "feedback": digest.hex(), "verdict": "correct", "gpu_seconds": 1.0}},
+            "mac": mac,
+        })
+        .to_string()
+    };
+    for meta in [
+        forged(&id, &"0".repeat(64)),
+        forged(&id, "not hex"),
+        forged("00000000000000000000000000000000", &"0".repeat(64)),
+    ] {
+        c.call(&[
+            b"XADD",
+            results.as_bytes(),
+            b"*",
+            b"meta",
+            meta.as_bytes(),
+            b"o0",
+            record,
+        ])
+        .expect("xadd");
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, _, m) = call("GET", &format!("{base}/metrics"), None, None);
+        if m.as_str()
+            .is_some_and(|m| m.contains("ptxbench_refused_results_total 3\n"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the forged results were not refused: {m}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Nothing answered, nothing deleted.
+    let (status, _, v) = call("GET", &format!("{base}/v1/evaluations/{id}"), None, None);
+    assert_eq!((status, v["state"].as_str()), (202, Some("queued")), "{v}");
+    assert_eq!(
+        c.call(&[b"XLEN", jobs.as_bytes()]).expect("xlen"),
+        Reply::Int(2),
+        "the other job's entry is still there"
+    );
+    // A job added by someone else is not run by a worker, and a real worker answers both.
+    c.call(&[
+        b"XADD",
+        jobs.as_bytes(),
+        b"*",
+        b"job",
+        br#"{"not":"the server's"}"#,
+    ])
+    .expect("xadd");
+    let ws = dir.path().join("w");
+    let _worker = spawn(&[
+        "worker",
+        "--queue",
+        &url,
+        "--stream",
+        &prefix,
+        "--store",
+        ws.to_str().expect("UTF-8"),
+    ]);
+    for job in [&id, &other] {
+        let r = wait(&base, job);
+        assert_eq!(
+            (
+                r["state"].as_str(),
+                r["reward"]["verdict"].as_str(),
+                r["results"].as_u64()
+            ),
+            (Some("done"), Some("extraction"), Some(1)),
+            "{r}"
+        );
+    }
+    // The forged record never entered the server's store.
+    assert!(!ptxbench::store::Store::open(&store).contains(&digest));
+}
+
+/// Findings on reading: job ids were sequential and any token holder read every client's
+/// jobs; a 1-character token was accepted.
+#[test]
+fn issue_56_a_client_reads_only_its_own_jobs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        "client-a-token-0123456789\nclient-b-token-0123456789\n",
+    )
+    .expect("write");
+    let (_server, base) = serve(&store, &["--token-file", tokens.to_str().expect("UTF-8")]);
+    let body =
+        serde_json::to_vec(&json!({"task": TASK, "response": "mine", "seed": 1})).expect("json");
+    let (status, _, v) = call(
+        "POST",
+        &format!("{base}/v1/evaluations"),
+        Some("client-a-token-0123456789"),
+        Some(&body),
+    );
+    assert_eq!(status, 202, "{v}");
+    let id = v["id"].as_str().expect("id");
+    assert!(
+        id.len() == 32 && id.chars().all(|c| c.is_ascii_hexdigit()),
+        "{id}"
+    );
+    let url = format!("{base}/v1/evaluations/{id}?wait=30");
+    let (status, _, _) = call("GET", &url, Some("client-a-token-0123456789"), None);
+    assert_eq!(status, 200);
+    let (status, _, v) = call("GET", &url, Some("client-b-token-0123456789"), None);
+    assert_eq!(status, 404, "{v}");
+
+    std::fs::write(&tokens, "x\n").expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_ptxbench"))
+        .args([
+            "serve",
+            "--store",
+            store.to_str().expect("UTF-8"),
+            "--token-file",
+        ])
+        .arg(&tokens)
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("at least 16"),
+        "{stderr}"
+    );
+}
+
+/// Finding 4 and the input findings: an unknown workload was dropped and an evaluation that
+/// ran none was `correct`; `["M70,M232"]` matched `["M70","M232"]`'s cache key; duplicate
+/// keys (the last won) and control characters in `entry` were accepted.
+#[test]
+fn issue_56_inputs_mean_what_they_say() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_server, base) = serve(&dir.path().join("store"), &[]);
+    let url = format!("{base}/v1/evaluations");
+    for workloads in [json!(["M7O"]), json!(["M70,M232"])] {
+        let (status, _, v) = post(
+            &url,
+            &json!({"task": TASK, "response": "x", "workloads": workloads}),
+        );
+        assert_eq!(
+            (status, v["field"].as_str()),
+            (400, Some("workloads[0]")),
+            "{v}"
+        );
+        let e = v["error"].as_str().unwrap_or_default();
+        assert!(
+            e.contains("M70") && e.contains("M8192"),
+            "names the valid ones: {e}"
+        );
+    }
+    let dup = format!(r#"{{"task": "{TASK}", "response": "x", "seed": 1, "seed": 2}}"#);
+    let (status, _, v) = call("POST", &url, None, Some(dup.as_bytes()));
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("`seed` is given twice")),
+        "{v}"
+    );
+    for entry in ["a\u{0}b", "two\nlines", "<script>x</script>"] {
+        let (status, _, v) = post(
+            &url,
+            &json!({"task": TASK, "response": "x", "entry": entry}),
+        );
+        assert_eq!(
+            (status, v["field"].as_str()),
+            (400, Some("entry")),
+            "{entry:?}: {v}"
+        );
+    }
+    // The valid list works, and means exactly those workloads.
+    let (status, _, v) = post(
+        &url,
+        &json!({"task": TASK, "response": "x", "workloads": ["M70", "M232"]}),
+    );
+    assert_eq!(status, 202, "{v}");
 }
