@@ -11,19 +11,21 @@
 //! not define, the callee is classified in this order:
 //!
 //! 1. defined with a body in this module: fine;
-//! 2. one of [`DRIVER_BUILTINS`] (`vprintf`, `__assertfail`, `malloc`,
-//!    `free`): fine. `ptxas` resolves these itself in whole-program mode
-//!    (checked with CUDA 13.0), so they need no device runtime or other
-//!    module. `malloc`/`free` use the driver's device heap, which is bounded
-//!    by `cudaLimitMallocHeapSize`; they are allowed, not flagged;
-//! 3. a device-runtime function (name starting with `cuda` after any leading
+//! 2. `malloc`/`free`: [`SafetyKind::DeviceHeap`]. The driver's device heap
+//!    outlives every tensor set and module the harness makes, so a kernel could
+//!    keep state there from a checked launch to a timed one (integrity v4);
+//!    state belongs in a workspace the plan declares, reset before every launch;
+//! 3. one of [`DRIVER_BUILTINS`] (`vprintf`, `__assertfail`): fine. `ptxas`
+//!    resolves these itself in whole-program mode (checked with CUDA 13.0), so
+//!    they need no device runtime or other module;
+//! 4. a device-runtime function (name starting with `cuda` after any leading
 //!    underscores: `cudaLaunchDevice[V2]`, `cudaGetParameterBuffer[V2]`,
 //!    `cudaGraphLaunch`, `cudaCGGet*`, `cudaDeviceSynchronize`, and the
 //!    `__cudaCDP2*` names CUDA 12+ nvcc emits for `kernel<<<...>>>` in device
 //!    code): [`SafetyKind::DeviceRuntimeCall`];
-//! 4. declared `.extern` (to come from another module at link time):
+//! 5. declared `.extern` (to come from another module at link time):
 //!    [`SafetyKind::ExternCall`];
-//! 5. anything else (a prototype without a body, or no declaration at
+//! 6. anything else (a prototype without a body, or no declaration at
 //!    all): [`SafetyKind::UndefinedCall`].
 //!
 //! A module with no `.entry` that has a body gets [`SafetyKind::NoEntry`]
@@ -38,7 +40,10 @@ use serde::Serialize;
 use crate::module::{CallTarget, Function, Module};
 
 /// Functions the CUDA driver's PTX JIT resolves without any library.
-pub const DRIVER_BUILTINS: &[&str] = &["vprintf", "__assertfail", "malloc", "free"];
+pub const DRIVER_BUILTINS: &[&str] = &["vprintf", "__assertfail"];
+
+/// The device heap's functions: refused ([`SafetyKind::DeviceHeap`]).
+pub const DEVICE_HEAP: &[&str] = &["malloc", "free"];
 
 /// Why a module is unsafe to load in the benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -56,6 +61,9 @@ pub enum SafetyKind {
     /// Module-scope `.global` memory used other than by loading from it: it persists from
     /// one launch to the next, so a kernel could tell its first launch from later ones.
     ModuleState,
+    /// `malloc`/`free`: the device heap outlives every tensor set and module, so a kernel
+    /// could keep state in it from a checked launch to a timed one.
+    DeviceHeap,
 }
 
 impl SafetyKind {
@@ -67,6 +75,7 @@ impl SafetyKind {
             SafetyKind::ExternCall => "extern_call",
             SafetyKind::UndefinedCall => "undefined_call",
             SafetyKind::ModuleState => "module_state",
+            SafetyKind::DeviceHeap => "device_heap",
         }
     }
 }
@@ -117,6 +126,15 @@ fn declarations(m: &Module) -> BTreeMap<&str, Decl> {
 /// phrased to follow "`name`, which ...".
 fn classify(name: &str, decls: &BTreeMap<&str, Decl>) -> Option<(SafetyKind, String)> {
     let d = decls.get(name).copied().unwrap_or_default();
+    if DEVICE_HEAP.contains(&name) && !d.defined {
+        return Some((
+            SafetyKind::DeviceHeap,
+            "allocates from the device heap, which outlives every launch: memory that survives \
+             from a checked launch to a timed one is refused; keep state in a workspace the plan \
+             declares (reset before every launch)"
+                .to_string(),
+        ));
+    }
     if d.defined || is_driver_builtin(name) {
         return None;
     }
@@ -311,6 +329,30 @@ mod tests {
         assert_eq!(module_state(&src), Vec::new());
     }
     use super::*;
+
+    /// Integrity v4, class 1: the device heap outlived every tensor set and module.
+    #[test]
+    fn issue_57_the_device_heap_is_refused() {
+        let src = ".version 8.0\n.target sm_90a\n.address_size 64\n\
+.extern .func (.param .b64 r) malloc(.param .b64 n);\n\
+.extern .func free(.param .b64 p);\n\
+.visible .entry k()\n{\n.reg .b64 %rd<2>;\n\
+{ .param .b64 n; .param .b64 r; st.param.b64 [n], 64; call.uni (r), malloc, (n); ld.param.b64 %rd1, [r]; }\n\
+{ .param .b64 p; st.param.b64 [p], %rd1; call.uni free, (p); }\nret;\n}\n";
+        let m = crate::parse(src).expect("parses");
+        let issues = safety_issues(&m);
+        let kinds: Vec<SafetyKind> = issues.iter().map(|i| i.kind).collect();
+        assert_eq!(
+            kinds,
+            [SafetyKind::DeviceHeap, SafetyKind::DeviceHeap],
+            "{issues:?}"
+        );
+        assert!(
+            issues[0].message.contains("calls `malloc`"),
+            "{}",
+            issues[0].message
+        );
+    }
 
     #[test]
     fn device_runtime_names() {

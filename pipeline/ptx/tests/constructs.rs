@@ -511,13 +511,20 @@ fn safety_rules() {
     let src = format!("{HEADER}.func f();\n.entry k() {{ call f; ret; }}\n.func f() {{ ret; }}\n");
     assert!(issues(&src).is_empty());
 
-    // Driver builtins are allowed, declared or not.
+    // Driver builtins are allowed, declared or not; the device heap is not (integrity v4: it
+    // outlives every launch).
+    let src =
+        format!("{HEADER}.entry k() {{ call __assertfail, (1); call vprintf, (1, 2); ret; }}\n");
+    assert!(issues(&src).is_empty());
     let src = format!(
         "{HEADER}.extern .func (.param .b64 r) malloc(.param .b64 n);\n\
          .extern .func free(.param .b64 p);\n\
-         .entry k() {{ call.uni (r), malloc, (8); call.uni free, (r); call __assertfail, (1); ret; }}\n"
+         .entry k() {{ call.uni (r), malloc, (8); call.uni free, (r); ret; }}\n"
     );
-    assert!(issues(&src).is_empty());
+    assert_eq!(
+        issues(&src),
+        [SafetyKind::DeviceHeap, SafetyKind::DeviceHeap]
+    );
 
     // Device-runtime names, including through an address taken for an indirect call.
     let src = format!(

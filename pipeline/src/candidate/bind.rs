@@ -189,8 +189,13 @@ fn binding_fits(b: &Binding, p: &PtxParam) -> Result<(), String> {
                 }
                 Ok(())
             } else if size == 8 && p.array_len.is_none() {
-                // A pointer to a map the harness places in global memory.
-                Ok(())
+                // A map in global memory is writable (`tensormap.replace`, plain stores): a
+                // kernel could change it between the launches that are checked or counted
+                // and those that are timed (integrity v4).
+                Err(format!(
+                    "a tensor map is passed by value only (`.param .align 64 .b8 {}[128]`, a `const __grid_constant__ CUtensorMap`): by pointer it would live in global memory the kernel can rewrite between launches",
+                    p.name
+                ))
             } else {
                 Err(format!(
                     "a tensor map is a 128-byte parameter (`.param .align 64 .b8 {}[128]`) or a 64-bit pointer to one, but `{decl}` holds {size} bytes",

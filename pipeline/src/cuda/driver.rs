@@ -82,7 +82,12 @@ pub enum OpenError {
 #[derive(Debug)]
 pub struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
+    /// The allocation's real extent (what the driver reserved, at least what was asked for):
+    /// bytes past a request up to here are still the kernel's to write, so guards and resets
+    /// run to here.
     bytes: usize,
+    /// What was asked for (the key under which a kept buffer is reused).
+    requested: usize,
     kept: std::rc::Rc<Kept>,
 }
 
@@ -115,7 +120,7 @@ impl DeviceBuffer {
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         if self.kept.on.get() {
-            self.kept.free.borrow_mut().push((self.bytes, self.ptr));
+            self.kept.free.borrow_mut().push((self.requested, self.ptr));
             return;
         }
         // SAFETY: allocated by cuMemAlloc in the current context; freed once.
@@ -384,9 +389,22 @@ impl Gpu {
                 ptr
             }
         };
+        // The allocation's real extent: the driver may reserve more than was asked for.
+        let mut base = 0;
+        let mut extent = 0usize;
+        // SAFETY: out-pointers to locals; `ptr` is an allocation of this context.
+        check("cuMemGetAddressRange", unsafe {
+            sys::cuMemGetAddressRange_v2(&mut base, &mut extent, ptr)
+        })?;
+        let real = if base == ptr {
+            extent.max(bytes)
+        } else {
+            bytes
+        };
         Ok(DeviceBuffer {
             ptr,
-            bytes,
+            bytes: real,
+            requested: bytes,
             kept: self.kept.clone(),
         })
     }

@@ -6,6 +6,7 @@ use crate::record::Stage;
 use std::rc::Rc;
 
 use super::Stats;
+use super::conditions::Conditions;
 use super::inputs::{POISON_BYTE, TensorSet, allocate, fill_inputs};
 use super::judge::check_stored;
 use super::reference::{Reference, compute_reference};
@@ -158,15 +159,14 @@ fn fastest_of(
     if count < 2 {
         return Ok(vec![None; count]);
     }
-    let flush = l2_flush_buffer(gpu)?;
-    let words = flush.bytes() / 4;
+    let conditions = Conditions::new(gpu)?;
     let events = [gpu.event()?, gpu.event()?];
     let mut medians = Vec::new();
     for i in 0..count {
         run(i, false).map_err(|e| baseline_error(" setup", e))?;
         let mut samples = Vec::new();
         for l in 0..CHOICE_WARMUP + CHOICE_LAUNCHES {
-            gpu.fill_u32(&flush, 0, l ^ 0x3c3c, words)?;
+            conditions.flush_l2(gpu, l ^ 0x3c3c)?;
             gpu.record(&events[0])?;
             if run(i, true).is_err() {
                 break;
@@ -479,12 +479,11 @@ pub fn time_baseline(
         baseline.launch(gpu)?;
     }
     gpu.sync()?;
-    let flush = l2_flush_buffer(gpu)?;
-    let flush_words = flush.bytes() / 4;
+    let conditions = Conditions::new(gpu)?;
     let events = [gpu.event()?, gpu.event()?];
     let mut samples = Vec::new();
     for i in 0..p.iterations.max(1) {
-        gpu.fill_u32(&flush, 0, i ^ 0x5a5a, flush_words)?;
+        conditions.flush_l2(gpu, i ^ 0x5a5a)?;
         gpu.record(&events[0])?;
         baseline.launch(gpu)?;
         gpu.record(&events[1])?;

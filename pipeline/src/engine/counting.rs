@@ -102,7 +102,7 @@ impl<'a> CountedModule<'a> {
                 .tensor_map_param
                 .as_deref()
                 .and_then(|p| bound_map(module, launches, &site.function, p))
-                .map_or([0; SHAPE_WORDS], |d| in_bounds::shape_words(&d));
+                .map_or([0; SHAPE_WORDS], |m| in_bounds::shape_words(&m.desc));
             table.extend(words.iter().flat_map(|w| w.to_le_bytes()));
         }
         let (ptr, bytes) = gpu
@@ -331,16 +331,60 @@ fn bound_map(
     launches: &[ResolvedLaunch],
     function: &str,
     param: &str,
-) -> Option<TensorMapDesc> {
+) -> Option<crate::candidate::bind::ResolvedTensorMap> {
     let f = module.entry(function)?;
     let index = f.params.iter().position(|p| p.name == param)?;
     launches
         .iter()
         .filter(|l| l.entry == function)
         .find_map(|l| match l.params.get(index) {
-            Some(ResolvedParam::TensorMap { map, .. }) => Some(map.desc.clone()),
+            Some(ResolvedParam::TensorMap { map, .. }) => Some(map.clone()),
             _ => None,
         })
+}
+
+/// Why TMA loads through `map` earn no byte credit, if they do not: only a map over one of
+/// the task's inputs, laid over that tensor's own storage (innermost dimension contiguous,
+/// each stride the extent of the dimensions inside it, the whole tensor and nothing more: no
+/// overlap, no gap), counts. A map over a workspace moves bytes that are not the task's; a map
+/// with overlapping strides reads the same bytes as if they were many (integrity v4, class 4).
+/// Maps are passed by value only, so the kernel cannot change one after it is checked.
+pub fn credit_refusal(
+    tensor: &str,
+    desc: &TensorMapDesc,
+    task: &Task,
+    env: &crate::expr::Bindings,
+) -> Option<String> {
+    let Some(spec) = task.inputs.iter().find(|t| t.name == tensor) else {
+        return Some(format!(
+            "its tensor map is over `{tensor}`, which is not an input of the task"
+        ));
+    };
+    let element = desc.dtype().size_bytes();
+    if element != spec.dtype.size_bytes() {
+        return Some(format!(
+            "its tensor map reads {element}-byte elements of `{tensor}`, whose elements have {} bytes",
+            spec.dtype.size_bytes()
+        ));
+    }
+    let dims = desc.dims();
+    let mut expected = dims.first().copied().unwrap_or(0).saturating_mul(element);
+    for (i, (&stride, &dim)) in desc.strides().iter().zip(dims.iter().skip(1)).enumerate() {
+        if stride != expected {
+            return Some(format!(
+                "its tensor map over `{tensor}` has stride {stride} bytes for dimension {} where `{tensor}`'s own storage has {expected} (overlapping or gapped views are not credited)",
+                i + 1
+            ));
+        }
+        expected = expected.saturating_mul(dim);
+    }
+    match task.size_bytes(spec, env) {
+        Ok(bytes) if bytes == expected => None,
+        Ok(bytes) => Some(format!(
+            "its tensor map spans {expected} bytes of `{tensor}`, which has {bytes}"
+        )),
+        Err(e) => Some(format!("the size of `{tensor}`: {e}")),
+    }
 }
 
 /// Per-site counts weighed by each site's work: executed MMA FLOPs and TMA load bytes, as
@@ -355,6 +399,7 @@ fn weigh(
     read: &Counted,
 ) {
     let (counts, launches) = (&read.counts, &read.launches);
+    let env = task.bindings(w);
     let mut per_family: BTreeMap<String, u64> =
         counted.families.iter().map(|f| (f.clone(), 0)).collect();
     let mut mma_flops = 0.0;
@@ -366,12 +411,17 @@ fn weigh(
     for ((site, &count), &in_bounds) in counted.sites.iter().zip(counts).zip(&read.in_bounds) {
         *per_family.entry(site.family.clone()).or_default() += count;
         let executions = count as f64 / site.threads_per_execution.max(1) as f64;
-        let bytes = match (&site.direction, &site.tensor_map_param) {
-            (Some(Direction::Load), Some(p)) => {
-                bound_map(module, launches, &site.function, p).map(|d| d.box_bytes())
-            }
+        let map = match (&site.direction, &site.tensor_map_param) {
+            (Some(Direction::Load), Some(p)) => bound_map(module, launches, &site.function, p),
             _ => None,
         };
+        let refused = map
+            .as_ref()
+            .and_then(|m| credit_refusal(&m.tensor, &m.desc, task, &env));
+        let bytes = map
+            .as_ref()
+            .filter(|_| refused.is_none())
+            .map(|m| m.desc.box_bytes());
         if site.family == "wgmma"
             || site.family == "tcgen05" && site.opcode.starts_with("tcgen05.mma")
         {
@@ -390,6 +440,15 @@ fn weigh(
         }
         if site.direction == Some(Direction::Load) && count > 0 {
             match (bytes, in_bounds) {
+                (None, _) if refused.is_some() => {
+                    load_known = false;
+                    result.notes.push(format!(
+                        "the TMA load at line {} of {} executed {count} times and is not credited: {}",
+                        site.line,
+                        site.function,
+                        refused.as_deref().unwrap_or_default()
+                    ));
+                }
                 (Some(b), Some(read)) => {
                     load_bytes += read as f64;
                     boxed_bytes += executions * b as f64;
@@ -423,7 +482,6 @@ fn weigh(
         ));
     }
     result.counts = per_family.into_iter().collect();
-    let env = task.bindings(w);
     let task_flops = task.flops_of(w).ok().filter(|f| *f > 0.0);
     if mma_known
         && (mma_sites > 0

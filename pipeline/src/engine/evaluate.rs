@@ -15,8 +15,9 @@ use crate::record::Stage;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use super::conditions::Conditions;
 use super::counting::{self, CountedModule};
-use super::inputs::{allocate, fill_inputs, prepare_outputs, seed_for, snapshot_inputs};
+use super::inputs::{allocate, fill_inputs, seed_for, snapshot_inputs};
 use super::judge::{check_trial, describe_failure};
 use super::launch::run_plan;
 use super::reference::compute_reference;
@@ -238,6 +239,7 @@ fn run(
     }
     let mut per_workload = Vec::new();
     let scratch = gpu.alloc(256)?;
+    let conditions = Conditions::new(gpu)?;
     // A selection that names a workload the task lacks, or that selects none, runs nothing:
     // never `correct` (callers refuse such selections first; this holds whatever the caller).
     if let Some(why) = task.unknown_workload(&req.workloads) {
@@ -288,6 +290,7 @@ fn run(
             env: &env,
             workload: w,
             launches: &launches,
+            conditions: &conditions,
         };
         // The trials of a workload allocate the same buffers: kept between them, so that no
         // trial waits on the driver's allocator (see `Gpu::reuse_buffers`); freed before
@@ -440,6 +443,7 @@ struct TrialOn<'a> {
     env: &'a Bindings,
     workload: &'a Workload,
     launches: &'a [ResolvedLaunch],
+    conditions: &'a Conditions,
 }
 
 impl TrialOn<'_> {
@@ -460,12 +464,16 @@ impl TrialOn<'_> {
             env,
             workload,
             launches,
+            conditions: _,
         } = *self;
         let set = allocate(gpu, task, plan, env)?;
         fill_inputs(gpu, support, task, workload, &set, seed)?;
         let reference = compute_reference(gpu, support, task, env, &set)?;
         let snapshot = snapshot_inputs(gpu, task, &set)?;
-        prepare_outputs(gpu, task, &set)?;
+        // The conditions a timed launch starts from: poisoned outputs, reset workspaces and a
+        // flushed L2 (the salt from the trial's seed, so no two flushes write the same).
+        self.conditions
+            .before_launch(gpu, task, &set, seed as u32 ^ (seed >> 32) as u32)?;
         let before = counter.map(|c| c.read(gpu)).transpose()?;
         run_plan(gpu, kernels, launches, &set)?;
         gpu.sync()?;

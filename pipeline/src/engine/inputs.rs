@@ -63,6 +63,8 @@ pub fn allocate(
         let bytes = task.size_bytes(t, env).map_err(setup_error)?;
         let numel = task.numel(t, env).map_err(setup_error)?;
         let bytes = usize::try_from(bytes).map_err(setup_error)?;
+        // The trailing guard runs to the allocation's real end (`DeviceBuffer::bytes`), so no
+        // slack past the request is left unwritten and unchecked.
         let buf = gpu.alloc(bytes + 2 * GUARD)?;
         gpu.fill_u8(&buf, 0, GUARD_BYTE, buf.bytes())?;
         tensors.insert(t.name.clone(), (buf, bytes, t.dtype, numel));
@@ -287,18 +289,20 @@ pub fn snapshot_inputs(
     Ok(out)
 }
 
-/// Outputs to NaN and workspaces to their declared fill, before a launch sequence.
+/// Outputs to NaN and workspaces to their declared fill over their whole allocation (past the
+/// declared bytes too, to the allocation's real end), before every launch sequence: nothing a
+/// kernel leaves in a workspace reaches its next launch.
 pub fn prepare_outputs(gpu: &Gpu, task: &Task, set: &TensorSet) -> Result<(), DriverError> {
     for t in &task.outputs {
         let (buf, bytes, ..) = &set.tensors[&t.name];
         gpu.fill_u8(buf, GUARD, POISON_BYTE, *bytes)?;
     }
-    for (buf, bytes, init) in set.workspaces.values() {
+    for (buf, _, init) in set.workspaces.values() {
         let v = match init {
             WorkspaceInit::Zero => 0,
             WorkspaceInit::Poison => POISON_BYTE,
         };
-        gpu.fill_u8(buf, 0, v, (*bytes).max(1).min(buf.bytes()))?;
+        gpu.fill_u8(buf, 0, v, buf.bytes())?;
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 
 pub mod baseline;
 pub mod between_runs;
+pub mod conditions;
 pub mod counting;
 pub mod estimate;
 pub mod evaluate;

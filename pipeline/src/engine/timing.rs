@@ -28,11 +28,10 @@
 use crate::record::Stage;
 use std::collections::BTreeMap;
 
-use super::baseline::{Baseline, Planned, baseline_for, check_baseline, l2_flush_buffer};
+use super::baseline::{Baseline, Planned, baseline_for, check_baseline};
+use super::conditions::Conditions;
 use super::estimate::{StopRule, paired_speedup};
-use super::inputs::{
-    TensorSet, allocate, fill_inputs, prepare_outputs, refresh_inputs, seed_for, snapshot_inputs,
-};
+use super::inputs::{TensorSet, allocate, fill_inputs, refresh_inputs, seed_for, snapshot_inputs};
 use super::judge::check_stored;
 use super::launch::{encode_params, launch_encoded};
 use super::reference::compute_reference;
@@ -126,7 +125,7 @@ fn floor_of(gpu: &Gpu, task: &Task, w: &Workload) -> Option<super::Floor> {
 }
 
 /// What a timed pair runs on: the candidate's launches over one tensor set, the baseline
-/// bound to the same set, the L2 flush buffer and the events.
+/// bound to the same set, the launch conditions and the events.
 struct Bench<'a> {
     gpu: &'a Gpu,
     support: &'a Support,
@@ -141,7 +140,7 @@ struct Bench<'a> {
     launches: &'a [ResolvedLaunch],
     encoded: &'a [Vec<crate::cuda::driver::ParamBytes>],
     baseline: Option<&'a Baseline>,
-    flush: &'a DeviceBuffer,
+    conditions: &'a Conditions,
     events: &'a [crate::cuda::driver::Event; 4],
 }
 
@@ -165,12 +164,10 @@ impl Bench<'_> {
             launches,
             encoded,
             baseline,
-            flush,
+            conditions,
             events,
         } = *self;
-        let flush_words = flush.bytes() / 4;
-        prepare_outputs(gpu, task, set)?;
-        gpu.fill_u32(flush, 0, salt, flush_words)?;
+        conditions.before_launch(gpu, task, set, salt)?;
         gpu.record(&events[0])?;
         launch_encoded(gpu, kernels, launches, encoded)?;
         gpu.record(&events[1])?;
@@ -199,7 +196,7 @@ impl Bench<'_> {
             }
         }
         if let Some(b) = baseline {
-            gpu.fill_u32(flush, 0, salt ^ 0x5a5a_5a5a, flush_words)?;
+            conditions.flush_l2(gpu, salt ^ 0x5a5a_5a5a)?;
             gpu.record(&events[2])?;
             b.launch(gpu)?;
             gpu.record(&events[3])?;
@@ -256,7 +253,7 @@ pub fn time_workload(
         None => Vec::new(),
     };
     drop(reference);
-    let flush = l2_flush_buffer(gpu)?;
+    let conditions = Conditions::new(gpu)?;
     let events = [gpu.event()?, gpu.event()?, gpu.event()?, gpu.event()?];
     let bench = Bench {
         gpu,
@@ -270,7 +267,7 @@ pub fn time_workload(
         launches,
         encoded: &encoded,
         baseline: baseline.as_ref(),
-        flush: &flush,
+        conditions: &conditions,
         events: &events,
     };
 

@@ -676,9 +676,13 @@ $LOOP:\n  .loc 1 7 2\n  fma.rn.f32 %f1, %f2, %f3, %f1;\n  mad.lo.s32 %r1, %r2, %
         let s = splice_counting_work(WORK_PTX, &[Family::Wgmma]).expect("splices");
         let w = s.work.as_ref().expect("work counted");
         assert_eq!(w.functions, ["helper", "k"]);
-        // mul (helper), fma, the integer mad, the packed add and the mma.sync (k); not the
-        // wgmma (a target site, found behind its `.loc` line).
-        assert_eq!(w.sites, 5);
+        // mul (helper), fma, the integer mad, the setp, the packed add and the mma.sync (k);
+        // not the wgmma (a target site, found behind its `.loc` line).
+        assert_eq!(w.sites, 6);
+        assert!(
+            s.ptx
+                .contains("add.u64 %ptxbench_work, %ptxbench_work, 1; setp.ne.b32")
+        );
         assert_eq!(s.sites, vec![1]);
         let t = &s.ptx;
         assert!(t.contains("[1]; .visible .global .align 8 .u64 ptxbench_work_counters[2];\n"));

@@ -3,10 +3,12 @@
 //!
 //! Counting target MMA FLOPs alone cannot tell work from decoration: a SIMT GEMM that also
 //! runs enough wgmma on tiles it then ignores reaches any MMA share. So the copy also counts,
-//! per thread, the operations of every floating-point `fma`/`mad`/`add`/`sub`/`mul` (scalar
-//! or packed), integer multiplies and multiply-adds, `red`/`atom` adds, `dp4a`/`dp2a`, and
-//! the MMA instructions that are not a target family (`mma.sync`, `mma.sp`, `wmma.mma`, at
-//! their dense shape's FLOPs over the 32 threads of a warp); weights in [`flops_per_thread`]. "Correct on target" then also requires that these stay a small share
+//! per thread, every instruction outside the target families that is not pure data movement,
+//! control or synchronisation ([`NO_ARITHMETIC`]): floating-point and integer arithmetic,
+//! logic, comparisons, conversions, special functions, computing atomics, and the MMA
+//! instructions that are not a target family (at their dense shape's FLOPs over the threads
+//! that issue them); an opcode it does not know counts 1, never 0. Weights in
+//! [`flops_per_thread`]. "Correct on target" then also requires that these stay a small share
 //! of the task's FLOPs ([`crate::record::ON_TARGET_OTHER_SHARE`]): a real wgmma GEMM does an
 //! epilogue's worth (under 1%), a real attention kernel its softmax (a few %).
 //!
@@ -18,8 +20,8 @@
 //! thread and return keeps the copy fast enough for a SIMT kernel's billions of FMAs, where an
 //! atomic per instruction would not be.
 //!
-//! What it does not see: integer adds and shifts (address arithmetic is made of them),
-//! transcendentals (`ex2`, `lg2`), and `cp.reduce.async.bulk` (its size is a register).
+//! What it does not see: `cp.reduce.async.bulk` (its size is a register) and the arithmetic
+//! inside instructions of the target families.
 
 use ptxbench_ptx::{Family, Module};
 use serde::{Deserialize, Serialize};
@@ -40,51 +42,127 @@ pub struct WorkCounters {
     pub sites: u64,
 }
 
+/// Instructions that do no arithmetic on data: moves, memory, control, synchronisation, and
+/// the asynchronous copy and matrix-movement machinery. Every other opcode is counted: the
+/// arithmetic, conversion and special-function ones at their weight in [`flops_per_thread`],
+/// and any opcode in neither list at 1 per thread, never as free (integrity v4).
+pub const NO_ARITHMETIC: &[&str] = &[
+    "ld",
+    "ldu",
+    "st",
+    "mov",
+    "cvta",
+    "isspacep",
+    "prefetch",
+    "prefetchu",
+    "bra",
+    "brx",
+    "call",
+    "ret",
+    "exit",
+    "bar",
+    "barrier",
+    "membar",
+    "fence",
+    "mbarrier",
+    "cp",
+    "shfl",
+    "vote",
+    "match",
+    "activemask",
+    "elect",
+    "nanosleep",
+    "trap",
+    "brkpt",
+    "pmevent",
+    "griddepcontrol",
+    "setmaxnreg",
+    "stmatrix",
+    "ldmatrix",
+    "movmatrix",
+    "tensormap",
+    "getctarank",
+    "mapa",
+    "clusterlaunchcontrol",
+    "discard",
+    "applypriority",
+    "createpolicy",
+    "alloca",
+    "stacksave",
+    "stackrestore",
+];
+
 /// The operations one thread does in one execution of `opcode`, if it is arithmetic the copy
-/// counts; `None` for everything else. The weights (the methodology page has them as a table):
+/// counts; `None` only for the instructions of [`NO_ARITHMETIC`] (and the non-arithmetic parts
+/// of the MMA families). The weights (the methodology page has them as a table):
 ///
 /// | instruction | weight per thread |
 /// |---|---|
 /// | floating-point `fma`/`mad` (f16, bf16, f32, f64) | 2 per lane (`x2` packs: 2 lanes) |
-/// | floating-point `add`/`sub`/`mul` | 1 per lane |
 /// | integer `mad`/`mad24`/`mad.wide` | 2 |
-/// | integer `mul`/`mul24`/`mul.wide` | 1 |
 /// | `dp4a` / `dp2a` | 8 / 4 |
-/// | `red`/`atom` `.add` (float or integer) | 1 per lane and vector element |
+/// | `red`/`atom` that compute (`add`, `min`, `max`, `inc`, `dec`, `and`, `or`, `xor`) | 1 per lane and vector element |
 /// | `mma.sync`, `mma.sp`, `wmma.mma` (any shape) | 2·M·N·K / 32 |
+/// | `wgmma.mma_async` where wgmma is not a target family | 2·M·N·K / 128 |
+/// | every other arithmetic, logic, comparison, conversion or special-function instruction (`add`, `sub`, `mul`, `div`, `rem`, `rcp`, `sqrt`, `rsqrt`, `ex2`, `lg2`, `sin`, `cos`, `tanh`, `min`, `max`, `abs`, `neg`, shifts, `and`/`or`/`xor`/`lop3`, `bfe`/`bfi`/`prmt`, `popc`/`clz`, `setp`/`set`/`selp`/`slct`, `cvt`, `redux`, ...) | 1 per lane (`x2` packs: 2) |
+/// | any opcode in neither list | 1 |
 ///
-/// Integer multiplies are counted although address arithmetic uses them: a tensor-core kernel
-/// does a few per tile, a kernel that does its GEMM in integers does them per element.
+/// Integer arithmetic is counted although address arithmetic is made of it: a tensor-core
+/// kernel does a few integer operations per tile, a kernel that does its GEMM in integers, or
+/// by reciprocals and conversions, does them per element.
 pub fn flops_per_thread(opcode: &str) -> Option<u64> {
     let parts: Vec<&str> = opcode.split('.').collect();
+    let mnemonic = *parts.first()?;
     let float_lanes = parts.iter().skip(1).find_map(|p| match *p {
-        "f16" | "bf16" | "f32" | "f64" => Some(1),
-        "f16x2" | "bf16x2" | "f32x2" => Some(2),
+        "f16" | "bf16" | "f32" | "f64" | "e4m3" | "e5m2" | "f8" => Some(1),
+        "f16x2" | "bf16x2" | "f32x2" | "e4m3x2" | "e5m2x2" => Some(2),
         _ => None,
     });
-    let integer = parts.iter().skip(1).any(|p| {
-        matches!(
-            *p,
-            "u16" | "u32" | "u64" | "s16" | "s32" | "s64" | "b16" | "b32" | "b64"
-        )
-    });
-    match parts.first().copied()? {
-        "fma" => float_lanes.map(|l| 2 * l),
-        "mad" | "mad24" => float_lanes.map(|l| 2 * l).or(integer.then_some(2)),
-        "mul" | "mul24" => float_lanes.or(integer.then_some(1)),
-        "add" | "sub" => float_lanes,
-        "red" | "atom" if parts.contains(&"add") => {
+    // The lanes of a packed operation (`x2`, `x4` anywhere in the type), else one.
+    let lanes = parts
+        .iter()
+        .skip(1)
+        .filter_map(|p| p.rsplit_once('x').and_then(|(_, n)| n.parse::<u64>().ok()))
+        .max()
+        .unwrap_or(1)
+        .max(float_lanes.unwrap_or(1));
+    if NO_ARITHMETIC.contains(&mnemonic) {
+        return None;
+    }
+    match mnemonic {
+        "fma" => Some(2 * lanes),
+        "mad" | "mad24" => Some(if float_lanes.is_some() { 2 * lanes } else { 2 }),
+        "red" | "atom" => {
+            let computes = parts.iter().any(|p| {
+                matches!(
+                    *p,
+                    "add" | "min" | "max" | "inc" | "dec" | "and" | "or" | "xor"
+                )
+            });
+            if !computes {
+                return None;
+            }
             let vector = parts
                 .iter()
                 .find_map(|p| p.strip_prefix('v').and_then(|n| n.parse::<u64>().ok()))
                 .unwrap_or(1);
-            float_lanes.or(integer.then_some(1)).map(|l| l * vector)
+            Some(lanes * vector)
         }
-        "mma" => warp_mma_flops(opcode),
-        "wmma" if parts.get(1) == Some(&"mma") => warp_mma_flops(opcode),
+        "mma" => warp_mma_flops(opcode).or(Some(1)),
+        "wmma" if parts.get(1) == Some(&"mma") => warp_mma_flops(opcode).or(Some(1)),
+        // The matrix fragments' loads and stores move data.
+        "wmma" => None,
+        "wgmma" if parts.get(1) == Some(&"mma_async") => super::sites::wgmma_flops(opcode)
+            .map(|f| (f / 128.0).round() as u64)
+            .or(Some(1)),
+        // fence, commit_group, wait_group.
+        "wgmma" => None,
+        // Tensor memory allocation, copies and waits move data; an MMA outside the targets is
+        // counted, at 1 (its shape is in the instruction descriptor, not the opcode).
+        "tcgen05" => (parts.get(1) == Some(&"mma")).then_some(1),
         "dp4a" => Some(8),
         "dp2a" => Some(4),
-        _ => None,
+        _ => Some(lanes),
     }
 }
 
@@ -202,7 +280,6 @@ mod tests {
             ),
             ("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32", Some(256)),
             ("dp4a.s32.s32", Some(8)),
-            // Integer multiplies count (a GEMM done in integers), adds do not (addresses).
             ("mad.lo.s32", Some(2)),
             ("mad.wide.u32", Some(2)),
             ("mul.wide.u32", Some(1)),
@@ -210,14 +287,82 @@ mod tests {
             ("red.global.add.u32", Some(1)),
             ("atom.global.v2.add.s32", Some(2)),
             ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", Some(256)),
-            ("add.s32", None),
-            ("ex2.approx.ftz.f32", None),
+            ("ex2.approx.ftz.f32", Some(1)),
             ("wmma.load.a.sync.aligned.row.m16n16k16.global.f16", None),
+            ("ld.global.v4.u32", None),
         ];
         for (opcode, want) in cases {
             assert_eq!(flops_per_thread(opcode), want, "{opcode}");
         }
-        assert_eq!(flops_per_thread("shl.b32"), None);
-        assert_eq!(flops_per_thread("max.f32"), None);
+    }
+
+    /// Integrity v4, class 3: division, reciprocals, conversions and integer adds were free,
+    /// so a SIMT GEMM done with `div.approx` by a reciprocal and `cvt`/`add.s64` counted as no
+    /// work beside an ignored wgmma. Every arithmetic, conversion and special-function opcode
+    /// now has a weight, and an opcode the table does not know counts, never as free.
+    #[test]
+    fn issue_57_no_arithmetic_is_free() {
+        for opcode in [
+            "div.approx.f32",
+            "div.full.f32",
+            "div.rn.f64",
+            "rcp.approx.ftz.f32",
+            "rcp.rn.f64",
+            "sqrt.approx.f32",
+            "rsqrt.approx.f32",
+            "lg2.approx.f32",
+            "sin.approx.f32",
+            "tanh.approx.f32",
+            "cvt.rn.f32.s32",
+            "cvt.rzi.s32.f32",
+            "cvt.rn.bf16.f32",
+            "add.s64",
+            "add.s32",
+            "sub.u32",
+            "shl.b32",
+            "shr.u64",
+            "and.b32",
+            "xor.b32",
+            "lop3.b32",
+            "bfe.u32",
+            "prmt.b32",
+            "popc.b32",
+            "max.f32",
+            "min.s32",
+            "abs.f32",
+            "neg.f32",
+            "setp.lt.f32",
+            "selp.f32",
+            "redux.sync.add.s32",
+            "copysign.f32",
+            "some.future.opcode",
+        ] {
+            assert!(
+                flops_per_thread(opcode).is_some_and(|w| w >= 1),
+                "{opcode} must count"
+            );
+        }
+        assert_eq!(flops_per_thread("cvt.rn.bf16x2.f32"), Some(2), "two lanes");
+        // wgmma outside the targets: 2 * 64 * 128 * 16 over 128 threads.
+        assert_eq!(
+            flops_per_thread("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"),
+            Some(2048)
+        );
+        for free in [
+            "ld.global.nc.v4.u32",
+            "st.shared.u32",
+            "mov.b32",
+            "bra.uni",
+            "bar.sync",
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            "mbarrier.try_wait.parity.shared::cta.b64",
+            "shfl.sync.bfly.b32",
+            "atom.global.exch.b32",
+            "atom.global.cas.b32",
+            "wgmma.fence.sync.aligned",
+            "stmatrix.sync.aligned.m8n8.x4.shared.b16",
+        ] {
+            assert_eq!(flops_per_thread(free), None, "{free} moves data");
+        }
     }
 }

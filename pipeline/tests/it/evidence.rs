@@ -384,3 +384,109 @@ fn check_reports_the_sass_inventory() {
     assert_eq!(req[0]["family"], "wgmma", "{hopper}");
     assert!(req[0]["count"].as_u64().is_some_and(|n| n > 0), "{hopper}");
 }
+
+/// Integrity v4, class 4: TMA bytes were credited for any in-bounds byte of any bound map.
+/// Now only a map over a task input laid over that input's own storage earns credit; every
+/// committed kernel the reference and suite-v2 runs evaluate still does, on every workload,
+/// and maps over a workspace, with overlapping strides or a wrong element size do not.
+#[test]
+fn issue_57_tma_credit_goes_only_to_maps_over_the_tasks_inputs() {
+    use ptxbench::candidate::bind::{self, ResolvedParam};
+    use ptxbench::candidate::plan::LaunchPlan;
+    use ptxbench::engine::counting::credit_refusal;
+    let suite = crate::suite();
+    let mut credited = 0;
+    for list in [
+        "tasks/runs/reference-sm90a.yaml",
+        "tasks/runs/suite-v2-sm90a.yaml",
+    ] {
+        let path = crate::root().join(list);
+        let dir = path.parent().expect("folder").to_path_buf();
+        let v: serde_json::Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(&path).expect("list")).expect("yaml");
+        for e in v["evaluations"].as_array().expect("evaluations") {
+            let kernel = dir.join(e["kernel"].as_str().expect("kernel"));
+            if kernel.extension().is_none_or(|x| x != "ptx") {
+                continue;
+            }
+            let plan_path = dir.join(e["plan"].as_str().expect("plan"));
+            let cand =
+                ptxbench::candidate::Candidate::from_files(&kernel, &plan_path).expect("candidate");
+            let module = ptxbench_ptx::parse(&cand.kernel).expect("PTX parses");
+            for pattern in e["tasks"].as_array().expect("tasks") {
+                let pattern = pattern.as_str().expect("pattern");
+                for task in suite
+                    .tasks
+                    .iter()
+                    .filter(|t| ptxbench::task::glob_match(pattern, t.id.as_str()))
+                {
+                    let plan = LaunchPlan::parse_from(&cand.plan, task, "plan").expect("plan");
+                    for w in &task.workloads {
+                        let launches =
+                            bind::resolve(&plan, &module, task, w, ptxbench::arch::Arch::Sm90a)
+                                .unwrap_or_else(|p| panic!("{}: {p:?}", kernel.display()));
+                        let env = task.bindings(w);
+                        for l in &launches {
+                            for p in &l.params {
+                                let ResolvedParam::TensorMap { map, .. } = p else {
+                                    continue;
+                                };
+                                if task.inputs.iter().all(|t| t.name != map.tensor) {
+                                    continue; // a store map over an output: no load credit asked
+                                }
+                                assert_eq!(
+                                    credit_refusal(&map.tensor, &map.desc, task, &env),
+                                    None,
+                                    "{} on {} {}",
+                                    kernel.display(),
+                                    task.id,
+                                    w.name
+                                );
+                                credited += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(credited > 100, "{credited} maps checked");
+
+    // The refusals, on the hand-written GEMM's map over A at M=129.
+    let task = suite.get("gemm_n4096_k4096").expect("task");
+    let w = task.workload("M129").expect("workload");
+    let env = task.bindings(w);
+    let desc = |dims: Vec<u64>, strides: Vec<u64>, dtype| {
+        ptxbench::cuda::TensorMapDesc::new(
+            dtype,
+            dims,
+            strides,
+            vec![64, 64],
+            vec![1, 1],
+            Interleave::None,
+            Swizzle::None,
+            L2Promotion::None,
+            OobFill::Zero,
+        )
+        .expect("a valid map")
+    };
+    use ptxbench::candidate::plan::{Interleave, L2Promotion, OobFill, Swizzle};
+    use ptxbench::task::DType;
+    let own = desc(vec![4096, 129], vec![8192], DType::Bf16);
+    assert_eq!(credit_refusal("A", &own, task, &env), None);
+    let why = credit_refusal("ws", &own, task, &env).expect("a workspace");
+    assert!(why.contains("not an input"), "{why}");
+    let overlapping = desc(vec![4096, 129], vec![16], DType::Bf16);
+    let why = credit_refusal("A", &overlapping, task, &env).expect("overlapping rows");
+    assert!(why.contains("stride 16 bytes"), "{why}");
+    let twice = desc(vec![4096, 258], vec![8192], DType::Bf16);
+    assert!(
+        credit_refusal("A", &twice, task, &env).is_some(),
+        "past the tensor"
+    );
+    let bytes = desc(vec![8192, 129], vec![8192], DType::E4m3);
+    assert!(
+        credit_refusal("A", &bytes, task, &env).is_some(),
+        "another element size"
+    );
+}

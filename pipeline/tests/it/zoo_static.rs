@@ -16,11 +16,17 @@ use serde_json::Value;
 use crate::{root, suite};
 
 const ZOO: &str = "tasks/runs/zoo-sm90a.yaml";
+/// The members for integrity v4 (their GPU run publishes beside the zoo's).
+const ZOO_V4: &str = "tasks/runs/zoo-v4-sm90a.yaml";
 
 /// Every evaluation of the zoo run list: (name, kernel file, plan file, first task), paths
 /// resolved from the list's folder as `ptxbench run` resolves them.
 fn members() -> Vec<(String, PathBuf, PathBuf, String)> {
-    let list = root().join(ZOO);
+    members_of(ZOO)
+}
+
+fn members_of(list: &str) -> Vec<(String, PathBuf, PathBuf, String)> {
+    let list = root().join(list);
     let dir = list.parent().expect("tasks/runs").to_path_buf();
     let v: Value =
         serde_saphyr::from_str(&std::fs::read_to_string(&list).expect("run list")).expect("yaml");
@@ -43,6 +49,7 @@ fn members() -> Vec<(String, PathBuf, PathBuf, String)> {
 fn member(name: &str) -> (Candidate, String) {
     let (_, kernel, plan, task) = members()
         .into_iter()
+        .chain(members_of(ZOO_V4))
         .find(|(n, ..)| n == name)
         .unwrap_or_else(|| panic!("{name} is not in {ZOO}"));
     (Candidate::from_files(&kernel, &plan).expect("loads"), task)
@@ -354,4 +361,39 @@ fn the_l2_members_carry_their_hints_into_the_sass() {
         plain_tma.iter().all(|i| !i.contains("desc[")),
         "{plain_tma:?}"
     );
+}
+
+/// Integrity v4, class 1 (memory that survives the timing loop): the device heap and a tensor
+/// map passed by pointer both outlived the checked launches; both members are refused at the
+/// static check, each for its own reason.
+#[test]
+fn issue_57_state_outside_the_plan_is_refused() {
+    if !sass_tools("issue_57_state_outside_the_plan_is_refused") {
+        return;
+    }
+    use ptxbench::engine::Verdict;
+    let expected: std::collections::BTreeMap<String, Verdict> = {
+        let (list, _) = ptxbench::runner::list::RunList::load(&root().join(ZOO_V4)).expect("list");
+        list.evaluations
+            .iter()
+            .map(|e| (e.name.clone(), e.expect.expect("an expected verdict")))
+            .collect()
+    };
+    for (name, reason) in [
+        ("zoo-device-heap", "allocates from the device heap"),
+        ("zoo-pointer-map", "passed by value only"),
+    ] {
+        let r = checked(name);
+        let failure = r
+            .failure
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name} refused"));
+        let why = failure.reasons.join("; ");
+        assert!(why.contains(reason), "{name}: {why}");
+        assert_eq!(
+            ptxbench::check::static_outcome(&r).map(|o| o.verdict),
+            expected.get(name).copied(),
+            "{name}: the run list's expected verdict, decided on the CPU: {why}"
+        );
+    }
 }
