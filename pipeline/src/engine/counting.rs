@@ -367,6 +367,12 @@ pub fn credit_refusal(
             spec.dtype.size_bytes()
         ));
     }
+    if desc.element_strides().iter().any(|&e| e != 1) {
+        return Some(format!(
+            "its tensor map over `{tensor}` steps over elements (element strides {:?}): strided boxes are not credited",
+            desc.element_strides()
+        ));
+    }
     let dims = desc.dims();
     let mut expected = dims.first().copied().unwrap_or(0).saturating_mul(element);
     for (i, (&stride, &dim)) in desc.strides().iter().zip(dims.iter().skip(1)).enumerate() {

@@ -9,11 +9,15 @@
 //! coordinate registers and a shape table the host fills per workload (from the tensor map the
 //! plan binds to the load's parameter), and adds the bytes to a per-site counter.
 //!
-//! Per dimension `d` with coordinate `c`, tensor extent `dim`, elements per box `n =
-//! ceil(box / e)` and traversal stride `e`, the box reads elements `c + k e` for `0 <= k < n`;
-//! those in `[0, dim)` are `k` in `[max(0, ceil(-c / e)), min(n, ceil((dim - c) / e)))`. The
-//! counted bytes are the product over dimensions of that range's length, times the element
-//! size. Dimensions past the map's rank have `dim = n = e = 1` (coordinate 0 reads one element).
+//! Per dimension `d` with coordinate `c`, tensor extent `dim` and `n` elements per box, the box
+//! reads elements `c + k` for `0 <= k < n`; those in `[0, dim)` are `k` in
+//! `[max(0, -c), min(n, dim - c))`. The counted bytes are the product over dimensions of that
+//! range's length, times the element size. Dimensions past the map's rank have `dim = n = 1`
+//! (coordinate 0 reads one element). Only maps with element strides of 1 earn credit
+//! ([`crate::engine::counting::credit_refusal`]), so the computation has no division: a few
+//! integer operations and two cached loads per dimension, the same whatever the coordinates
+//! (integrity v4: the counted copy's overhead at a site should be too small and too constant
+//! for a kernel to time it).
 //!
 //! Loads in im2col or gather mode, whose coordinates mean something else, get no counter: their
 //! bytes are unknown, and a TMA byte share that depends on them is not claimed.
@@ -86,13 +90,12 @@ pub fn block(slot: usize, coords: &[String], guard: &str) -> String {
             format!("mov.s64 {r}1, {c};")
         };
         s.push_str(&format!(
-            " {load} ld.global.s64 {r}2, {}; ld.global.s64 {r}3, {}; ld.global.s64 {r}4, {};\
-             sub.s64 {r}5, {r}4, 1; sub.s64 {r}5, {r}5, {r}1; div.s64 {r}5, {r}5, {r}4; max.s64 {r}5, {r}5, 0;\
-             sub.s64 {r}6, {r}2, {r}1; add.s64 {r}6, {r}6, {r}4; sub.s64 {r}6, {r}6, 1; div.s64 {r}6, {r}6, {r}4; min.s64 {r}6, {r}6, {r}3;\
+            " {load} ld.global.s64 {r}2, {}; ld.global.s64 {r}3, {};\
+             neg.s64 {r}5, {r}1; max.s64 {r}5, {r}5, 0;\
+             sub.s64 {r}6, {r}2, {r}1; min.s64 {r}6, {r}6, {r}3;\
              sub.s64 {r}6, {r}6, {r}5; max.s64 {r}6, {r}6, 0; mul.lo.s64 {r}0, {r}0, {r}6;",
             word(1 + 3 * d),
             word(2 + 3 * d),
-            word(3 + 3 * d)
         ));
     }
     s.push_str(&format!(
@@ -131,14 +134,14 @@ pub fn shape_words(desc: &TensorMapDesc) -> [i64; SHAPE_WORDS] {
     w
 }
 
-/// What [`block`] computes, on the host: the in-bounds bytes of one load at `coords`.
+/// What [`block`] computes, on the host: the in-bounds bytes of one load at `coords` (element
+/// strides of 1: the only maps credited).
 pub fn in_bounds_bytes(words: &[i64; SHAPE_WORDS], coords: &[i64]) -> i64 {
     let mut bytes = words[0];
     for (d, c) in coords.iter().enumerate().take(5) {
-        let (dim, n, e) = (words[1 + 3 * d], words[2 + 3 * d], words[3 + 3 * d]);
-        // PTX's div.s64 truncates toward zero, as Rust's `/` does.
-        let lo = ((e - 1 - c) / e).max(0);
-        let hi = ((dim - c + e - 1) / e).min(n);
+        let (dim, n) = (words[1 + 3 * d], words[2 + 3 * d]);
+        let lo = (-c).max(0);
+        let hi = (dim - c).min(n);
         bytes *= (hi - lo).max(0);
     }
     bytes
@@ -173,7 +176,7 @@ mod tests {
     fn the_formula_counts_what_the_box_visits_inside_the_tensor() {
         for dim in [1, 5, 64, 130] {
             for n in [1, 3, 64] {
-                for e in [1, 2, 3, 8] {
+                for e in [1] {
                     for c in [
                         -200, -65, -64, -63, -7, -1, 0, 1, 5, 63, 64, 66, 129, 130, 500,
                     ] {
@@ -231,6 +234,8 @@ mod tests {
             )),
             "{b}"
         );
-        assert_eq!(b.matches("div.s64").count(), 4);
+        // No division: the same few instructions whatever the coordinates.
+        assert_eq!(b.matches("div.").count(), 0, "{b}");
+        assert_eq!(b.matches("ld.global.s64").count(), 5, "{b}");
     }
 }

@@ -397,3 +397,65 @@ fn issue_57_state_outside_the_plan_is_refused() {
         );
     }
 }
+
+/// Integrity v4, class 3: a GEMM done with `div.approx` by a reciprocal, `cvt` to fixed point
+/// and `add.s64` counted as no work beside an ignored wgmma. Every one of those instructions
+/// in its loop now carries a count in the work copy.
+#[test]
+fn issue_57_the_division_member_shows_its_math_in_the_work_copy() {
+    if !sass_tools("issue_57_the_division_member_shows_its_math_in_the_work_copy") {
+        return;
+    }
+    let r = checked("zoo-division-wgmma");
+    assert!(r.ok(), "{:?}", r.failure);
+    let ptx = r.ptx.as_ref().expect("NVRTC's PTX");
+    let s = splice::splice_counting_work(ptx, &[Family::Wgmma, Family::Tma]).expect("splices");
+    let w = s.work.as_ref().expect("work counted");
+    assert_eq!(w.functions, ["gemm_division_wgmma"]);
+    // No floating-point FMA, mul or add in the loop: the products are divisions.
+    assert!(!ptx.contains("fma.rn.f32"), "{ptx}");
+    for op in ["div.approx", "rcp.rn.f32", "cvt.rni.s64.f32", "add.s64"] {
+        // The candidate's own instructions (not the TMA byte count the copy adds).
+        let lines: Vec<&str> = s
+            .ptx
+            .lines()
+            .filter(|l| l.contains(op) && !l.contains("%ptxbench_tb"))
+            .collect();
+        let counted = lines
+            .iter()
+            .all(|l| l.contains(&format!("%ptxbench_work, 1; {op}")));
+        assert!(!lines.is_empty() && counted, "{op} is counted:\n{}", s.ptx);
+    }
+}
+
+/// Integrity v4, class 4: a TMA map over a workspace earned byte credit like one over the task's
+/// input. The member passes the static check, and its map earns none on any workload.
+#[test]
+fn issue_57_a_map_over_a_workspace_earns_no_tma_credit() {
+    if !sass_tools("issue_57_a_map_over_a_workspace_earns_no_tma_credit") {
+        return;
+    }
+    use ptxbench::candidate::bind::ResolvedParam;
+    let r = checked("zoo-workspace-map");
+    assert!(r.ok(), "{:?}", r.failure);
+    let suite = suite();
+    let task = suite.get("gemm_n4096_k4096").expect("task");
+    let mut maps = 0;
+    for wl in &r.workloads {
+        let w = task.workload(&wl.workload).expect("workload");
+        let env = task.bindings(w);
+        for l in &wl.launches {
+            for p in &l.params {
+                let ResolvedParam::TensorMap { map, .. } = p else {
+                    continue;
+                };
+                let why =
+                    ptxbench::engine::counting::credit_refusal(&map.tensor, &map.desc, task, &env)
+                        .expect("no credit");
+                assert!(why.contains("`decoy`, which is not an input"), "{why}");
+                maps += 1;
+            }
+        }
+    }
+    assert_eq!(maps, r.workloads.len());
+}
