@@ -110,6 +110,16 @@ fn store_around(dir: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The store `dir` is in anywhere below its root (`<store>/…`, where `<store>/v1/blake3/` is),
+/// if any: a whole output (a site) is never written there.
+pub fn store_containing(dir: &Path) -> Option<PathBuf> {
+    use crate::store::{LAYOUT_DIR, OBJECTS_DIR};
+    let dir = fs::canonicalize(dir).ok()?;
+    dir.ancestors()
+        .find(|a| a.join(LAYOUT_DIR).join(OBJECTS_DIR).is_dir())
+        .map(Path::to_path_buf)
+}
+
 /// The folder `path` is in (`.` for a bare file name).
 pub fn folder_of(path: &Path) -> &Path {
     match path.parent() {
@@ -155,6 +165,34 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DestinationError> {
     tmp.write_all(bytes).map_err(write)?;
     tmp.as_file().sync_all().map_err(write)?;
     persist(tmp, path)
+}
+
+/// Opens `path` for reading if it is a regular file (after following links); a FIFO, socket or
+/// device is refused with an error naming what it is, without blocking (a FIFO opened for
+/// reading would wait for a writer forever).
+pub fn open_regular(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    match kind_of(meta.file_type()) {
+        None => Ok(f),
+        Some(what) => Err(std::io::Error::other(format!(
+            "{} is {what}, not a regular file",
+            path.display()
+        ))),
+    }
+}
+
+/// The bytes of the regular file at `path` ([`open_regular`]).
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut f = open_regular(path)?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// A locked temp file in `dir` created with the permissions of any new file (0666 less the

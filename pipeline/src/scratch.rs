@@ -38,6 +38,38 @@ pub struct Leftover {
     pub stale: bool,
 }
 
+/// The name prefix of [`ScratchDir`]s in the system's temp folder.
+pub const SCRATCH_PREFIX: &str = "ptxbench-scratch-";
+
+/// A folder of the system's temp folder (`$TMPDIR`) for one compile or one worker, named
+/// [`SCRATCH_PREFIX`]`*`, locked while it lives and removed when it drops. Making one first
+/// sweeps the stale ones a killed process left (a compiler's input, a worker's outcome): they
+/// never pile up, and a live one is never touched.
+#[derive(Debug)]
+pub struct ScratchDir {
+    dir: tempfile::TempDir,
+    _lock: File,
+}
+
+impl ScratchDir {
+    pub fn new() -> io::Result<ScratchDir> {
+        ScratchDir::new_in(&std::env::temp_dir())
+    }
+
+    fn new_in(tmp: &Path) -> io::Result<ScratchDir> {
+        sweep(tmp, SCRATCH_PREFIX, STALE_AFTER, &[])?;
+        let dir = tempfile::Builder::new()
+            .prefix(SCRATCH_PREFIX)
+            .tempdir_in(tmp)?;
+        let lock = lock_dir(dir.path())?;
+        Ok(ScratchDir { dir, _lock: lock })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
 /// The entries of `dir` whose names start with `prefix` (sorted), each with whether it is stale
 /// (no writer holds its lock and it is older than `older_than`). A missing folder has none.
 pub fn leftovers(dir: &Path, prefix: &str, older_than: Duration) -> io::Result<Vec<Leftover>> {
@@ -114,6 +146,35 @@ fn is_stale(path: &Path, older_than: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 55, finding 7: a killed worker or compile left its temp folder (with the kernel)
+    /// behind. The next scratch folder sweeps such leftovers, and never a live one.
+    #[test]
+    fn issue_55_scratch_folders_of_killed_processes_are_swept() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let left = tmp.path().join(format!("{SCRATCH_PREFIX}killed"));
+        fs::create_dir(&left).expect("mkdir");
+        fs::write(left.join("kernel.ptx"), "// a candidate").expect("write");
+        let old = std::process::Command::new("touch")
+            .args(["-d", "2020-01-01"])
+            .arg(&left)
+            .status()
+            .expect("touch");
+        assert!(old.success());
+        let live = ScratchDir::new_in(tmp.path()).expect("a scratch folder");
+        assert!(!left.exists(), "the stale folder was swept");
+        let older = std::process::Command::new("touch")
+            .args(["-d", "2020-01-01"])
+            .arg(live.path())
+            .status()
+            .expect("touch");
+        assert!(older.success());
+        let _second = ScratchDir::new_in(tmp.path()).expect("another");
+        assert!(
+            live.path().exists(),
+            "a live (locked) folder is kept, however old"
+        );
+    }
 
     #[test]
     fn a_locked_temp_file_is_never_swept_and_an_unlocked_old_one_is() {

@@ -296,7 +296,7 @@ pub fn import_bundle(
         name: name.to_string(),
         source,
     };
-    let file = fs::File::open(zip_path).map_err(io)?;
+    let file = crate::destination::open_regular(zip_path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     if size > limits.max_archive_bytes {
         return Err(ImportError::ArchiveTooLarge {

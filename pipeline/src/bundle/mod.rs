@@ -323,19 +323,33 @@ fn entry_options(len: u64) -> SimpleFileOptions {
         .large_file(len >= u64::from(u32::MAX))
 }
 
+/// The longest manifest file name a bundle may carry (file systems allow 255 bytes; a name
+/// they refuse failed the import after its objects were stored).
+const MANIFEST_NAME_MAX: usize = 200;
+
 fn manifest_name_ok(name: &str) -> bool {
-    name.strip_suffix(".yaml").is_some_and(|stem| {
-        !stem.is_empty()
-            && !stem.starts_with('.')
-            && stem
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-    })
+    name.len() <= MANIFEST_NAME_MAX
+        && name.strip_suffix(".yaml").is_some_and(|stem| {
+            !stem.is_empty()
+                && !stem.starts_with('.')
+                && stem
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 55, finding 7: a 300-character manifest name failed the import late, after 72
+    /// objects were stored; it is refused with the other entry names, before anything is.
+    #[test]
+    fn issue_55_a_manifest_name_no_file_system_takes_is_refused_up_front() {
+        assert!(manifest_name_ok("leaderboard.yaml"));
+        assert!(!manifest_name_ok(&format!("{}.yaml", "a".repeat(300))));
+        assert!(manifest_name_ok(&format!("{}.yaml", "a".repeat(195))));
+    }
 
     /// A disk that holds `room` bytes, then fails as a full one does.
     #[derive(Debug)]

@@ -56,7 +56,7 @@ pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         support.to_f32(&gpu, buf.ptr() + GUARD as u64, *dtype, f32buf.ptr(), *numel)?;
         let bytes = gpu.download(&f32buf, 0, *numel as usize * 4)?;
         let file = format!("input_{}.f32", t.name);
-        std::fs::write(a.out.join(&file), bytes)?;
+        crate::destination::write_atomic(&a.out.join(&file), &bytes)?;
         index.insert(
             t.name.clone(),
             serde_json::json!({"file": file, "shape": task.dims(t, &env)?, "role": "input"}),
@@ -67,7 +67,7 @@ pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         let numel = task.numel(t, &env)?;
         let bytes = gpu.download(buf, 0, numel as usize * 4)?;
         let file = format!("reference_{}.f32", t.name);
-        std::fs::write(a.out.join(&file), bytes)?;
+        crate::destination::write_atomic(&a.out.join(&file), &bytes)?;
         index.insert(
             t.name.clone(),
             serde_json::json!({"file": file, "shape": task.dims(t, &env)?, "role": "output"}),
@@ -77,7 +77,10 @@ pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         "task": task.id.as_str(), "workload": w.name, "seed": a.seed, "op": task.op,
         "axes": env, "tensors": index, "device": gpu.info.name, "harness_compiler": support.compiler,
     });
-    std::fs::write(a.out.join("index.json"), serde_json::to_vec_pretty(&meta)?)?;
+    crate::destination::write_atomic(
+        &a.out.join("index.json"),
+        &serde_json::to_vec_pretty(&meta)?,
+    )?;
     println!("wrote {}", a.out.display());
     Ok(ExitCode::SUCCESS)
 }

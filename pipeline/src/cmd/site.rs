@@ -85,6 +85,15 @@ pub fn load_input(
 pub fn run(a: SiteArgs, tasks_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let manifest = manifest_path(a.manifest)?;
+    // Refused before anything is loaded: an output inside a store.
+    if let Some(store) = crate::destination::store_containing(crate::destination::folder_of(&a.out))
+    {
+        anyhow::bail!(
+            "{} is inside the store {}, whose files only the store writes; choose a folder outside it",
+            a.out.display(),
+            store.display()
+        );
+    }
     let input = load_input(&manifest, a.store, tasks_dir)?;
     let loaded = start.elapsed();
     let written = write_site(&input, &a.out)

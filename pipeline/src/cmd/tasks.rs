@@ -170,13 +170,14 @@ pub fn run(cmd: TasksCommand, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> 
             }
             match output {
                 Some(path) => {
-                    if path.exists() {
+                    // A dangling link exists too: never written through.
+                    if std::fs::symlink_metadata(&path).is_ok() {
                         anyhow::bail!(
                             "{} exists; refusing to overwrite a task file (remove it first)",
                             path.display()
                         );
                     }
-                    std::fs::write(&path, yaml)
+                    crate::destination::write_atomic(&path, yaml.as_bytes())
                         .with_context(|| format!("writing {}", path.display()))?;
                     eprintln!("wrote {}", path.display());
                 }

@@ -63,7 +63,7 @@ const QUIET_LIMIT: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 struct Started {
     child: Child,
-    dir: tempfile::TempDir,
+    dir: crate::scratch::ScratchDir,
     stdin: Option<ChildStdin>,
     /// The child's stdout, line by line (closed when it exits).
     lines: mpsc::Receiver<String>,
@@ -80,7 +80,7 @@ impl Started {
         harness: Option<&Path>,
         evaluations: usize,
     ) -> Result<Started, String> {
-        let dir = tempfile::tempdir().map_err(|e| format!("temp folder: {e}"))?;
+        let dir = crate::scratch::ScratchDir::new().map_err(|e| format!("temp folder: {e}"))?;
         let token = format!(
             "{:016x}",
             crate::entropy::draw_u64().map_err(|e| e.to_string())?
@@ -392,11 +392,20 @@ impl Lane {
                 clock_lane(&mut o, started, asked);
                 o
             }
-            None => Outcome::failed(
-                Verdict::Runtime,
-                Stage::Worker,
-                format!("the worker died ({status}) without a result; its last output:\n{tail}"),
-            ),
+            // The harness's own failure (a full or unwritable temp folder) is never the
+            // candidate's verdict: `other`, graded again by the next run.
+            None => match harness_cause(w.dir.path(), &tail) {
+                Some(cause) => failed(format!(
+                    "the worker died ({status}) without a result because of the harness: {cause}"
+                )),
+                None => Outcome::failed(
+                    Verdict::Runtime,
+                    Stage::Worker,
+                    format!(
+                        "the worker died ({status}) without a result; its last output:\n{tail}"
+                    ),
+                ),
+            },
         }
     }
 }
@@ -431,6 +440,26 @@ fn clock_lane(o: &mut Outcome, started: (String, f64), asked: Instant) {
 /// The outcome (and cubin) a worker wrote into `dir`, if it wrote one. Both files are taken
 /// out of the folder, so that a worker that serves another request and dies without an
 /// outcome is never read as having this one.
+/// Why a worker that died without a result died of the harness, if it did: its folder cannot
+/// take a file (full, read-only, gone), or what it printed last is such an I/O failure.
+fn harness_cause(dir: &Path, tail: &str) -> Option<String> {
+    let probe = dir.join(".ptxbench-probe");
+    let written = std::fs::write(&probe, [0u8; 4096]);
+    let _ = std::fs::remove_file(&probe);
+    if let Err(e) = written {
+        return Some(format!("its temp folder cannot take a file ({e})"));
+    }
+    [
+        "No space left on device",
+        "Read-only file system",
+        "Disk quota exceeded",
+        "temp folder:",
+    ]
+    .iter()
+    .find(|m| tail.contains(*m))
+    .map(|m| format!("it reported `{m}`"))
+}
+
 fn read_outcome(dir: &Path) -> Option<Outcome> {
     let outcome = dir.join(OUTCOME_FILE);
     let cubin = dir.join(CUBIN_FILE);
@@ -517,6 +546,25 @@ pub fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 55, finding 4: a worker that died because its temp folder was full or gone was
+    /// graded `runtime`, the model's failure. Those causes are the harness's.
+    #[test]
+    fn issue_55_a_worker_killed_by_its_temp_folder_is_the_harness() {
+        let gone = tempfile::tempdir().expect("tempdir");
+        let path = gone.path().to_path_buf();
+        drop(gone);
+        let why = harness_cause(&path, "").expect("a folder that cannot take a file");
+        assert!(why.contains("cannot take a file"), "{why}");
+        let live = tempfile::tempdir().expect("tempdir");
+        assert_eq!(
+            harness_cause(live.path(), "CUDA_ERROR_ILLEGAL_ADDRESS"),
+            None
+        );
+        let why = harness_cause(live.path(), "writing outcome.json: No space left on device")
+            .expect("a full disk");
+        assert!(why.contains("No space left"), "{why}");
+    }
 
     #[test]
     fn only_words_after_the_token_count() {

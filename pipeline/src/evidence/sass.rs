@@ -185,7 +185,7 @@ pub fn disassemble(cubin: &[u8]) -> Result<SassInventory, SassError> {
 /// Disassembles `cubin` with the nvdisasm at `path`.
 pub fn disassemble_with(path: &Path, cubin: &[u8]) -> Result<SassInventory, SassError> {
     let io = |e: std::io::Error| SassError::Io(e.to_string());
-    let dir = tempfile::tempdir().map_err(io)?;
+    let dir = crate::scratch::ScratchDir::new().map_err(io)?;
     let file = dir.path().join("kernel.cubin");
     std::fs::write(&file, cubin).map_err(io)?;
     let limits = Limits {

@@ -109,7 +109,9 @@ pub fn run(a: SftArgs) -> anyhow::Result<ExitCode> {
     let mut cov_path = a.out.clone().into_os_string();
     cov_path.push(".coverage.txt");
     let cov_path = PathBuf::from(cov_path);
-    std::fs::write(&cov_path, &report)
+    // Through the one atomic write: a link, FIFO or store file there is refused, never written
+    // through.
+    crate::destination::write_atomic(&cov_path, report.as_bytes())
         .with_context(|| format!("writing {}", cov_path.display()))?;
     eprintln!("coverage report: {}", cov_path.display());
     Ok(ExitCode::SUCCESS)

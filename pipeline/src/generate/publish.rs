@@ -91,9 +91,9 @@ pub struct Generated<'a> {
 }
 
 fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), GenerateError> {
-    std::fs::write(path, bytes).map_err(|source| GenerateError::Io {
+    crate::destination::write_atomic(path, bytes.as_ref()).map_err(|e| GenerateError::Io {
         path: path.to_path_buf(),
-        source,
+        source: std::io::Error::other(e.to_string()),
     })
 }
 

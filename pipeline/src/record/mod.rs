@@ -317,6 +317,12 @@ fn trim(r: &mut Record) {
 
 /// Decodes the bytes of the record `digest`, of any stored version, into the current type.
 pub fn decode_record(digest: &Digest, bytes: &[u8]) -> Result<Record, RecordError> {
+    if bytes.len() > crate::store::object::MAX_OBJECT_BYTES {
+        return Err(RecordError::NotJson {
+            digest: *digest,
+            message: crate::store::object::ObjectError::TooLarge { bytes: bytes.len() }.to_string(),
+        });
+    }
     // A record of the current schema (canonical JSON starts with its schema field) is read
     // straight into its type; anything else, or anything that fails to, takes the general
     // path below, which gives the error. A site loads 100,000 of them; going through a

@@ -167,7 +167,8 @@ pub fn run_with(
         Some(w) => w.clone(),
         None => {
             // An empty folder of its own: nothing to find relative to the working folder.
-            fresh = tempfile::tempdir().map_err(|e| spawn_err(format!("working folder: {e}")))?;
+            fresh = crate::scratch::ScratchDir::new()
+                .map_err(|e| spawn_err(format!("working folder: {e}")))?;
             fresh.path().to_path_buf()
         }
     };

@@ -61,8 +61,18 @@ fn safe_join(dir: &Path, rel: &str) -> Result<PathBuf, SiteError> {
     Ok(dir.join(rel))
 }
 
-/// Whether `out` may be replaced: absent, an empty folder, or a folder an earlier build made.
+/// Whether `out` may be replaced: absent, an empty folder, or a folder an earlier build made;
+/// never a folder inside a store (its files are the store's to write).
 fn check_replaceable(out: &Path) -> Result<bool, SiteError> {
+    if let Some(store) = crate::destination::store_containing(crate::destination::folder_of(out)) {
+        return Err(SiteError::Output {
+            path: out.to_path_buf(),
+            message: format!(
+                "is inside the store {}, whose files only the store writes; choose a folder outside it",
+                store.display()
+            ),
+        });
+    }
     match fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(io(out, e)),
@@ -217,17 +227,17 @@ impl<'a> Folders<'a> {
         Ok(out.bytes)
     }
 
-    /// Hard-links the file `rel` to the stored object `d`; `Ok(true)` when it did, `Ok(false)`
-    /// when the stored file is not a plain file (a link to a symbolic link would put that link,
-    /// and the path it names, in the site), `Err` when linking failed (another file system, not
-    /// allowed, the object missing).
+    /// Copies the stored object `d` (already verified) to the file `rel`; `Ok(true)` when it
+    /// did, `Ok(false)` when the stored file is not a plain file (a copy of a link would put the
+    /// path it names in the site), `Err` when copying failed. A copy, never a hard link: an
+    /// edit of the published folder must not reach the store's file.
     fn link(&self, d: &Digest, rel: &str) -> Result<std::io::Result<bool>, SiteError> {
         let from = self.store.path_of(d);
         self.in_folder(rel, |path| {
             if !fs::symlink_metadata(&from)?.file_type().is_file() {
                 return Ok(false);
             }
-            fs::hard_link(&from, path).map(|()| true)
+            fs::copy(&from, path).map(|_| true)
         })
     }
 }
@@ -272,8 +282,8 @@ fn write_files(
         total.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         folders.write(&rel, &bytes)
     };
-    // Whether hard links from the store work here (same file system, allowed); the first
-    // failure turns them off and every later object is copied.
+    // Verified objects are copied file to file (no re-hash); the first failure turns that off
+    // and every later object is read, re-hashed and written.
     let linking = std::sync::atomic::AtomicBool::new(true);
     let place = |rel: String, d: &Digest, verified: bool| {
         use std::sync::atomic::Ordering::Relaxed;

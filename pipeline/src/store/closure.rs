@@ -246,7 +246,7 @@ pub fn referrers(
     let mut out = Vec::new();
     for (digest, path) in store.scan()?.objects {
         let mut head = [0u8; 32];
-        let n = match std::fs::File::open(&path)
+        let n = match crate::destination::open_regular(&path)
             .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
         {
             Ok(n) => n,

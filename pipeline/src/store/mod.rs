@@ -204,7 +204,7 @@ impl Store {
     /// stream); `false` when it is missing or corrupt.
     pub fn is_sound(&self, digest: &Digest) -> Result<bool, StoreError> {
         let path = self.path_of(digest);
-        let mut f = match fs::File::open(&path) {
+        let mut f = match crate::destination::open_regular(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(StoreError::io(path, e)),
@@ -216,7 +216,7 @@ impl Store {
 
     /// Stores the file at `path` byte-for-byte.
     pub fn put_file(&self, path: &Path) -> Result<(Digest, u64), StoreError> {
-        let mut f = fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
+        let mut f = crate::destination::open_regular(path).map_err(|e| StoreError::io(path, e))?;
         self.put_stream(&mut f, None, false)
     }
 
@@ -308,7 +308,7 @@ impl Store {
     /// The bytes of `digest`, re-hashed: missing or corrupt objects are errors.
     pub fn get(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
         let path = self.path_of(digest);
-        let bytes = fs::read(&path);
+        let bytes = crate::destination::read_regular(&path);
         checked(digest, path, bytes)
     }
 
@@ -321,7 +321,7 @@ impl Store {
             .iter()
             .map(|d| {
                 let path = self.path_of(d);
-                let file = fs::File::open(&path);
+                let file = crate::destination::open_regular(&path);
                 if let Ok(f) = &file {
                     read_ahead(f);
                 }

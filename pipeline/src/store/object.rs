@@ -134,9 +134,20 @@ pub enum Content {
     Binary,
 }
 
+/// The largest typed object (JSON with a schema) that is parsed: parsing holds about 20 times
+/// an object's size in memory, so this bounds what `import`, `verify` and `site` take for one
+/// object at about 1.3 GB. The largest real object (the paper's imported data) is a few MB; a
+/// larger blob is still stored and verified by its hash, only never parsed as an object.
+pub const MAX_OBJECT_BYTES: usize = 64 << 20;
+
 /// Why a blob that claims to be an object is not a valid one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ObjectError {
+    #[error(
+        "an object of {bytes} bytes is over the {} MiB parsed for one object (MAX_OBJECT_BYTES)",
+        MAX_OBJECT_BYTES >> 20
+    )]
+    TooLarge { bytes: usize },
     #[error("not JSON: {message}")]
     NotJson { message: String },
     #[error("`{schema}` is not a schema tag like ptxbench.record/1")]
@@ -168,6 +179,9 @@ pub fn classify(bytes: &[u8]) -> Result<Content, ObjectError> {
 pub fn parse_object(bytes: &[u8]) -> Result<Object, ObjectError> {
     if !looks_like_object(bytes) {
         return Err(ObjectError::NoSchema);
+    }
+    if bytes.len() > MAX_OBJECT_BYTES {
+        return Err(ObjectError::TooLarge { bytes: bytes.len() });
     }
     let value: Value = serde_json::from_slice(bytes).map_err(|e| ObjectError::NotJson {
         message: e.to_string(),
@@ -262,6 +276,18 @@ fn digests_field(v: &Value, path: &str, out: &mut Vec<Reference>) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 55, finding 6: a 256 MiB object, inside every other limit, took 4.5 GB to import.
+    #[test]
+    fn issue_55_an_object_over_the_limit_is_refused_before_it_is_parsed() {
+        let mut big = br#"{"schema":"ptxbench.record/2","pad":""#.to_vec();
+        big.resize(MAX_OBJECT_BYTES + 1, b'a');
+        big.extend_from_slice(b"\"}");
+        match parse_object(&big) {
+            Err(ObjectError::TooLarge { bytes }) => assert_eq!(bytes, big.len()),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn schema_round_trips_and_rejects_junk() {

@@ -6,7 +6,6 @@
 //! thread timing.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -201,7 +200,7 @@ fn check_file(
         message: e.to_string(),
     };
     // open + read until 0 + close: no stat or seek per file (small files dominate a store).
-    let mut file = match fs::File::open(path) {
+    let mut file = match crate::destination::open_regular(path) {
         Ok(f) => f,
         Err(e) => return unreadable(e),
     };

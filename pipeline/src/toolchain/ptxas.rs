@@ -44,7 +44,7 @@ pub fn compile_with(path: &Path, ptx: &str, arch: Arch) -> Result<PtxasResult, T
         path: path.to_path_buf(),
         reason: e.to_string(),
     };
-    let dir = tempfile::tempdir().map_err(spawn_err)?;
+    let dir = crate::scratch::ScratchDir::new().map_err(spawn_err)?;
     let input = dir.path().join("kernel.ptx");
     let output = dir.path().join("kernel.cubin");
     std::fs::write(&input, ptx).map_err(spawn_err)?;

@@ -321,3 +321,97 @@ fn issue_56_an_unknown_workload_is_a_usage_error() {
         "nothing is stored before the list is valid"
     );
 }
+
+/// Issue 55, finding 5: `tasks import -o` wrote through a dangling link (and into the store's
+/// layout folder). The link is refused and what it names is never created.
+#[test]
+fn issue_55_tasks_import_never_writes_through_a_link() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("elsewhere.yaml");
+    let out = dir.path().join("task.yaml");
+    std::os::unix::fs::symlink(&target, &out).expect("link");
+    let def = crate::fixture("tasks/flashinfer/gemm_n4096_k4096.json");
+    let (code, _, err) = ptxbench(&[
+        "tasks",
+        "import",
+        def.to_str().expect("utf-8"),
+        "-o",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!target.exists(), "written through the link");
+    // Inside a store's layout folder: refused by the one atomic-write helper.
+    let store = dir.path().join("store");
+    ptxbench::store::Store::open(&store)
+        .put(b"an object")
+        .expect("a store");
+    let inside = store.join("v1/blake3/task.yaml");
+    let (code, _, err) = ptxbench(&[
+        "tasks",
+        "import",
+        def.to_str().expect("utf-8"),
+        "-o",
+        inside.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("inside the store"), "{err}");
+    assert!(!inside.exists());
+}
+
+/// Issue 55, findings 5 and 6: a site inside the store was accepted, and its objects were hard
+/// links to the store's files (an edit of the published folder changed the store); a FIFO in
+/// place of an object blocked a read forever.
+#[test]
+fn issue_55_the_site_stays_out_of_the_store_and_copies_its_objects() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ptxbench::store::Store::open(dir.path().join("artifacts"));
+    let digest = store.put(b"stored bytes").expect("put");
+    // A site folder inside the store is refused.
+    let manifest = crate::root().join("manifests/leaderboard.yaml");
+    let inside = dir.path().join("artifacts/public");
+    let (code, _, err) = ptxbench(&[
+        "site",
+        manifest.to_str().expect("utf-8"),
+        "--store",
+        dir.path().join("artifacts").to_str().expect("utf-8"),
+        "-o",
+        inside.to_str().expect("utf-8"),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("inside the store"), "{err}");
+    assert!(!inside.exists());
+    // A FIFO in place of an object is an error, at once.
+    let fifo_digest = ptxbench::digest::Digest::of(b"never written");
+    let path = store.path_of(&fifo_digest);
+    std::fs::create_dir_all(path.parent().expect("folder")).expect("mkdir");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let start = std::time::Instant::now();
+    let e = store.get(&fifo_digest).expect_err("not an object");
+    assert!(e.to_string().contains("FIFO"), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(
+        store.get(&digest).expect("the real object"),
+        b"stored bytes"
+    );
+    // The committed leaderboard's objects are copies: no file of the site is the store's.
+    let public = dir.path().join("public");
+    let (code, _, err) = ptxbench(&[
+        "site",
+        manifest.to_str().expect("utf-8"),
+        "-o",
+        public.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    use std::os::unix::fs::MetadataExt as _;
+    let mut objects = 0;
+    for e in std::fs::read_dir(public.join("objects")).expect("objects/") {
+        let m = e.expect("entry").metadata().expect("metadata");
+        assert_eq!(m.nlink(), 1, "a site object shares its file with the store");
+        objects += 1;
+    }
+    assert!(objects > 100, "{objects} objects");
+}

@@ -115,10 +115,11 @@ fn stray_files_are_reported_not_failed() {
     assert_eq!(report.strays.len(), 1);
 }
 
-/// A typed object over 64 MiB is read whole by a whole-store verify, so a reference it holds
-/// to a missing object is reported.
+/// A typed object over the size parsed for one object (64 MiB) is reported by a whole-store
+/// verify, naming the limit, not parsed (issue 55: parsing takes about 20 times an object's
+/// size; a 256 MiB object took verify to 5.5 GB).
 #[test]
-fn issue_41_verify_reads_the_references_of_a_large_object() {
+fn issue_55_verify_reports_an_object_over_the_limit_without_parsing_it() {
     let (_dir, store) = new_store();
     let ghost = Digest::of(b"never stored");
     let big = format!(
@@ -128,12 +129,7 @@ fn issue_41_verify_reads_the_references_of_a_large_object() {
     let d = store.put(big.as_bytes()).expect("put");
     let report = verify_store(&store, 2).expect("verify");
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
-    assert_eq!(report.problems[0].digest, ghost);
-    assert_eq!(
-        report.problems[0].referrers,
-        [Referrer::Object {
-            digest: d,
-            field: "ptx_digest".into()
-        }]
-    );
+    assert_eq!(report.problems[0].digest, d);
+    let text = format!("{:?}", report.problems[0].kind);
+    assert!(text.contains("MAX_OBJECT_BYTES"), "{text}");
 }
