@@ -297,6 +297,7 @@ impl Generation {
             suite_dir: o.suite_dir.clone(),
             manifest: &self.manifest,
             seed: self.seed.value,
+            seed_given: !self.seed.drawn,
             out: o.out.clone(),
             evaluator,
             no_eval: o.no_eval,

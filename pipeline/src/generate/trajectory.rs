@@ -119,6 +119,8 @@ pub struct Context<'a> {
     pub manifest: &'a GenManifest,
     /// The generation's base seed (retry jitter; the specs carry the evaluation seeds).
     pub seed: u64,
+    /// The manifest gave the seed (the evaluation seeds derive from it), not drawn at run time.
+    pub seed_given: bool,
     pub out: PathBuf,
     /// Runs the evaluations in workers of the `ptxbench` executable, with spare workers
     /// started on each GPU (turns keep coming while a generation runs).
@@ -610,6 +612,7 @@ fn grade(
         task_hash: task.digest(),
         arch: spec.arch,
         seed: spec.seed,
+        seed_given: ctx.seed_given,
         protocol: &job.protocol,
         workloads: &job.workloads,
         correctness_only: job.no_timing,

@@ -24,6 +24,8 @@ pub struct Measured<'a> {
     pub task_hash: Digest,
     pub arch: Arch,
     pub seed: u64,
+    /// The seed was given, not drawn at run time ([`crate::record::Record::seed_given`]).
+    pub seed_given: bool,
     pub protocol: &'a Protocol,
     pub workloads: &'a [String],
     /// No timing was asked for (correctness and evidence only).
@@ -73,6 +75,7 @@ impl Measured<'_> {
             turn: self.turn,
             previous_digest: self.previous,
             seed: self.seed,
+            seed_given: self.seed_given,
             protocol: self.protocol.clone(),
             workloads_selected: self.workloads.to_vec(),
             correctness_only: self.correctness_only,

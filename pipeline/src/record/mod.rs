@@ -103,6 +103,12 @@ pub struct Record {
     pub previous_digest: Option<Digest>,
     /// The base seed every trial's inputs derive from.
     pub seed: u64,
+    /// The seed was given (by a service client, a run list's `seed` or `--seed`, a generation
+    /// manifest) rather than drawn when the evaluation ran: whoever gave it could know every
+    /// input, timing pairs included, in advance. Such records are shown, never ranked. Absent in
+    /// the JSON when false, so records made before it keep their bytes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seed_given: bool,
     pub protocol: Protocol,
     pub workloads_selected: Vec<String>,
     /// Evaluated for correctness and evidence only (no timing was asked for); absent in the
@@ -494,6 +500,7 @@ pub(crate) mod tests {
             turn: None,
             previous_digest: None,
             seed: 1,
+            seed_given: false,
             protocol: Protocol::default(),
             workloads_selected: Vec::new(),
             correctness_only: false,

@@ -80,6 +80,7 @@ impl From<RecordV1> for Record {
             turn: r.turn,
             previous_digest: r.previous_digest,
             seed: r.seed,
+            seed_given: false,
             protocol: r.protocol,
             workloads_selected: r.workloads_selected,
             correctness_only: false,

@@ -134,6 +134,7 @@ pub fn run(
     let settings = Settings {
         arch: list.arch,
         seed,
+        seed_given: matches!(seed_origin, seed::SeedOrigin::Flag | seed::SeedOrigin::List),
         protocol: list.protocol.clone().unwrap_or_else(Protocol::default),
     };
     // Everything is checked before anything is written.

@@ -56,6 +56,8 @@ impl Pair {
 pub struct Settings {
     pub arch: Arch,
     pub seed: u64,
+    /// The seed came from `--seed` or the list, not drawn when the run started.
+    pub seed_given: bool,
     pub protocol: Protocol,
 }
 
@@ -291,6 +293,7 @@ mod tests {
         let s = Settings {
             arch: Arch::Sm90a,
             seed: 1,
+            seed_given: true,
             protocol: Protocol::default(),
         };
         let d = Digest::of(b"p");

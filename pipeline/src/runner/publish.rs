@@ -30,6 +30,7 @@ impl Publisher<'_> {
             task_hash: pair.task_hash,
             arch: self.settings.arch,
             seed: self.settings.seed,
+            seed_given: self.settings.seed_given,
             protocol: &self.settings.protocol,
             workloads: &pair.workloads,
             correctness_only: pair.no_timing,

@@ -570,6 +570,7 @@ impl Bench {
             task_hash,
             arch: job.arch,
             seed: job.seed,
+            seed_given: job.seed_from_client,
             protocol: &job.protocol,
             workloads: &job.workloads,
             correctness_only: job.no_timing,

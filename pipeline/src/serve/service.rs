@@ -726,6 +726,9 @@ impl Service {
                     "correct_on_target": decoded.correct_on_target(),
                     "speedup": decoded.min_speedup(),
                     "speedup_ci95": interval,
+                    // A seed the client chose fixed every input in advance: such a record is
+                    // never ranked, and a training loop may weigh it as it sees fit.
+                    "seed_given": decoded.seed_given,
                 }),
             ),
         ])

@@ -343,6 +343,10 @@ impl<'a> Context<'a> {
                 harness.push(i);
                 continue;
             }
+            // A given seed fixed every input in advance: the record has its page, no rank.
+            if r.record.seed_given {
+                continue;
+            }
             archs.insert(arch.clone());
             let gpu = r.record.gpu_name().unwrap_or_default().to_string();
             add_entry(

@@ -48,6 +48,7 @@ fn record(
         turn: Some(turn),
         previous_digest: previous,
         seed,
+        seed_given: false,
         protocol: Protocol::default(),
         workloads_selected: Vec::new(),
         correctness_only: false,

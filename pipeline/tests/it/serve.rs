@@ -1164,3 +1164,23 @@ fn issue_56_inputs_mean_what_they_say() {
     );
     assert_eq!(status, 202, "{v}");
 }
+
+/// Finding 5: a client-chosen seed was recorded exactly like a drawn one, though it fixes every
+/// input of the evaluation in advance. It is marked in the record and the reward now.
+#[test]
+fn issue_56_a_client_chosen_seed_is_marked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_server, base) = serve(&dir.path().join("store"), &[]);
+    let url = format!("{base}/v1/evaluations");
+    let (_, _, v) = post(
+        &url,
+        &json!({"task": TASK, "response": "chosen", "seed": 5}),
+    );
+    let chosen = wait(&base, v["id"].as_str().expect("id"));
+    assert_eq!(chosen["record"]["seed_given"], true, "{chosen}");
+    assert_eq!(chosen["reward"]["seed_given"], true, "{chosen}");
+    let (_, _, v) = post(&url, &json!({"task": TASK, "response": "drawn"}));
+    let drawn = wait(&base, v["id"].as_str().expect("id"));
+    assert!(drawn["record"].get("seed_given").is_none(), "{drawn}");
+    assert_eq!(drawn["reward"]["seed_given"], false, "{drawn}");
+}

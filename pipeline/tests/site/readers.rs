@@ -423,3 +423,25 @@ fn a_correctness_only_record_says_why_it_has_no_speedup() {
     let other = input.records[1].digest;
     assert!(!page(&pages, &format!("record/{other}.html")).contains("no timing was asked for"));
 }
+
+/// Issue 56, finding 5: a record whose seed was given (by a service client, a run list, a
+/// generation manifest) fixed every input in advance; it has its page, marked so, and no rank.
+#[test]
+fn issue_56_records_of_a_given_seed_are_never_ranked() {
+    let (_dir, mut input) = fixture_input();
+    let entry = "synthetic-model-01";
+    let mut given = Vec::new();
+    for r in &mut input.records {
+        if r.record.entry == entry {
+            r.record.seed_given = true;
+            given.push(r.digest);
+        }
+    }
+    assert!(!given.is_empty());
+    let ctx = Context::new(&input).expect("context");
+    assert!(ctx.entry(entry).is_none(), "ranked");
+    assert!(ctx.metrics.overall.iter().all(|o| o.entry != entry));
+    let pages = build(&input).expect("builds");
+    let rec = page(&pages, &format!("record/{}.html", given[0]));
+    assert!(rec.contains("kept out of rankings"), "the page says why");
+}

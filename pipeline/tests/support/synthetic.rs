@@ -105,6 +105,7 @@ fn record(
         turn: None,
         previous_digest: None,
         seed,
+        seed_given: false,
         protocol: Protocol::default(),
         workloads_selected: Vec::new(),
         correctness_only: false,

@@ -414,7 +414,14 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         },
         Fact {
             key: "seed".into(),
-            value: doc.seed.to_string(),
+            value: if doc.seed_given {
+                format!(
+                    "{} (given, not drawn when it ran: its inputs could be known in advance, so it is kept out of rankings)",
+                    doc.seed
+                )
+            } else {
+                doc.seed.to_string()
+            },
         },
         Fact {
             key: "task suite".into(),
