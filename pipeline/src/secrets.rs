@@ -105,6 +105,26 @@ pub fn scrub(cmd: &mut std::process::Command) {
     }
 }
 
+/// `text` with this machine's folders named by role, not by path: the home folder as `~` and the
+/// temp folder as `$TMPDIR`, so that feedback and stored messages carry no host path.
+pub fn mask_host_paths(text: &str) -> String {
+    let mut out = text.to_string();
+    let tmp = std::env::temp_dir();
+    let tmp = tmp.to_string_lossy();
+    let tmp = tmp.trim_end_matches('/');
+    if tmp.len() > 1 {
+        out = out.replace(&format!("{tmp}/"), "$TMPDIR/");
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let home = home.to_string_lossy();
+        let home = home.trim_end_matches('/');
+        if home.len() > 1 {
+            out = out.replace(&format!("{home}/"), "~/");
+        }
+    }
+    out
+}
+
 /// `text` with every secret value of this process replaced by [`REDACTED`].
 pub fn redact(text: &str) -> Cow<'_, str> {
     let s = global().read().unwrap_or_else(|e| e.into_inner());

@@ -150,6 +150,13 @@ pub fn run(a: ServeArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             "no token: loopback only"
         }
     );
+    if started.service.health()["status"] == "no_gpu" {
+        eprintln!(
+            "warning: this machine has no GPU: every evaluation ends as a harness failure (state \
+             `harness_failure`, no reward); /healthz says `no_gpu`. Serve on a GPU machine, or \
+             start `ptxbench worker --queue` on GPU hosts."
+        );
+    }
     let limits = http::Limits {
         max_connections: a.max_connections,
         ..http::Limits::default()

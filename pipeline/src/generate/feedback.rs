@@ -16,6 +16,10 @@ const LOG_TAIL: usize = 4000;
 
 /// The feedback message for the turn that produced `outcome`.
 pub fn build(report: &CheckReport, outcome: &Outcome, finish_reason: Option<&str>) -> String {
+    crate::secrets::mask_host_paths(&build_text(report, outcome, finish_reason))
+}
+
+fn build_text(report: &CheckReport, outcome: &Outcome, finish_reason: Option<&str>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,

@@ -113,6 +113,10 @@ pub fn start(store: Store, suite: Suite, o: &ServeOptions) -> anyhow::Result<Sta
         None => {
             let q = Arc::new(embedded::Embedded::default());
             q.start(&service, &bench, o.gpus);
+            service.set_alive(
+                o.gpus.max(1),
+                Some(crate::cuda::driver::device_count().unwrap_or(0)),
+            );
             service
                 .set_queue(q)
                 .map_err(|e| anyhow::anyhow!("queueing the jobs of the last run again: {e}"))?;

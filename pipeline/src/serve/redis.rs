@@ -63,6 +63,33 @@ impl Streams {
     fn suite(&self) -> String {
         format!("{}:suite", self.prefix)
     }
+    /// A worker's presence key (expires unless the worker renews it).
+    fn presence(&self, worker: &str) -> String {
+        format!("{}:worker:{worker}", self.prefix)
+    }
+
+    /// How many workers renewed their presence key lately.
+    fn workers_alive(&self, c: &mut Connection) -> Result<usize, RedisError> {
+        let pattern = format!("{}:worker:*", self.prefix);
+        let mut cursor = "0".to_string();
+        let mut n = 0;
+        loop {
+            let r = c.call(&[
+                b"SCAN",
+                cursor.as_bytes(),
+                b"MATCH",
+                pattern.as_bytes(),
+                b"COUNT",
+                b"1000",
+            ])?;
+            let items = r.items();
+            cursor = items.first().and_then(Reply::text).unwrap_or_default();
+            n += items.get(1).map_or(0, |k| k.items().len());
+            if cursor == "0" || cursor.is_empty() {
+                return Ok(n);
+            }
+        }
+    }
 
     /// Publishes the server's suite hash for workers to compare with theirs.
     pub fn announce_suite(&self, suite: &Digest) -> Result<(), RedisError> {
@@ -217,7 +244,13 @@ fn collect_some(
     from: &mut String,
 ) -> Result<(), RedisError> {
     let mut c = streams.connect()?;
+    let mut counted = Instant::now() - Duration::from_secs(60);
     loop {
+        // Workers alive, for /healthz: every few seconds.
+        if counted.elapsed() >= Duration::from_secs(2) {
+            service.set_alive(streams.workers_alive(&mut c)?, None);
+            counted = Instant::now();
+        }
         let reply = c.call(&[
             b"XREADGROUP",
             b"GROUP",
@@ -663,7 +696,20 @@ fn send_result(
 fn heartbeat(o: &WorkerOptions, held: &Held) {
     let every = (o.claim_after / 3).max(Duration::from_millis(100));
     let jobs = o.streams.jobs();
-    let mut conn = None;
+    let mut conn = Connection::to(&o.streams.target).ok();
+    // Present from the start, not one beat later.
+    let ttl = (every * 3).as_millis().max(1000).to_string();
+    let key = o.streams.presence(&o.name);
+    let gpu = o.gpu.to_string();
+    if let Some(c) = conn.as_mut() {
+        let _ = c.call(&[
+            b"SET",
+            key.as_bytes(),
+            gpu.as_bytes(),
+            b"PX",
+            ttl.as_bytes(),
+        ]);
+    }
     loop {
         let ids: Vec<String> = {
             let s = held.lock();
@@ -679,6 +725,22 @@ fn heartbeat(o: &WorkerOptions, held: &Held) {
             }
             s.ids.iter().cloned().collect()
         };
+        if conn.is_none() {
+            conn = Connection::to(&o.streams.target).ok();
+        }
+        // This worker's presence, for the server's /healthz: it expires when the beats stop.
+        if let Some(c) = conn.as_mut()
+            && c.call(&[
+                b"SET",
+                key.as_bytes(),
+                gpu.as_bytes(),
+                b"PX",
+                ttl.as_bytes(),
+            ])
+            .is_err()
+        {
+            conn = None;
+        }
         if ids.is_empty() {
             continue;
         }

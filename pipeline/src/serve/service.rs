@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::job::{Answer, JobSpec, Submission};
 use crate::digest::Digest;
-use crate::engine::Protocol;
+use crate::engine::{Protocol, Verdict};
 use crate::record::task::SuiteObjects;
 use crate::store::Store;
 
@@ -45,6 +45,10 @@ pub struct Caps {
 pub enum State {
     Queued,
     Done(Answer),
+    /// The harness failed (no GPU, a worker that died of its own causes, a job that kept
+    /// killing workers): the record says why; it is no verdict on the candidate, gets no
+    /// reward, is never cached, and a resubmission evaluates it again.
+    HarnessFailure(Answer),
     /// No record could be made (a worker with another suite, a store that failed).
     Failed(String),
 }
@@ -84,6 +88,8 @@ struct Tables {
     // Counters.
     /// Results refused: for a job this server did not queue, or without a valid credential.
     refused_results: u64,
+    /// Jobs that ended in a harness failure (not cached, no reward).
+    harness_failures: u64,
     evaluations: u64,
     from_store: u64,
     duplicates: u64,
@@ -125,6 +131,11 @@ pub struct Service {
     tables: Mutex<Tables>,
     /// Bumped whenever a job finishes: long-polls wait on it.
     changes: tokio::sync::watch::Sender<u64>,
+    /// Workers alive now (the embedded threads, or Redis workers whose presence key is fresh).
+    alive: std::sync::atomic::AtomicUsize,
+    /// GPUs this server's own workers can use (embedded queue; 0 with Redis, whose workers are
+    /// elsewhere).
+    gpus: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Service {
@@ -219,6 +230,8 @@ impl Service {
             queue: Mutex::new(None),
             tables: Mutex::new(tables),
             changes: tokio::sync::watch::Sender::new(0),
+            alive: std::sync::atomic::AtomicUsize::new(0),
+            gpus: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -580,23 +593,23 @@ impl Service {
         }
         let key = e.key;
         e.finished = Some(Instant::now());
-        e.state = match &result {
+        let state = |result: &Result<Answer, String>| match result {
+            Ok(a) if a.verdict == Verdict::Other => State::HarnessFailure(a.clone()),
             Ok(a) => State::Done(a.clone()),
             Err(m) => State::Failed(m.clone()),
         };
+        e.state = state(&result);
         t.pending = t.pending.saturating_sub(1);
         t.queued.remove(&key);
         // Jobs that shared this one's evaluation get its result.
         for f in t.followers.remove(&key).unwrap_or_default() {
             if let Some(other) = t.jobs.get_mut(&f) {
                 other.finished = Some(Instant::now());
-                other.state = match &result {
-                    Ok(a) => State::Done(a.clone()),
-                    Err(m) => State::Failed(m.clone()),
-                };
+                other.state = state(&result);
             }
         }
         match result {
+            Ok(a) if a.verdict == Verdict::Other => t.harness_failures += 1,
             Ok(a) => {
                 t.evaluations += 1;
                 *t.verdicts
@@ -672,6 +685,20 @@ impl Service {
             State::Failed(m) => {
                 v["state"] = "failed".into();
                 v["error"] = m.into();
+            }
+            State::HarnessFailure(a) => {
+                v["state"] = "harness_failure".into();
+                v["retryable"] = true.into();
+                v["reward"] = Value::Null;
+                let why = self
+                    .store
+                    .get(&a.record)
+                    .ok()
+                    .and_then(|b| crate::record::decode_record(&a.record, &b).ok())
+                    .map(|r| r.outcome.message)
+                    .unwrap_or_default();
+                v["error"] = crate::secrets::mask_host_paths(&why).into();
+                v["record_digest"] = a.record.hex().into();
             }
             State::Done(a) => {
                 v["state"] = "done".into();
@@ -796,6 +823,12 @@ impl Service {
             one(t.refused_results.to_string()),
         );
         metric(
+            "ptxbench_harness_failures_total",
+            "counter",
+            "Jobs that ended in a harness failure (no GPU, a worker that died of its own causes): no verdict, no reward, not cached.",
+            one(t.harness_failures.to_string()),
+        );
+        metric(
             "ptxbench_failed_jobs_total",
             "counter",
             "Jobs that ended without a record.",
@@ -840,13 +873,33 @@ impl Service {
         s
     }
 
-    /// The health document.
+    /// Notes the workers alive now and the GPUs this server's own workers have (`None`: the
+    /// workers are on other hosts, Redis).
+    pub fn set_alive(&self, workers: usize, gpus: Option<usize>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.alive.store(workers, Relaxed);
+        self.gpus.store(gpus.unwrap_or(usize::MAX), Relaxed);
+    }
+
+    /// The health document: `status` is `ok` only when a worker is alive to take jobs.
     pub fn health(&self) -> Value {
+        use std::sync::atomic::Ordering::Relaxed;
+        let alive = self.alive.load(Relaxed);
+        let gpus = self.gpus.load(Relaxed);
+        let gpus = (gpus != usize::MAX).then_some(gpus);
+        let status = match (alive, gpus) {
+            (0, _) => "no_workers",
+            (_, Some(0)) => "no_gpu",
+            _ => "ok",
+        };
         json!({
-            "status": "ok",
+            "status": status,
             "suite_hash": self.objects.suite_hash.hex(),
             "queue_depth": self.depth(),
-            "workers": self.workers.lock().unwrap_or_else(|e| e.into_inner()).len(),
+            "workers_alive": alive,
+            "gpus": gpus,
+            "workers_seen": self.workers.lock().unwrap_or_else(|e| e.into_inner()).len(),
+            "harness_failures": self.tables().harness_failures,
             "uptime_s": self.started.elapsed().as_secs_f64(),
         })
     }

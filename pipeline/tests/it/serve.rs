@@ -142,7 +142,15 @@ fn serve_evaluates_over_http_and_answers_identical_submissions_from_the_store() 
     );
 
     let (status, _, health) = call("GET", &format!("{base}/healthz"), None, None);
-    assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
+    assert_eq!(status, 200);
+    // The embedded workers are alive; without a GPU the server says so (`no_gpu`).
+    let gpus = health["gpus"].as_u64().expect("a GPU count");
+    assert_eq!(
+        health["status"].as_str(),
+        Some(if gpus == 0 { "no_gpu" } else { "ok" }),
+        "{health}"
+    );
+    assert!(health["workers_alive"].as_u64() >= Some(1), "{health}");
     let (_, _, tasks) = call("GET", &format!("{base}/v1/tasks"), None, None);
     assert!(
         tasks["tasks"]
@@ -517,11 +525,15 @@ fn redis_workers_return_records_and_a_job_that_kills_workers_ends_with_a_verdict
         );
         assert!(walk.is_complete(), "{:?}", walk.problems);
     }
+    // The harness gave up on it: no verdict on the candidate, no reward, retryable.
     let r = wait(&base, &killer);
-    assert_eq!(r["reward"]["verdict"], "other", "{r}");
-    let message = r["record"]["outcome"]["message"]
-        .as_str()
-        .expect("a message");
+    assert_eq!(
+        (r["state"].as_str(), r["retryable"].as_bool()),
+        (Some("harness_failure"), Some(true)),
+        "{r}"
+    );
+    assert!(r["reward"].is_null(), "{r}");
+    let message = r["error"].as_str().expect("a message");
     assert!(message.contains("delivered 4 times"), "{message}");
 
     // Everything acknowledged and deleted: nothing left to deliver.
@@ -584,8 +596,11 @@ fn generate_evaluates_through_a_service_when_its_manifest_names_one() {
     // The service made one record, of the PTX that generate's static check produced.
     let (_, _, metrics) = call("GET", &format!("{base}/metrics"), None, None);
     let metrics = metrics.as_str().expect("text").to_string();
+    // Without a GPU here the evaluation is the harness's failure: counted as such, never as a
+    // verdict (on a GPU machine it is an evaluation).
     assert!(
-        metrics.contains("ptxbench_evaluations_total 1\n"),
+        metrics.contains("ptxbench_evaluations_total 1\n")
+            || metrics.contains("ptxbench_harness_failures_total 1\n"),
         "{metrics}\n{log}"
     );
     // Generate's own record carries the service's outcome.
@@ -1183,4 +1198,74 @@ fn issue_56_a_client_chosen_seed_is_marked() {
     let drawn = wait(&base, v["id"].as_str().expect("id"));
     assert!(drawn["record"].get("seed_given").is_none(), "{drawn}");
     assert_eq!(drawn["reward"]["seed_given"], false, "{drawn}");
+}
+
+/// Finding 6: a harness failure (no GPU, a dead worker) came back as verdict `other` with reward
+/// 0, the same as a model's failure, and was cached: resubmitting returned the "no GPU" record.
+/// It is a state of its own now, with no reward, never cached; /healthz says whether any worker
+/// is alive.
+#[test]
+fn issue_56_a_harness_failure_is_no_verdict_and_is_never_cached() {
+    let Some((url, _redis)) = redis("harness") else {
+        return;
+    };
+    let prefix = stream("harness");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_server, base) = serve(
+        &dir.path().join("store"),
+        &["--queue", &url, "--stream", &prefix],
+    );
+    let (_, _, health) = call("GET", &format!("{base}/healthz"), None, None);
+    assert_eq!(health["status"], "no_workers", "{health}");
+    let ws = dir.path().join("w");
+    let _worker = spawn(&[
+        "worker",
+        "--queue",
+        &url,
+        "--stream",
+        &prefix,
+        "--store",
+        ws.to_str().expect("UTF-8"),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, _, h) = call("GET", &format!("{base}/healthz"), None, None);
+        if h["workers_alive"] == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the worker never showed: {h}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if ptxbench::cuda::driver::device_count().unwrap_or(0) > 0 {
+        eprintln!(
+            "SKIP the no-GPU half of issue_56_a_harness_failure_is_no_verdict_and_is_never_cached: this machine has a GPU"
+        );
+        return;
+    }
+    // A kernel that passes the static check needs the GPU this machine lacks.
+    let cand = root().join("tasks/candidates/nvcc_simt_gemm");
+    let sub = json!({
+        "task": TASK,
+        "kernel": std::fs::read_to_string(cand.join("kernel.ptx")).expect("kernel"),
+        "plan": std::fs::read_to_string(cand.join("plan.yaml")).expect("plan"),
+        "seed": 3,
+    });
+    for round in 0..2 {
+        let (status, _, v) = post(&format!("{base}/v1/evaluations"), &sub);
+        assert_eq!(status, 202, "{v}");
+        let r = wait(&base, v["id"].as_str().expect("id"));
+        assert_eq!(r["state"], "harness_failure", "round {round}: {r}");
+        assert_eq!(
+            r["cached"], false,
+            "round {round}: never answered from a cache: {r}"
+        );
+        assert!(r["reward"].is_null(), "{r}");
+        let error = r["error"].as_str().expect("why");
+        assert!(error.contains("no GPU") || error.contains("GPU"), "{error}");
+        let home = std::env::var("HOME").unwrap_or_default();
+        assert!(
+            home.len() < 2 || !error.contains(&home),
+            "a host path: {error}"
+        );
+    }
 }
