@@ -94,11 +94,23 @@ pub struct CheckReport {
     /// The PTX that was checked (from the candidate or NVRTC).
     #[serde(skip)]
     pub ptx: Option<String>,
+    /// Why the harness could not check the candidate (a full or unwritable temp folder, a
+    /// sandbox that could not start): no verdict on the candidate; `check` exits 3 and a run
+    /// grades it again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub harness: Vec<String>,
 }
+
+/// What a tool prints when the harness's own folder failed it (not the candidate's code).
+const HARNESS_IO: [&str; 3] = [
+    "No space left on device",
+    "Read-only file system",
+    "Disk quota exceeded",
+];
 
 impl CheckReport {
     pub fn ok(&self) -> bool {
-        self.failure.is_none()
+        self.failure.is_none() && self.harness.is_empty()
     }
 
     fn fail(&mut self, class: FailureClass, reasons: Vec<String>) {
@@ -135,6 +147,7 @@ fn empty_report(task: &Task, arch: Arch) -> CheckReport {
         ptxas: Vec::new(),
         sass: Vec::new(),
         ptx: None,
+        harness: Vec::new(),
     }
 }
 
@@ -168,9 +181,13 @@ pub fn check(candidate: &Candidate, task: &Task, opts: &CheckOptions) -> CheckRe
                 });
                 out.ptx
             }
-            Err(e @ (nvrtc::CompileError::LibraryMissing(_) | nvrtc::CompileError::Harness(_))) => {
+            Err(e @ nvrtc::CompileError::LibraryMissing(_)) => {
                 r.warnings
                     .push(format!("cannot compile CUDA C++ here: {e}"));
+                return r;
+            }
+            Err(e @ nvrtc::CompileError::Harness(_)) => {
+                r.harness.push(format!("NVRTC could not run: {e}"));
                 return r;
             }
             Err(nvrtc::CompileError::Source(e)) => {
@@ -248,6 +265,28 @@ pub fn check(candidate: &Candidate, task: &Task, opts: &CheckOptions) -> CheckRe
     // 4. ptxas, for each architecture asked (the target arch decides compilation failure).
     for &a in &opts.compile_for {
         let run = match ptxas::compile(&ptx, a) {
+            // ptxas failed on the harness's folder (full, read-only): no verdict on the code.
+            Ok(res) if !res.ok && HARNESS_IO.iter().any(|m| res.log.contains(m)) => {
+                let why = format!(
+                    "ptxas -arch={a} could not write in the temp folder: {}",
+                    crate::secrets::mask_host_paths(res.log.trim())
+                );
+                if a == arch {
+                    r.harness.push(why.clone());
+                } else {
+                    r.warnings.push(why.clone());
+                }
+                Err(why)
+            }
+            Err(e @ crate::toolchain::ToolError::Spawn { .. }) => {
+                let why = format!("ptxas -arch={a} could not run: {e}");
+                if a == arch {
+                    r.harness.push(why.clone());
+                } else {
+                    r.warnings.push(why.clone());
+                }
+                Err(why)
+            }
             Ok(res) => {
                 if a == arch && !res.ok {
                     let msg = format!("ptxas -arch={a} failed:\n{}", res.log.trim());
@@ -392,6 +431,16 @@ pub fn render_text(r: &CheckReport) -> String {
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
+    if !r.harness.is_empty() {
+        let _ = writeln!(
+            s,
+            "result: not checked (the harness failed, not the candidate)"
+        );
+        for h in &r.harness {
+            let _ = writeln!(s, "  - {h}");
+        }
+        return s;
+    }
     match &r.failure {
         None => {
             let _ = writeln!(s, "result: ok");
@@ -428,6 +477,16 @@ fn describe_param(p: &ResolvedParam) -> String {
 /// when it could not produce PTX at all (NVRTC missing).
 pub fn static_outcome(report: &CheckReport) -> Option<crate::engine::Outcome> {
     use crate::engine::{Outcome, Verdict};
+    if !report.harness.is_empty() {
+        return Some(Outcome::failed(
+            Verdict::Other,
+            Stage::Static,
+            format!(
+                "the harness could not check it: {}",
+                report.harness.join("; ")
+            ),
+        ));
+    }
     let Some(f) = report.failure.as_ref() else {
         return report.ptx.is_none().then(|| {
             Outcome::failed(

@@ -44,7 +44,10 @@ pub fn run(a: CheckArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     } else {
         out!("{}", check::render_text(&report))?;
     }
-    Ok(if report.ok() {
+    // 3: the harness could not check it (nothing is said of the candidate); 1: it failed.
+    Ok(if !report.harness.is_empty() {
+        ExitCode::from(3)
+    } else if report.ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

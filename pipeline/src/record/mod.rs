@@ -293,7 +293,10 @@ fn schema_of(
     Ok(schema.to_string())
 }
 
+/// Parses an object's JSON, refusing one over [`crate::store::object::MAX_OBJECT_BYTES`] before
+/// it is parsed (parsing holds about 20 times its size).
 fn parse_json(digest: &Digest, bytes: &[u8]) -> Result<serde_json::Value, RecordError> {
+    too_large(digest, bytes)?;
     serde_json::from_slice(bytes).map_err(|e| RecordError::NotJson {
         digest: *digest,
         message: e.to_string(),
@@ -322,13 +325,19 @@ fn trim(r: &mut Record) {
 }
 
 /// Decodes the bytes of the record `digest`, of any stored version, into the current type.
-pub fn decode_record(digest: &Digest, bytes: &[u8]) -> Result<Record, RecordError> {
+/// The error of an object over [`crate::store::object::MAX_OBJECT_BYTES`], if it is one.
+fn too_large(digest: &Digest, bytes: &[u8]) -> Result<(), RecordError> {
     if bytes.len() > crate::store::object::MAX_OBJECT_BYTES {
         return Err(RecordError::NotJson {
             digest: *digest,
             message: crate::store::object::ObjectError::TooLarge { bytes: bytes.len() }.to_string(),
         });
     }
+    Ok(())
+}
+
+pub fn decode_record(digest: &Digest, bytes: &[u8]) -> Result<Record, RecordError> {
+    too_large(digest, bytes)?;
     // A record of the current schema (canonical JSON starts with its schema field) is read
     // straight into its type; anything else, or anything that fails to, takes the general
     // path below, which gives the error. A site loads 100,000 of them; going through a

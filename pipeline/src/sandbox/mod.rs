@@ -46,10 +46,12 @@ impl Limits {
         wall: Duration::from_secs(60),
         memory: 4 << 30,
     };
-    /// ptxas on one candidate: the largest honest kernels take tens of seconds.
+    /// ptxas on one candidate: the largest honest kernels take tens of seconds and well under
+    /// 1 GiB (the hand-written attention backward: 50 MB); a register bomb that would take
+    /// 6.7 GB fails here, naming the limit.
     pub const PTXAS: Limits = Limits {
         wall: Duration::from_secs(180),
-        memory: 8 << 30,
+        memory: 4 << 30,
     };
 
     /// These limits, lowered by `PTXBENCH_COMPILE_LIMIT_S` (seconds) and

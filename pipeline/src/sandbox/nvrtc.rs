@@ -107,8 +107,9 @@ pub fn compile(source: &str, name: &str, arch: Arch) -> Result<NvrtcOutput, Comp
         Err(e) => return Err(CompileError::Harness(e.to_string())),
     };
     let reply = serde_json::from_slice::<Reply>(&finished.stdout);
-    // Where the CUDA headers are installed is this machine's business, not the record's.
-    let mask = |text: &str| mask_include_dirs(text, &job.include_dirs);
+    // Where the CUDA headers are installed is this machine's business, not the record's; and
+    // whether a refused path exists is none of the source's ([`hide_existence`]).
+    let mask = |text: &str| hide_existence(&mask_include_dirs(text, &job.include_dirs));
     match reply {
         Ok(Reply::Compiled(mut out)) => {
             out.log = mask(&out.log);
@@ -138,6 +139,26 @@ pub fn compile(source: &str, name: &str, arch: Arch) -> Result<NvrtcOutput, Comp
             )))
         }
     }
+}
+
+/// NVRTC's message for an include it could not open, with the reason cut: the view makes an
+/// existing host file fail with "Permission denied" and a missing one without a reason, so the
+/// reason alone told which paths exist. Every such open now reads the same.
+fn hide_existence(log: &str) -> String {
+    log.lines()
+        .map(|l| {
+            if l.contains("cannot open source file") {
+                let cut = l
+                    .trim_end()
+                    .strip_suffix(": Permission denied")
+                    .unwrap_or(l.trim_end());
+                format!("{cut} (outside the CUDA include folders, or missing)")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// How an include folder is named in what is stored: `<cuda>/include`, `<cuda>/include/cccl`.
@@ -217,6 +238,24 @@ pub fn serve() -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 55 (the campaign's finding): "Permission denied" after an include told an existing
+    /// host file from a missing one.
+    #[test]
+    fn issue_55_a_refused_include_reads_the_same_whether_it_exists() {
+        let exists = hide_existence(
+            "x.h(31): catastrophic error: cannot open source file \"../../etc/shadow\": Permission denied\n  #include X",
+        );
+        let missing = hide_existence(
+            "x.h(31): catastrophic error: cannot open source file \"../../etc/nothing\"\n  #include X",
+        );
+        assert_eq!(
+            exists.replace("shadow", "P"),
+            missing.replace("nothing", "P"),
+            "{exists}\n{missing}"
+        );
+        assert!(!exists.contains("Permission denied"));
+    }
 
     /// A NUL byte fails the source (the check's `compilation` class), where the child's
     /// "internal" answer made it the harness's problem, a warning, and `check` passed.

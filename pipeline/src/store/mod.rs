@@ -463,9 +463,11 @@ impl Store {
             if !shard_matches(prefix, &name2, 2) {
                 continue;
             }
-            for (name, path, kind) in read_dir_sorted(&dir2)? {
+            // An entry named as an object is one, whatever it is: a FIFO or a folder there is a
+            // broken object (its read fails, naming what it is), never a stray.
+            for (name, path, _) in read_dir_sorted(&dir2)? {
                 match name.parse::<Digest>() {
-                    Ok(d) if name[0..2] == *name1 && name[2..4] == name2 && kind.is_file() => {
+                    Ok(d) if name[0..2] == *name1 && name[2..4] == name2 => {
                         if prefix.is_none_or(|p| name.starts_with(p)) {
                             object(d, &path);
                         }

@@ -393,6 +393,14 @@ fn issue_55_the_site_stays_out_of_the_store_and_copies_its_objects() {
     let e = store.get(&fifo_digest).expect_err("not an object");
     assert!(e.to_string().contains("FIFO"), "{e}");
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    // `verify` reports it as a broken object, not a stray file (it passed before).
+    let (code, out, err) = ptxbench(&[
+        "verify",
+        "--store",
+        dir.path().join("artifacts").to_str().expect("utf-8"),
+    ]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(format!("{out}{err}").contains("FIFO"), "{out}{err}");
     assert_eq!(
         store.get(&digest).expect("the real object"),
         b"stored bytes"

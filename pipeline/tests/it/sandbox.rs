@@ -223,8 +223,12 @@ fn issue_55_the_thrust_route_reads_no_host_file() {
     assert!(!text.contains("HOST-FILE-WAS-READ-55"), "{text}");
     assert!(!text.contains("HOST_FILE_CONTENT_55"), "{text}");
     assert!(
-        text.contains("Permission denied"),
+        text.contains("cannot open source file"),
         "the open was refused: {text}"
+    );
+    assert!(
+        !text.contains("Permission denied"),
+        "the reason tells that the file exists: {text}"
     );
     // No host path of the CUDA install in what is printed (and stored).
     let cuda = std::env::var("CUDA_HOME").unwrap_or_default();
@@ -249,7 +253,8 @@ fn issue_55_the_thrust_route_reads_no_process_environment() {
     let (code, text, _) = check(cand.path(), &[]);
     assert_eq!(code, 1, "{text}");
     assert!(first.len() < 8 || !text.contains(&first), "{text}");
-    assert!(text.contains("Permission denied"), "{text}");
+    assert!(text.contains("cannot open source file"), "{text}");
+    assert!(!text.contains("Permission denied"), "{text}");
 }
 
 /// Issue 55, finding 1: a token-pasted `__has_include` answered whether a host file exists.
@@ -351,4 +356,33 @@ fn issue_55_the_compile_budget_bounds_every_compiler() {
     let (code, text, _) = check(cand.path(), &[("PTXBENCH_COMPILE_BUDGET_MIB", "1024")]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("1024 MiB"), "the limit is named: {text}");
+}
+
+/// Issue 55, finding 4 (and the campaign's): with the temp folder unusable, a PTX candidate
+/// failed as `Compilation` and a CUDA one passed with a warning. The harness's failure is no
+/// verdict: `check` says it did not check and exits 3.
+#[test]
+fn issue_55_an_unusable_temp_folder_is_the_harness_failure() {
+    if !cuda_tools("issue_55_an_unusable_temp_folder_is_the_harness_failure") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let not_a_folder = dir.path().join("a-file");
+    std::fs::write(&not_a_folder, "x").expect("write");
+    for tmp in [dir.path().join("missing"), not_a_folder] {
+        for (name, kernel) in [
+            ("kernel.cu", simt_source()),
+            (
+                "kernel.ptx",
+                std::fs::read_to_string(root().join("tasks/candidates/nvcc_simt_gemm/kernel.ptx"))
+                    .expect("ptx"),
+            ),
+        ] {
+            let cand = candidate(name, &kernel);
+            let (code, text, _) = check(cand.path(), &[("TMPDIR", tmp.to_str().expect("utf-8"))]);
+            assert_eq!(code, 3, "{name} with TMPDIR {}: {text}", tmp.display());
+            assert!(text.contains("not checked (the harness failed"), "{text}");
+            assert!(!text.contains("result: ok"), "{text}");
+        }
+    }
 }
