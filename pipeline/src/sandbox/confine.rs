@@ -128,16 +128,10 @@ pub fn restrict(read: &[PathBuf], work: Option<&Path>) -> Result<View, String> {
 /// Asks the kernel to kill this process when its parent dies, then checks the parent is still
 /// the one that started it (it may have died before the request).
 fn die_with_parent(parent: u32) -> Result<(), String> {
-    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and no pointers.
-    let r = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-    if r != 0 {
-        return Err(format!(
-            "asking to die with the parent: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: getppid has no arguments and cannot fail.
-    let now = unsafe { libc::getppid() };
+    use rustix::process::{Pid, Signal, getppid, set_parent_process_death_signal};
+    set_parent_process_death_signal(Some(Signal::KILL))
+        .map_err(|e| format!("asking to die with the parent: {e}"))?;
+    let now = Pid::as_raw(getppid());
     if u32::try_from(now).ok() != Some(parent) {
         return Err("the process that started this one is gone".into());
     }
@@ -164,9 +158,11 @@ fn limit(memory: u64, cpu_s: u64) -> Result<(), String> {
 /// loopback that is down. Refused where unprivileged user namespaces are off; Landlock's TCP
 /// rules still hold then.
 fn leave_network() -> bool {
-    // SAFETY: unshare takes flags and no pointers; it fails (and changes nothing) when the
-    // process has other threads or the kernel forbids it.
-    unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 }
+    use rustix::thread::{UnshareFlags, unshare_unsafe};
+    // SAFETY: the one hazard of unshare is `UnshareFlags::FILES` (threads that no longer share
+    // descriptors), not asked here; it fails and changes nothing when the process has other
+    // threads or the kernel forbids it.
+    unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNET) }.is_ok()
 }
 
 /// Whether the operator allowed compilers without a filesystem view.
