@@ -29,6 +29,7 @@ pub fn evaluate_request(endpoint: &str, req: &Request, timeout: Duration) -> Out
         correctness_only: req.no_timing,
         fresh: false,
         entry: "generate".into(),
+        deadline_s: None,
     };
     evaluate(endpoint, &sub, timeout).unwrap_or_else(|e| {
         Outcome::failed(

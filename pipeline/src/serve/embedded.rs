@@ -29,6 +29,13 @@ impl Queue for Embedded {
     fn forgets_on_restart(&self) -> bool {
         true
     }
+
+    fn cancel(&self, job: &JobSpec, _queued_at: Option<&str>) -> Result<bool, String> {
+        let mut q = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let before = q.len();
+        q.retain(|j| j.id != job.id);
+        Ok(q.len() < before)
+    }
 }
 
 impl Embedded {
@@ -59,7 +66,12 @@ impl Embedded {
                 bench.evaluator.at_once(),
                 |job| {
                     let id = job.id.clone();
-                    let ready = bench.prepare_job(job);
+                    // Cancelled or expired after a thread took it: its result would be dropped.
+                    let ready = if service.result_dropped(&id) {
+                        Err(format!("job {id}: cancelled or expired before it ran"))
+                    } else {
+                        bench.prepare_job(job)
+                    };
                     (id, ready)
                 },
                 // The wait for a job is not timed here: an empty queue is not the CPU's doing.
@@ -76,5 +88,40 @@ impl Embedded {
                 },
             );
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::Digest;
+
+    fn job(id: &str) -> JobSpec {
+        JobSpec {
+            id: id.into(),
+            key: Digest::of(id.as_bytes()),
+            suite_hash: Digest::of(b"suite"),
+            task: "gemm_n4096_k4096".into(),
+            arch: crate::arch::Arch::Sm90a,
+            candidate: super::super::job::Submitted::Response("no code".into()),
+            seed: 1,
+            seed_from_client: false,
+            workloads: Vec::new(),
+            no_timing: false,
+            entry: String::new(),
+            protocol: crate::engine::Protocol::default(),
+            timeout_s: 60,
+        }
+    }
+
+    #[test]
+    fn a_cancelled_job_leaves_the_in_process_queue() {
+        let q = Embedded::default();
+        q.push_all(&[job("a"), job("b"), job("c")]).expect("queued");
+        assert_eq!(q.cancel(&job("b"), None), Ok(true));
+        assert_eq!(q.cancel(&job("b"), None), Ok(false), "gone already");
+        assert_eq!(q.pop().id, "a");
+        assert_eq!(q.pop().id, "c");
+        assert_eq!(q.cancel(&job("a"), None), Ok(false), "a worker took it");
     }
 }

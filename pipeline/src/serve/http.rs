@@ -16,6 +16,11 @@
 //!   a job is visible only to the client that submitted it (404 to anyone else).
 //!
 //! Pipelined requests on one connection are answered one by one, in order (HTTP/1.1).
+//!
+//! For training loops: a client cancels its queued jobs (`DELETE /v1/evaluations/{id}`), reads
+//! many at once (`POST /v1/evaluations/status`), gives a job a deadline in the queue
+//! (`deadline_s`, enforced by a task here about every second), retries a submission safely
+//! with an `Idempotency-Key`, and reads the caps it must keep to (`GET /v1/limits`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -30,8 +35,8 @@ use hyper::{Method, Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value, json};
 
-use super::job::{FieldError, Submission};
-use super::service::{Refusal, Service};
+use super::job::{FieldError, MAX_DEADLINE_S, Submission};
+use super::service::{CancelRefusal, Idempotency, MAX_IDEMPOTENCY_KEY, Refusal, Service};
 
 /// The OpenAPI document, served at `/openapi.yaml`.
 pub const OPENAPI: &str = include_str!("../../openapi.yaml");
@@ -154,6 +159,7 @@ async fn accept(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    tokio::spawn(expire(service.clone()));
     loop {
         // A slot first: past the limit, connections wait in the kernel's queue.
         let Ok(slot) = slots.clone().acquire_owned().await else {
@@ -190,6 +196,37 @@ async fn accept(
             drop(slot);
         });
     }
+}
+
+/// Ends queued jobs whose deadline passed, about every second (on the blocking pool: taking a
+/// job out of Redis blocks).
+async fn expire(service: Arc<Service>) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let s = service.clone();
+        let _ = tokio::task::spawn_blocking(move || s.expire_due()).await;
+    }
+}
+
+/// The caps a client must keep to (`GET /v1/limits`).
+fn limits(c: &super::service::Caps, l: &Limits) -> Value {
+    json!({
+        "max_body": c.max_body,
+        "max_batch": c.max_batch,
+        "max_queue": c.max_queue,
+        "timeout_s": c.timeout_s,
+        "max_wait_s": MAX_WAIT_S,
+        "max_connections": l.max_connections,
+        "header_timeout_s": l.header_timeout.as_secs_f64(),
+        "body_timeout_s": l.body_timeout.as_secs_f64(),
+        "connection_lifetime_s": l.connection_lifetime.as_secs_f64(),
+        "min_token_len": MIN_TOKEN_LEN,
+        "max_deadline_s": MAX_DEADLINE_S,
+        "max_idempotency_key_len": MAX_IDEMPOTENCY_KEY,
+        "retry_after_s": RETRY_AFTER_S,
+    })
 }
 
 struct Ctx {
@@ -242,12 +279,56 @@ fn field_error(e: &FieldError) -> Reply {
     error(400, e.to_string(), Some(&e.field))
 }
 
+/// What a request asks for.
+#[derive(Debug, Clone, PartialEq)]
+enum Endpoint {
+    Health,
+    Metrics,
+    OpenApi,
+    Tasks,
+    Limits,
+    Submit,
+    Batch,
+    StatusMany,
+    View(String),
+    Cancel(String),
+}
+
+/// The endpoint of `method` on `path`, or the status that refuses it (404: no such path, 405:
+/// not that method).
+fn endpoint(method: &Method, path: &str) -> Result<Endpoint, u16> {
+    const ONE: &str = "/v1/evaluations/";
+    let ep = match path {
+        "/healthz" => [(Method::GET, Endpoint::Health)].to_vec(),
+        "/metrics" => [(Method::GET, Endpoint::Metrics)].to_vec(),
+        "/openapi.yaml" => [(Method::GET, Endpoint::OpenApi)].to_vec(),
+        "/v1/tasks" => [(Method::GET, Endpoint::Tasks)].to_vec(),
+        "/v1/limits" => [(Method::GET, Endpoint::Limits)].to_vec(),
+        "/v1/evaluations" => [(Method::POST, Endpoint::Submit)].to_vec(),
+        "/v1/batches" => [(Method::POST, Endpoint::Batch)].to_vec(),
+        "/v1/evaluations/status" => [(Method::POST, Endpoint::StatusMany)].to_vec(),
+        p if p.starts_with(ONE) => {
+            let id = p[ONE.len()..].to_string();
+            [
+                (Method::GET, Endpoint::View(id.clone())),
+                (Method::DELETE, Endpoint::Cancel(id)),
+            ]
+            .to_vec()
+        }
+        _ => return Err(404),
+    };
+    ep.into_iter()
+        .find(|(m, _)| m == method)
+        .map(|(_, e)| e)
+        .ok_or(405)
+}
+
 async fn route(ctx: &Ctx, req: Request<Incoming>) -> Reply {
     let service = &ctx.service;
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
-    let method = req.method().clone();
-    if path == "/healthz" && method == Method::GET {
+    let ep = endpoint(req.method(), &path);
+    if ep == Ok(Endpoint::Health) {
         return json_reply(200, &service.health());
     }
     let Some(client) = ctx.auth.client(req.headers().get("authorization")) else {
@@ -260,30 +341,38 @@ async fn route(ctx: &Ctx, req: Request<Incoming>) -> Reply {
         r.headers.push(("WWW-Authenticate", "Bearer".into()));
         return r;
     };
-    match (method, path.as_str()) {
-        (Method::GET, "/metrics") => Reply {
+    let ep = match ep {
+        Ok(ep) => ep,
+        Err(405) => return error(405, "method not allowed", None),
+        Err(_) => return error(404, format!("no endpoint {path}"), None),
+    };
+    match ep {
+        Endpoint::Health => json_reply(200, &service.health()),
+        Endpoint::Metrics => Reply {
             status: 200,
             body: service.metrics().into_bytes(),
             content_type: "text/plain; version=0.0.4",
             headers: Vec::new(),
         },
-        (Method::GET, "/openapi.yaml") => Reply {
+        Endpoint::OpenApi => Reply {
             status: 200,
             body: OPENAPI.as_bytes().to_vec(),
             content_type: "application/yaml",
             headers: Vec::new(),
         },
-        (Method::GET, "/v1/tasks") => json_reply(
+        Endpoint::Tasks => json_reply(
             200,
             &json!({
                 "suite_hash": service.objects.suite_hash.hex(),
                 "tasks": service.tasks.iter().map(|(id, d)| json!({"id": id, "digest": d.hex()})).collect::<Vec<_>>(),
             }),
         ),
-        (Method::POST, "/v1/evaluations") => submit(ctx, req, &client, false).await,
-        (Method::POST, "/v1/batches") => submit(ctx, req, &client, true).await,
-        (Method::GET, p) if p.starts_with("/v1/evaluations/") => {
-            let id = p["/v1/evaluations/".len()..].to_string();
+        Endpoint::Limits => json_reply(200, &limits(&service.caps, &ctx.limits)),
+        Endpoint::Submit => submit(ctx, req, &client, false).await,
+        Endpoint::Batch => submit(ctx, req, &client, true).await,
+        Endpoint::StatusMany => status_many(ctx, req, client).await,
+        Endpoint::Cancel(id) => cancel(ctx, id, client).await,
+        Endpoint::View(id) => {
             let wait = match query_param(&query, "wait") {
                 None => 0.0,
                 Some(w) => match w.parse::<f64>() {
@@ -299,10 +388,6 @@ async fn route(ctx: &Ctx, req: Request<Incoming>) -> Reply {
             };
             view(ctx, id, client, Duration::from_secs_f64(wait)).await
         }
-        (_, "/v1/evaluations" | "/v1/batches" | "/v1/tasks" | "/metrics" | "/openapi.yaml") => {
-            error(405, "method not allowed", None)
-        }
-        _ => error(404, format!("no endpoint {path}"), None),
     }
 }
 
@@ -333,6 +418,91 @@ async fn view(ctx: &Ctx, id: String, client: String, wait: Duration) -> Reply {
         Ok(Some(v)) => json_reply(if v["state"] == "queued" { 202 } else { 200 }, &v),
         Ok(None) => error(404, "no such evaluation", None),
         Err(e) => error(500, format!("reading the evaluation: {e}"), None),
+    }
+}
+
+/// Cancels job `id` of `client` (see [`Service::cancel`]): its view, or 404 / 409.
+async fn cancel(ctx: &Ctx, id: String, client: String) -> Reply {
+    let s = ctx.service.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        s.cancel(&id, &client).map(|()| {
+            s.view(&id, &client)
+                .unwrap_or_else(|| json!({"id": id, "state": "cancelled"}))
+        })
+    })
+    .await;
+    match done {
+        Ok(Ok(v)) => json_reply(200, &v),
+        Ok(Err(CancelRefusal::NotFound)) => error(404, "no such evaluation", None),
+        Ok(Err(CancelRefusal::Conflict(m))) => error(409, m, None),
+        Err(e) => error(500, format!("cancelling: {e}"), None),
+    }
+}
+
+/// The views of many jobs (`{"ids": [...]}`, at most `max_batch`), in order, none waited for;
+/// an id the client has no job of gets an error in its place.
+async fn status_many(ctx: &Ctx, req: Request<Incoming>, client: String) -> Reply {
+    let service = &ctx.service;
+    let body = match read_body(ctx, req).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let v: Value = match super::strict_json::parse(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            service.refused("malformed");
+            return error(
+                400,
+                format!("the body is not JSON as this API takes it: {e}"),
+                None,
+            );
+        }
+    };
+    let Some(Value::Array(items)) = v
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.get("ids"))
+    else {
+        service.refused("malformed");
+        return error(
+            400,
+            "a status request is an object with `ids` only, a list of evaluation ids",
+            Some("ids"),
+        );
+    };
+    if items.len() > service.caps.max_batch {
+        return too_large(
+            service,
+            format!(
+                "ids: {} ids, at most {} a request",
+                items.len(),
+                service.caps.max_batch
+            ),
+        );
+    }
+    let mut ids = Vec::with_capacity(items.len());
+    for (i, id) in items.iter().enumerate() {
+        match id.as_str() {
+            Some(id) => ids.push(id.to_string()),
+            None => {
+                service.refused("malformed");
+                return error(400, "must be a string", Some(&format!("ids[{i}]")));
+            }
+        }
+    }
+    let s = service.clone();
+    let views = tokio::task::spawn_blocking(move || {
+        ids.iter()
+            .map(|id| {
+                s.view(id, &client)
+                    .unwrap_or_else(|| json!({"id": id, "error": format!("no evaluation `{id}`")}))
+            })
+            .collect::<Vec<_>>()
+    })
+    .await;
+    match views {
+        Ok(results) => json_reply(200, &json!({ "results": results })),
+        Err(e) => error(500, format!("reading the evaluations: {e}"), None),
     }
 }
 
@@ -385,6 +555,20 @@ async fn read_body(ctx: &Ctx, req: Request<Incoming>) -> Result<Bytes, Reply> {
 
 async fn submit(ctx: &Ctx, req: Request<Incoming>, client: &str, batch: bool) -> Reply {
     let service = &ctx.service;
+    let idem = match req.headers().get("idempotency-key") {
+        None => None,
+        Some(k) => match Idempotency::new(k.as_bytes(), batch) {
+            Ok(k) => Some(k),
+            Err(m) => {
+                service.refused("malformed");
+                return error(
+                    400,
+                    format!("Idempotency-Key: {m}"),
+                    Some("Idempotency-Key"),
+                );
+            }
+        },
+    };
     let body = match read_body(ctx, req).await {
         Ok(b) => b,
         Err(r) => return r,
@@ -445,7 +629,8 @@ async fn submit(ctx: &Ctx, req: Request<Incoming>, client: &str, batch: bool) ->
     };
     // Pushing to Redis blocks: on the blocking pool, never on the threads that answer.
     let (s, owner) = (service.clone(), client.to_string());
-    let submitted = tokio::task::spawn_blocking(move || s.submit(subs, &owner)).await;
+    let submitted =
+        tokio::task::spawn_blocking(move || s.submit(subs, &owner, idem.as_ref())).await;
     let submitted = match submitted {
         Ok(r) => r,
         Err(e) => return error(500, format!("submitting: {e}"), None),
@@ -470,6 +655,28 @@ async fn submit(ctx: &Ctx, req: Request<Incoming>, client: &str, batch: bool) ->
             r
         }
         Err(Refusal::Queue(m)) => error(503, m, None),
+        Err(Refusal::KeyReused(k)) => {
+            service.refused("idempotency_key_reused");
+            error(
+                422,
+                format!(
+                    "Idempotency-Key `{k}` was used with another request; a key stands for one \
+                     request (send a new key with a new request)"
+                ),
+                Some("Idempotency-Key"),
+            )
+        }
+        Err(Refusal::KeyInFlight(k)) => {
+            let mut r = error(
+                409,
+                format!(
+                    "a request with Idempotency-Key `{k}` is being queued now; retry to get its ids"
+                ),
+                Some("Idempotency-Key"),
+            );
+            r.headers.push(("Retry-After", "1".into()));
+            r
+        }
     }
 }
 
@@ -477,7 +684,8 @@ async fn submit(ctx: &Ctx, req: Request<Incoming>, client: &str, batch: bool) ->
 mod tests {
     use super::*;
 
-    /// The document names the endpoints `route` serves and the fields a submission takes.
+    /// The document names the endpoints `route` serves, with their methods, the fields a
+    /// submission takes, the states a job's view names and the caps `/v1/limits` gives.
     #[test]
     fn the_openapi_document_matches_the_code() {
         let doc: Value = serde_saphyr::from_str(OPENAPI).expect("the document is YAML");
@@ -496,10 +704,27 @@ mod tests {
                 "/openapi.yaml",
                 "/v1/batches",
                 "/v1/evaluations",
+                "/v1/evaluations/status",
                 "/v1/evaluations/{id}",
+                "/v1/limits",
                 "/v1/tasks"
             ]
         );
+        // Every documented method is served, and every other one is a 405.
+        let id = "0123456789abcdef0123456789abcdef";
+        for (path, methods) in doc["paths"].as_object().expect("paths") {
+            let concrete = path.replace("{id}", id);
+            for m in [Method::GET, Method::POST, Method::DELETE, Method::PUT] {
+                let documented = methods.get(m.as_str().to_lowercase()).is_some();
+                let served = endpoint(&m, &concrete);
+                if documented {
+                    assert!(served.is_ok(), "{m} {path}: documented, not served");
+                } else {
+                    assert_eq!(served, Err(405), "{m} {path}: served, not documented");
+                }
+            }
+        }
+        assert_eq!(endpoint(&Method::GET, "/v1/nothing"), Err(404));
         let mut fields: Vec<&str> = doc["components"]["schemas"]["Submission"]["properties"]
             .as_object()
             .expect("properties")
@@ -510,5 +735,45 @@ mod tests {
         let mut code = super::super::job::FIELDS.to_vec();
         code.sort_unstable();
         assert_eq!(fields, code);
+        let states: Vec<&str> =
+            doc["components"]["schemas"]["Result"]["properties"]["state"]["enum"]
+                .as_array()
+                .expect("states")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+        assert_eq!(states, super::super::service::STATES);
+        // The caps `/v1/limits` gives are the schema's, all required.
+        let schema = &doc["components"]["schemas"]["Limits"];
+        let mut documented: Vec<&str> = schema["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        documented.sort_unstable();
+        let mut required: Vec<&str> = schema["required"]
+            .as_array()
+            .expect("required")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        required.sort_unstable();
+        assert_eq!(documented, required);
+        let caps = super::super::service::Caps {
+            max_body: 1,
+            max_batch: 2,
+            max_queue: 3,
+            timeout_s: 4,
+        };
+        let given = limits(&caps, &Limits::default());
+        let mut served: Vec<&str> = given
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        served.sort_unstable();
+        assert_eq!(documented, served);
     }
 }

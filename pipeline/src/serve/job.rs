@@ -49,7 +49,13 @@ pub struct Submission {
     /// Evaluate again even when an identical submission has a record.
     pub fresh: bool,
     pub entry: String,
+    /// Seconds the job may wait in the queue (1 to [`MAX_DEADLINE_S`]); still queued after
+    /// them, it ends `expired`. Not part of what identifies the evaluation.
+    pub deadline_s: Option<u64>,
 }
+
+/// The longest deadline a submission may give, seconds (a day).
+pub const MAX_DEADLINE_S: u64 = 86_400;
 
 /// A request the service refuses, naming the field.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -67,7 +73,7 @@ fn bad(field: &str, message: impl Into<String>) -> FieldError {
 }
 
 /// The fields of a submission (the OpenAPI document's `Submission`).
-pub const FIELDS: [&str; 11] = [
+pub const FIELDS: [&str; 12] = [
     "task",
     "arch",
     "response",
@@ -79,6 +85,7 @@ pub const FIELDS: [&str; 11] = [
     "correctness_only",
     "fresh",
     "entry",
+    "deadline_s",
 ];
 
 impl Submission {
@@ -160,6 +167,19 @@ impl Submission {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(bad(&f("workloads"), "must be a list of workload names")),
         };
+        let deadline_s = match obj.get("deadline_s") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .filter(|s| (1..=MAX_DEADLINE_S).contains(s))
+                    .ok_or_else(|| {
+                        bad(
+                            &f("deadline_s"),
+                            format!("must be an integer from 1 to {MAX_DEADLINE_S} (seconds)"),
+                        )
+                    })?,
+            ),
+        };
         let entry = text("entry")?.unwrap_or_else(|| DEFAULT_ENTRY.to_string());
         if entry.is_empty() || entry.len() > 200 {
             return Err(bad(&f("entry"), "must have 1 to 200 characters"));
@@ -191,6 +211,7 @@ impl Submission {
             correctness_only: flag("correctness_only")?,
             fresh: flag("fresh")?,
             entry,
+            deadline_s,
         })
     }
 
@@ -218,13 +239,17 @@ impl Submission {
         m.insert("correctness_only".into(), self.correctness_only.into());
         m.insert("fresh".into(), self.fresh.into());
         m.insert("entry".into(), self.entry.clone().into());
+        if let Some(d) = self.deadline_s {
+            m.insert("deadline_s".into(), d.into());
+        }
         Value::Object(m)
     }
 
     /// What identifies the evaluation: the engine's revision, the candidate's bytes, task,
     /// arch, protocol, seed policy (the seed given, or drawn), workloads (a list, never a joined
     /// string), timing switch and entry. Identical submissions share it and are answered from
-    /// the store; a new engine revision answers none of the old ones.
+    /// the store; a new engine revision answers none of the old ones. The deadline is the
+    /// client's, not the evaluation's: it is not part of the key.
     pub fn key(&self, task: Digest, protocol: &Protocol) -> Digest {
         #[derive(Serialize)]
         struct Key<'a> {
@@ -637,6 +662,18 @@ mod tests {
                 json!({"task": "t", "response": "x", "workloads": [1]}),
                 "items[2].workloads[0]",
             ),
+            (
+                json!({"task": "t", "response": "x", "deadline_s": 0}),
+                "items[2].deadline_s",
+            ),
+            (
+                json!({"task": "t", "response": "x", "deadline_s": 86_401}),
+                "items[2].deadline_s",
+            ),
+            (
+                json!({"task": "t", "response": "x", "deadline_s": 1.5}),
+                "items[2].deadline_s",
+            ),
         ];
         for (v, field) in cases {
             let e = Submission::from_json(&v, "items[2].").expect_err("refused");
@@ -646,7 +683,7 @@ mod tests {
 
     #[test]
     fn the_key_follows_the_seed_policy_and_round_trips() {
-        let v = json!({"task": "t", "kernel": "k", "plan": "p", "seed": 7});
+        let v = json!({"task": "t", "kernel": "k", "plan": "p", "seed": 7, "deadline_s": 60});
         let s = Submission::from_json(&v, "").expect("valid");
         let back = Submission::from_json(&s.to_json(), "").expect("valid");
         assert_eq!(s, back);
@@ -666,6 +703,15 @@ mod tests {
             s.key(d, &p),
             fresh.key(d, &p),
             "fresh asks again, the same evaluation"
+        );
+        let no_deadline = Submission {
+            deadline_s: None,
+            ..s.clone()
+        };
+        assert_eq!(
+            s.key(d, &p),
+            no_deadline.key(d, &p),
+            "the deadline is the client's, not the evaluation's"
         );
     }
 }

@@ -221,6 +221,18 @@ impl Queue for RedisQueue {
     fn forgets_on_restart(&self) -> bool {
         false
     }
+
+    /// Deletes the job's stream entry by the id Redis gave it when the server added it. A
+    /// worker that read it already runs it (and its result is dropped).
+    fn cancel(&self, job: &JobSpec, queued_at: Option<&str>) -> Result<bool, String> {
+        let Some(entry) = queued_at else {
+            return Ok(false);
+        };
+        let stream = self.streams.jobs();
+        self.with(|c| c.call(&[b"XDEL", stream.as_bytes(), entry.as_bytes()]))
+            .map(|r| r == Reply::Int(1))
+            .map_err(|e| format!("deleting job {}'s stream entry {entry}: {e}", job.id))
+    }
 }
 
 /// Starts the thread that stores the workers' results into `service`'s store.
@@ -312,6 +324,11 @@ fn apply(service: &Service, key: &WorkerKey, e: &super::resp::Entry) -> Option<S
         );
         service.refuse_result();
         return None;
+    }
+    if service.result_dropped(&meta.job) {
+        // Cancelled or expired: nothing of it is stored, and its state stays.
+        service.complete(&meta.job, Err("cancelled or expired".into()));
+        return service.queued_at(&meta.job);
     }
     let mut result = meta.result.clone();
     if let Ok(a) = &result {

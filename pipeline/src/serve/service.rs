@@ -5,8 +5,13 @@
 //! server started again on the same store knows every job id it gave out: a job still queued
 //! is queued again (embedded) or still in its stream (Redis), and its result is accepted when
 //! it comes. A job id is 128 random bits, and a job belongs to the client that submitted it.
+//!
+//! A queued job ends early when its client cancels it or its deadline passes: it leaves the
+//! queue (the in-process queue, or its Redis stream entry, deleted by the id the server
+//! recorded), and a result that arrives for it later is dropped. The log keeps these ends and
+//! the clients' idempotency keys, so neither is forgotten by a restart.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -28,6 +33,10 @@ pub trait Queue: Send + Sync {
     /// Whether jobs still queued when the server stopped must be queued again at its start
     /// (an in-process queue lost them; a Redis stream still holds them).
     fn forgets_on_restart(&self) -> bool;
+    /// Takes `job` out of the queue, where it sits at `queued_at` (the Redis stream entry the
+    /// server recorded when it added the job, never a name a worker gave); returns whether it
+    /// was still there. A worker that took it already runs it, and its result is dropped.
+    fn cancel(&self, job: &JobSpec, queued_at: Option<&str>) -> Result<bool, String>;
 }
 
 /// Limits of what the service accepts.
@@ -51,6 +60,79 @@ pub enum State {
     HarnessFailure(Answer),
     /// No record could be made (a worker with another suite, a store that failed).
     Failed(String),
+    /// Cancelled by its client while it was queued.
+    Cancelled,
+    /// Still queued when its deadline passed.
+    Expired,
+}
+
+/// How a queued job ended early (in the jobs log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Ended {
+    Cancelled,
+    Expired,
+}
+
+impl Ended {
+    fn state(self) -> State {
+        match self {
+            Ended::Cancelled => State::Cancelled,
+            Ended::Expired => State::Expired,
+        }
+    }
+}
+
+/// The states a job's view names (the OpenAPI document's `Result.state`).
+pub const STATES: [&str; 6] = [
+    "queued",
+    "done",
+    "harness_failure",
+    "failed",
+    "cancelled",
+    "expired",
+];
+
+/// The longest idempotency key, characters.
+pub const MAX_IDEMPOTENCY_KEY: usize = 200;
+
+/// A request's idempotency key (the `Idempotency-Key` header) and whether it is a batch.
+#[derive(Debug, Clone)]
+pub struct Idempotency {
+    pub key: String,
+    pub batch: bool,
+}
+
+impl Idempotency {
+    /// The key of an `Idempotency-Key` header: 1 to [`MAX_IDEMPOTENCY_KEY`] printable ASCII
+    /// characters.
+    pub fn new(key: &[u8], batch: bool) -> Result<Idempotency, String> {
+        if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY {
+            return Err(format!(
+                "has {} characters; a key has 1 to {MAX_IDEMPOTENCY_KEY}",
+                key.len()
+            ));
+        }
+        if let Some(b) = key.iter().find(|b| !(0x20..=0x7e).contains(*b)) {
+            return Err(format!(
+                "holds the byte 0x{b:02x}; a key is printable ASCII"
+            ));
+        }
+        Ok(Idempotency {
+            key: String::from_utf8_lossy(key).into_owned(),
+            batch,
+        })
+    }
+}
+
+/// What an idempotency key was first used for.
+#[derive(Debug, Clone)]
+struct Idem {
+    /// The request it came with (its submissions as read, and whether a batch).
+    fingerprint: Digest,
+    ids: Vec<String>,
+    /// Its jobs are queued (a request with the key is still being queued otherwise).
+    settled: bool,
 }
 
 #[derive(Debug)]
@@ -70,6 +152,8 @@ struct Entry {
     state: State,
     /// Results that arrived for this job (more than one: redelivered, recorded once).
     results: u32,
+    /// The seconds it may wait in the queue, as submitted.
+    deadline_s: Option<u64>,
 }
 
 /// The most finished jobs remembered by id (their records stay in the store).
@@ -85,6 +169,12 @@ struct Tables {
     /// Jobs waiting for the job of the same key to finish.
     followers: HashMap<Digest, Vec<String>>,
     pending: usize,
+    /// When queued jobs expire, soonest first.
+    deadlines: BTreeSet<(Instant, String)>,
+    /// Idempotency keys by client and key.
+    idempotency: HashMap<(String, String), Idem>,
+    /// The first job of each request with an idempotency key: the key is forgotten with it.
+    idempotency_of: HashMap<String, (String, String)>,
     // Counters.
     /// Results refused: for a job this server did not queue, or without a valid credential.
     refused_results: u64,
@@ -94,6 +184,10 @@ struct Tables {
     from_store: u64,
     duplicates: u64,
     failed: u64,
+    cancelled: u64,
+    expired: u64,
+    /// Results of jobs cancelled or expired before they came: dropped.
+    dropped_results: u64,
     rejected: BTreeMap<&'static str, u64>,
     verdicts: BTreeMap<String, u64>,
     gpu_seconds: f64,
@@ -109,6 +203,19 @@ pub enum Refusal {
     Full { depth: usize },
     /// 503: the queue could not take it.
     Queue(String),
+    /// 422: the client used this idempotency key with another request.
+    KeyReused(String),
+    /// 409: a request with this idempotency key is being queued now.
+    KeyInFlight(String),
+}
+
+/// Why a job was not cancelled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CancelRefusal {
+    /// 404: the client has no such job.
+    NotFound,
+    /// 409: it is finished, or identical submissions wait for its evaluation.
+    Conflict(String),
 }
 
 /// The service: shared by the HTTP threads, the embedded workers and the Redis collector.
@@ -127,6 +234,9 @@ pub struct Service {
     jobs_log: PathBuf,
     /// Jobs read from the log that were still queued (queued again by a queue that forgets).
     requeue: Mutex<Vec<JobSpec>>,
+    /// Jobs whose deadline passed while the server was down: taken out of a queue that
+    /// remembers (their stream entries).
+    withdraw: Mutex<Vec<Placed>>,
     queue: Mutex<Option<Arc<dyn Queue>>>,
     tables: Mutex<Tables>,
     /// Bumped whenever a job finishes: long-polls wait on it.
@@ -160,6 +270,47 @@ struct LoggedJob {
     key: Digest,
     spec: Option<JobSpec>,
     queued_at: Option<String>,
+    /// The seconds it may wait in the queue, and when they pass (milliseconds since the Unix
+    /// epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deadline_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_ms: Option<u64>,
+    /// How it ended early (folded in when the log is written again at a start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ended: Option<Ended>,
+}
+
+/// An idempotency key as the jobs log keeps it: the ids of the request it came with.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct LoggedKey {
+    owner: String,
+    idempotency_key: String,
+    fingerprint: Digest,
+    ids: Vec<String>,
+}
+
+/// A line of the jobs log.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum Logged {
+    Job(Box<LoggedJob>),
+    /// A queued job that ended early.
+    End {
+        id: String,
+        ended: Ended,
+    },
+    Key(LoggedKey),
+}
+
+/// A job as queued and where the queue holds it (its Redis stream entry), to take it out.
+type Placed = (JobSpec, Option<String>);
+
+/// Milliseconds since the Unix epoch.
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A job id: 128 bits from the operating system's entropy, as 32 hex digits.
@@ -214,7 +365,7 @@ impl Service {
             std::fs::create_dir_all(dir)?;
         }
         let jobs_log = store.root().join(JOBS);
-        let requeue = Self::load_jobs(&jobs_log, &mut tables)?;
+        let (requeue, withdraw) = Self::load_jobs(&jobs_log, &mut tables)?;
         Ok(Service {
             store,
             objects,
@@ -227,6 +378,7 @@ impl Service {
             answers_log,
             jobs_log,
             requeue: Mutex::new(requeue),
+            withdraw: Mutex::new(withdraw),
             queue: Mutex::new(None),
             tables: Mutex::new(tables),
             changes: tokio::sync::watch::Sender::new(0),
@@ -236,37 +388,82 @@ impl Service {
     }
 
     /// Reads the jobs log into `t` (the answers index already read): a job whose key has an
-    /// answer is done, one that was queued is queued again; returns the latter's specs. The
-    /// log is written again with the jobs kept (the newest [`KEPT_JOBS`]).
-    fn load_jobs(path: &std::path::Path, t: &mut Tables) -> anyhow::Result<Vec<JobSpec>> {
+    /// answer is done, one that was queued is queued again, one that ended early (cancelled,
+    /// or its deadline passed, also while the server was down) stays ended; returns the specs
+    /// to queue again and the jobs to take out of a queue that remembers them. The log is
+    /// written again with the jobs kept (the newest [`KEPT_JOBS`]), their ends folded in, and
+    /// the idempotency keys whose jobs are all kept.
+    fn load_jobs(
+        path: &std::path::Path,
+        t: &mut Tables,
+    ) -> anyhow::Result<(Vec<JobSpec>, Vec<Placed>)> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Vec::new(), Vec::new()));
+            }
             Err(e) => anyhow::bail!("reading {}: {e}", path.display()),
         };
         // A line cut by a crash is skipped; the newest jobs are kept.
-        let logged: Vec<LoggedJob> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let logged = &logged[logged.len().saturating_sub(KEPT_JOBS)..];
+        let mut logged = Vec::new();
+        let mut ends: HashMap<String, Ended> = HashMap::new();
+        let mut keys = Vec::new();
+        for line in text.lines() {
+            match serde_json::from_str::<Logged>(line) {
+                Ok(Logged::Job(j)) => logged.push(*j),
+                Ok(Logged::End { id, ended }) => {
+                    ends.insert(id, ended);
+                }
+                Ok(Logged::Key(k)) => keys.push(k),
+                Err(_) => {}
+            }
+        }
+        let first = logged.len().saturating_sub(KEPT_JOBS);
+        let logged = &mut logged[first..];
         let now = Instant::now();
-        let mut requeue = Vec::new();
-        let mut kept = String::new();
-        for j in logged {
-            let state = if let Some(a) = t.answers.get(&j.key) {
-                State::Done(a.clone())
-            } else if let Some(spec) = &j.spec {
-                t.pending += 1;
-                t.queued.insert(j.key, j.id.clone());
-                requeue.push(spec.clone());
-                State::Queued
-            } else if t.queued.contains_key(&j.key) {
-                t.followers.entry(j.key).or_default().push(j.id.clone());
-                State::Queued
-            } else {
-                State::Failed("the server stopped before this job's evaluation ended".into())
+        let now_ms = unix_ms();
+        // Queued evaluations that ended: they go on only for identical submissions that wait.
+        let mut ended_leaders = Vec::new();
+        // Ended while the server was down.
+        let mut newly_ended = BTreeSet::new();
+        for j in logged.iter_mut() {
+            if let Some(e) = ends.get(&j.id) {
+                j.ended = Some(*e);
+            }
+            let answer = t.answers.get(&j.key).cloned();
+            if j.ended.is_none() && answer.is_none() && j.expires_ms.is_some_and(|ms| ms <= now_ms)
+            {
+                j.ended = Some(Ended::Expired);
+                newly_ended.insert(j.id.clone());
+            }
+            let state = match (j.ended, answer, &j.spec) {
+                (Some(e), None, Some(_)) => {
+                    t.pending += 1;
+                    t.queued.insert(j.key, j.id.clone());
+                    ended_leaders.push((j.id.clone(), j.key));
+                    e.state()
+                }
+                (Some(e), _, _) => e.state(),
+                (None, Some(a), _) => State::Done(a),
+                (None, None, Some(_)) => {
+                    t.pending += 1;
+                    t.queued.insert(j.key, j.id.clone());
+                    State::Queued
+                }
+                (None, None, None) if t.queued.contains_key(&j.key) => {
+                    t.followers.entry(j.key).or_default().push(j.id.clone());
+                    State::Queued
+                }
+                (None, None, None) => {
+                    State::Failed("the server stopped before this job's evaluation ended".into())
+                }
             };
+            if matches!(state, State::Queued)
+                && let Some(ms) = j.expires_ms
+            {
+                let at = now + Duration::from_millis(ms.saturating_sub(now_ms));
+                t.deadlines.insert((at, j.id.clone()));
+            }
             t.jobs.insert(
                 j.id.clone(),
                 Entry {
@@ -279,26 +476,101 @@ impl Service {
                     cached: j.spec.is_none(),
                     state,
                     results: 0,
+                    deadline_s: j.deadline_s,
                 },
             );
             t.order.push_back(j.id.clone());
-            kept.push_str(&serde_json::to_string(j)?);
+        }
+        // An evaluation that ended, and that no identical submission waits for, is not queued;
+        // it leaves a queue that remembers it when it ended while the server was down, or went
+        // on for followers that no longer wait.
+        let had_followers: BTreeSet<Digest> = logged
+            .iter()
+            .filter(|j| j.spec.is_none())
+            .map(|j| j.key)
+            .collect();
+        let mut withdraw = Vec::new();
+        for (id, key) in &ended_leaders {
+            let leads = t.queued.get(key) == Some(id);
+            let followed = t.followers.get(key).is_some_and(|f| !f.is_empty());
+            if leads && followed {
+                continue;
+            }
+            if leads {
+                t.queued.remove(key);
+            }
+            t.pending = t.pending.saturating_sub(1);
+            if (newly_ended.contains(id) || had_followers.contains(key))
+                && let Some(e) = t.jobs.get(id)
+                && let Some(spec) = &e.spec
+            {
+                withdraw.push((spec.clone(), e.queued_at.clone()));
+            }
+        }
+        let requeue = logged
+            .iter()
+            .filter_map(|j| {
+                let e = t.jobs.get(&j.id)?;
+                let queued =
+                    matches!(e.state, State::Queued) || t.queued.get(&j.key) == Some(&j.id);
+                queued.then(|| j.spec.clone()).flatten()
+            })
+            .collect();
+        let mut kept = String::new();
+        for j in logged.iter() {
+            kept.push_str(&serde_json::to_string(&Logged::Job(Box::new(j.clone())))?);
             kept.push('\n');
+        }
+        for k in keys {
+            if !k.ids.iter().all(|id| t.jobs.contains_key(id)) || k.ids.is_empty() {
+                continue;
+            }
+            kept.push_str(&serde_json::to_string(&Logged::Key(k.clone()))?);
+            kept.push('\n');
+            let client = (k.owner, k.idempotency_key);
+            t.idempotency_of.insert(k.ids[0].clone(), client.clone());
+            t.idempotency.insert(
+                client,
+                Idem {
+                    fingerprint: k.fingerprint,
+                    ids: k.ids,
+                    settled: true,
+                },
+            );
         }
         crate::destination::write_atomic(path, kept.as_bytes())
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        Ok(requeue)
+        Ok((requeue, withdraw))
     }
 
     /// Where jobs go from now on; jobs still queued when the server last stopped are queued
-    /// again when the queue forgot them.
+    /// again when the queue forgot them, and jobs whose deadline passed meanwhile are taken
+    /// out of a queue that remembers them.
     pub fn set_queue(&self, queue: Arc<dyn Queue>) -> Result<(), String> {
         let again = std::mem::take(&mut *self.requeue.lock().unwrap_or_else(|e| e.into_inner()));
-        if queue.forgets_on_restart() && !again.is_empty() {
-            queue.push_all(&again)?;
+        let gone = std::mem::take(&mut *self.withdraw.lock().unwrap_or_else(|e| e.into_inner()));
+        if queue.forgets_on_restart() {
+            if !again.is_empty() {
+                queue.push_all(&again)?;
+            }
+        } else {
+            Self::take_out(queue.as_ref(), &gone);
         }
         *self.queue.lock().unwrap_or_else(|e| e.into_inner()) = Some(queue);
         Ok(())
+    }
+
+    /// Takes jobs out of `queue`; a failure is a warning (a worker that runs such a job has its
+    /// result dropped).
+    fn take_out(queue: &dyn Queue, jobs: &[Placed]) {
+        for (job, at) in jobs {
+            if let Err(e) = queue.cancel(job, at.as_deref()) {
+                eprintln!(
+                    "warning: job {} stays in the queue ({e}); its result will be dropped",
+                    job.id
+                );
+            }
+        }
     }
 
     /// A receiver that sees a new value whenever a job finishes.
@@ -306,9 +578,9 @@ impl Service {
         self.changes.subscribe()
     }
 
-    /// Appends jobs to the jobs log; a failure is a warning (the job runs; only a restart
-    /// would forget it).
-    fn log_jobs(&self, jobs: &[LoggedJob]) {
+    /// Appends jobs (and what became of them) to the jobs log; a failure is a warning (the
+    /// job runs; only a restart would forget it).
+    fn log_jobs(&self, jobs: &[Logged]) {
         let mut text = String::new();
         for j in jobs {
             if let Ok(line) = serde_json::to_string(j) {
@@ -344,13 +616,20 @@ impl Service {
     }
 
     /// Makes jobs of `subs` for `owner` (all or none): an id each, answered from the store
-    /// when an identical submission has a record (unless `fresh`), else queued.
+    /// when an identical submission has a record (unless `fresh`), else queued. With an
+    /// idempotency key the client used before for the same request, the ids it got then, and
+    /// no new job; with one it used for another request, [`Refusal::KeyReused`].
     ///
     /// The job table is locked to decide and again to settle, never while the queue takes the
     /// jobs (a push to a slow Redis stalls this submission only). The jobs are in the table
     /// before they are pushed, so a worker's result can never arrive for a job the table does
     /// not have yet; a push that fails takes them out again (and fails whatever followed them).
-    pub fn submit(&self, subs: Vec<Submission>, owner: &str) -> Result<Vec<String>, Refusal> {
+    pub fn submit(
+        &self,
+        subs: Vec<Submission>,
+        owner: &str,
+        idem: Option<&Idempotency>,
+    ) -> Result<Vec<String>, Refusal> {
         let at = |i: usize, field: &str| {
             if subs.len() > 1 {
                 format!("items[{i}].{field}")
@@ -358,6 +637,20 @@ impl Service {
                 field.to_string()
             }
         };
+        // What the key is bound to: the submissions as read (not their bytes) and the endpoint.
+        let idem = idem.map(|k| {
+            let items: Vec<Value> = subs.iter().map(Submission::to_json).collect();
+            let fingerprint = Digest::of(
+                &serde_json::to_vec(&json!({"batch": k.batch, "items": items}))
+                    .expect("JSON serialises"),
+            );
+            ((owner.to_string(), k.key.clone()), fingerprint)
+        });
+        if let Some((client, fingerprint)) = &idem
+            && let Some(done) = Self::idempotent(&self.tables(), client, fingerprint)
+        {
+            return done;
+        }
         let mut made = Vec::with_capacity(subs.len());
         for (i, s) in subs.iter().enumerate() {
             let Some(task) = self.objects.task(&s.task) else {
@@ -394,11 +687,18 @@ impl Service {
             return Err(Refusal::Queue("no queue".into()));
         };
         let now = Instant::now();
+        let now_ms = unix_ms();
         // 1. Decide, and put every job in the table (locked).
         let mut jobs = Vec::new();
         let mut logged = Vec::with_capacity(subs.len());
         {
             let mut t = self.tables();
+            // Again, locked: a request with the same key may have come meanwhile.
+            if let Some((client, fingerprint)) = &idem
+                && let Some(done) = Self::idempotent(&t, client, fingerprint)
+            {
+                return done;
+            }
             let mut batch_first: HashMap<Digest, String> = HashMap::new();
             let new = subs
                 .iter()
@@ -460,12 +760,21 @@ impl Service {
                         (State::Queued, false, Some(spec))
                     }
                 };
+                // A deadline counts while the job waits; an answered one has none to keep.
+                let deadline_s = s.deadline_s.filter(|_| matches!(state, State::Queued));
+                if let Some(d) = deadline_s {
+                    t.deadlines
+                        .insert((now + Duration::from_secs(d), id.clone()));
+                }
                 logged.push(LoggedJob {
                     id: id.clone(),
                     owner: owner.to_string(),
                     key: *key,
                     spec: spec.clone(),
                     queued_at: None,
+                    deadline_s,
+                    expires_ms: deadline_s.map(|d| now_ms.saturating_add(d * 1000)),
+                    ended: None,
                 });
                 t.jobs.insert(
                     id.clone(),
@@ -479,9 +788,20 @@ impl Service {
                         cached,
                         state,
                         results: 0,
+                        deadline_s,
                     },
                 );
                 t.order.push_back(id.clone());
+            }
+            if let Some((client, fingerprint)) = &idem {
+                t.idempotency.insert(
+                    client.clone(),
+                    Idem {
+                        fingerprint: *fingerprint,
+                        ids: ids.clone(),
+                        settled: false,
+                    },
+                );
             }
         }
         // 2. Queue the new jobs (unlocked).
@@ -502,9 +822,25 @@ impl Service {
                         l.queued_at = place;
                     }
                 }
+                let mut lines: Vec<Logged> = logged
+                    .into_iter()
+                    .map(|j| Logged::Job(Box::new(j)))
+                    .collect();
+                if let Some((client, fingerprint)) = idem {
+                    if let Some(i) = t.idempotency.get_mut(&client) {
+                        i.settled = true;
+                    }
+                    t.idempotency_of.insert(ids[0].clone(), client.clone());
+                    lines.push(Logged::Key(LoggedKey {
+                        owner: client.0,
+                        idempotency_key: client.1,
+                        fingerprint,
+                        ids: ids.clone(),
+                    }));
+                }
                 Self::forget_old(&mut t);
                 drop(t);
-                self.log_jobs(&logged);
+                self.log_jobs(&lines);
                 Ok(ids)
             }
             Err(m) => {
@@ -512,6 +848,9 @@ impl Service {
                     t.jobs.remove(id);
                 }
                 t.order.retain(|o| !ids.contains(o));
+                if let Some((client, _)) = &idem {
+                    t.idempotency.remove(client);
+                }
                 for job in &jobs {
                     t.pending = t.pending.saturating_sub(1);
                     if t.queued.get(&job.key) == Some(&job.id) {
@@ -530,6 +869,27 @@ impl Service {
                 Err(Refusal::Queue(m))
             }
         }
+    }
+
+    /// The answer to a request with an idempotency key `client` used before: the same ids
+    /// for the same request, a refusal for another (or while the first is being queued).
+    /// `None`: the key is new (or its jobs are forgotten).
+    fn idempotent(
+        t: &Tables,
+        client: &(String, String),
+        fingerprint: &Digest,
+    ) -> Option<Result<Vec<String>, Refusal>> {
+        let i = t.idempotency.get(client)?;
+        if i.settled && !i.ids.iter().all(|id| t.jobs.contains_key(id)) {
+            return None;
+        }
+        Some(if i.fingerprint != *fingerprint {
+            Err(Refusal::KeyReused(client.1.clone()))
+        } else if !i.settled {
+            Err(Refusal::KeyInFlight(client.1.clone()))
+        } else {
+            Ok(i.ids.clone())
+        })
     }
 
     /// The first workload `s` names that its task does not have (the field and a message
@@ -553,11 +913,17 @@ impl Service {
             let Some(front) = t.order.front().cloned() else {
                 break;
             };
-            if matches!(t.jobs.get(&front).map(|e| &e.state), Some(State::Queued)) {
+            // A job queued, or one that ended whose evaluation goes on for others, is kept.
+            if let Some(e) = t.jobs.get(&front)
+                && (matches!(e.state, State::Queued) || t.queued.get(&e.key) == Some(&front))
+            {
                 break;
             }
             t.order.pop_front();
             t.jobs.remove(&front);
+            if let Some(client) = t.idempotency_of.remove(&front) {
+                t.idempotency.remove(&client);
+            }
         }
     }
 
@@ -577,9 +943,22 @@ impl Service {
         self.tables().refused_results += 1;
     }
 
+    /// Whether a result for job `id` would be dropped: the job was cancelled or expired, and
+    /// no identical submission waits for its evaluation (a worker need not run it, and the
+    /// server stores nothing of its result).
+    pub fn result_dropped(&self, id: &str) -> bool {
+        let t = self.tables();
+        t.jobs.get(id).is_some_and(|e| {
+            matches!(e.state, State::Cancelled | State::Expired)
+                && t.queued.get(&e.key).is_none_or(|l| l != id)
+        })
+    }
+
     /// A worker's result for job `id`. Only the first result of a job counts; a later one (a
     /// job delivered again after its worker died) is counted as a duplicate and dropped, and
-    /// so is one for a job this server did not queue. Returns whether it was the first.
+    /// so is one for a job this server did not queue. A result for a job that was cancelled or
+    /// expired is dropped and changes nothing, unless identical submissions wait for its
+    /// evaluation: they get it (the job itself stays as it ended). Returns whether it counted.
     pub fn complete(&self, id: &str, result: Result<Answer, String>) -> bool {
         let mut t = self.tables();
         let Some(e) = t.jobs.get_mut(id) else {
@@ -587,18 +966,28 @@ impl Service {
             return false;
         };
         e.results += 1;
-        if !matches!(e.state, State::Queued) || e.spec.is_none() {
+        let (key, queued, ended) = (
+            e.key,
+            matches!(e.state, State::Queued),
+            matches!(e.state, State::Cancelled | State::Expired),
+        );
+        if !(queued || ended) || e.spec.is_none() {
             t.duplicates += 1;
             return false;
         }
-        let key = e.key;
-        e.finished = Some(Instant::now());
+        if ended && t.queued.get(&key).is_none_or(|l| l != id) {
+            t.dropped_results += 1;
+            return false;
+        }
         let state = |result: &Result<Answer, String>| match result {
             Ok(a) if a.verdict == Verdict::Other => State::HarnessFailure(a.clone()),
             Ok(a) => State::Done(a.clone()),
             Err(m) => State::Failed(m.clone()),
         };
-        e.state = state(&result);
+        if queued && let Some(e) = t.jobs.get_mut(id) {
+            e.finished = Some(Instant::now());
+            e.state = state(&result);
+        }
         t.pending = t.pending.saturating_sub(1);
         t.queued.remove(&key);
         // Jobs that shared this one's evaluation get its result.
@@ -632,6 +1021,132 @@ impl Service {
         drop(t);
         self.changes.send_modify(|g| *g = g.wrapping_add(1));
         true
+    }
+
+    /// Cancels job `id` of `owner` while it is queued: it leaves the queue and ends
+    /// `cancelled` (cancelling it again changes nothing). A finished job, and one whose
+    /// evaluation identical submissions wait for, is not cancelled.
+    pub fn cancel(&self, id: &str, owner: &str) -> Result<(), CancelRefusal> {
+        let mut t = self.tables();
+        let e = t
+            .jobs
+            .get(id)
+            .filter(|e| e.owner == owner)
+            .ok_or(CancelRefusal::NotFound)?;
+        let ended = match &e.state {
+            State::Queued => None,
+            State::Cancelled => return Ok(()),
+            State::Expired => Some("expired (its deadline passed while it was queued)"),
+            State::Done(_) => Some("done"),
+            State::HarnessFailure(_) => Some("finished (a harness failure)"),
+            State::Failed(_) => Some("finished (failed)"),
+        };
+        if let Some(how) = ended {
+            return Err(CancelRefusal::Conflict(format!(
+                "evaluation `{id}` is {how}; only a queued evaluation can be cancelled"
+            )));
+        }
+        let key = e.key;
+        let followers = t.followers.get(&key).map_or(0, Vec::len);
+        if e.spec.is_some() && t.queued.get(&key).is_some_and(|l| l == id) && followers > 0 {
+            return Err(CancelRefusal::Conflict(format!(
+                "evaluation `{id}` is not cancelled: {followers} identical submission(s) share \
+                 its evaluation and wait for its result"
+            )));
+        }
+        let withdraw = Self::end(&mut t, id, Ended::Cancelled);
+        drop(t);
+        self.settle_ends(
+            &[id.to_string()],
+            Ended::Cancelled,
+            withdraw.into_iter().collect(),
+        );
+        Ok(())
+    }
+
+    /// Ends every queued job whose deadline has passed (`expired`: it leaves the queue, and a
+    /// result that comes later is dropped); returns how many. Called about every second.
+    pub fn expire_due(&self) -> usize {
+        let now = Instant::now();
+        let mut t = self.tables();
+        let (mut ended, mut withdraw) = (Vec::new(), Vec::new());
+        while let Some((at, id)) = t.deadlines.first().cloned() {
+            if at > now {
+                break;
+            }
+            t.deadlines.pop_first();
+            if t.jobs
+                .get(&id)
+                .is_some_and(|e| matches!(e.state, State::Queued))
+            {
+                withdraw.extend(Self::end(&mut t, &id, Ended::Expired));
+                ended.push(id);
+            }
+        }
+        drop(t);
+        if !ended.is_empty() {
+            self.settle_ends(&ended, Ended::Expired, withdraw);
+        }
+        ended.len()
+    }
+
+    /// Ends queued job `id` early: returns the job to take out of the queue, if any. A job
+    /// that identical submissions follow goes on for them (its evaluation stays queued); a
+    /// follower that ends stops waiting, and when it was the last one an evaluation whose own
+    /// job ended is taken out of the queue too.
+    fn end(t: &mut Tables, id: &str, how: Ended) -> Option<Placed> {
+        let e = t.jobs.get_mut(id)?;
+        e.state = how.state();
+        e.finished = Some(Instant::now());
+        let (key, spec, at) = (e.key, e.spec.clone(), e.queued_at.clone());
+        match how {
+            Ended::Cancelled => t.cancelled += 1,
+            Ended::Expired => t.expired += 1,
+        }
+        if let Some(spec) = spec {
+            let leads = t.queued.get(&key).is_some_and(|l| l == id);
+            if leads && t.followers.get(&key).is_some_and(|f| !f.is_empty()) {
+                return None;
+            }
+            if leads {
+                t.queued.remove(&key);
+            }
+            t.pending = t.pending.saturating_sub(1);
+            return Some((spec, at));
+        }
+        let f = t.followers.get_mut(&key)?;
+        f.retain(|x| x != id);
+        if !f.is_empty() {
+            return None;
+        }
+        t.followers.remove(&key);
+        let leader = t.queued.get(&key)?;
+        let l = t.jobs.get(leader)?;
+        if !matches!(l.state, State::Cancelled | State::Expired) {
+            return None;
+        }
+        let w = (l.spec.clone()?, l.queued_at.clone());
+        t.queued.remove(&key);
+        t.pending = t.pending.saturating_sub(1);
+        Some(w)
+    }
+
+    /// After jobs ended early (the table unlocked): takes them out of the queue, logs their
+    /// ends and wakes those who wait on them.
+    fn settle_ends(&self, ids: &[String], how: Ended, withdraw: Vec<Placed>) {
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(q) = queue {
+            Self::take_out(q.as_ref(), &withdraw);
+        }
+        let lines: Vec<Logged> = ids
+            .iter()
+            .map(|id| Logged::End {
+                id: id.clone(),
+                ended: how,
+            })
+            .collect();
+        self.log_jobs(&lines);
+        self.changes.send_modify(|g| *g = g.wrapping_add(1));
     }
 
     /// Makes `a` the answer to `key` in the index (in memory and in its file).
@@ -672,7 +1187,8 @@ impl Service {
         let latency = e
             .finished
             .map(|f| f.duration_since(e.submitted).as_secs_f64());
-        let (state, cached, results) = (e.state.clone(), e.cached, e.results);
+        let (state, cached, results, deadline) =
+            (e.state.clone(), e.cached, e.results, e.deadline_s);
         drop(t);
         let mut v = json!({
             "id": id,
@@ -682,6 +1198,18 @@ impl Service {
         });
         match state {
             State::Queued => v["state"] = "queued".into(),
+            State::Cancelled => {
+                v["state"] = "cancelled".into();
+                v["error"] = "cancelled by its client while it was queued".into();
+            }
+            State::Expired => {
+                v["state"] = "expired".into();
+                v["error"] = format!(
+                    "still queued when its deadline ({} s) passed",
+                    deadline.unwrap_or_default()
+                )
+                .into();
+            }
             State::Failed(m) => {
                 v["state"] = "failed".into();
                 v["error"] = m.into();
@@ -833,6 +1361,24 @@ impl Service {
             "counter",
             "Jobs that ended without a record.",
             one(t.failed.to_string()),
+        );
+        metric(
+            "ptxbench_cancelled_jobs_total",
+            "counter",
+            "Jobs their clients cancelled while they were queued.",
+            one(t.cancelled.to_string()),
+        );
+        metric(
+            "ptxbench_expired_jobs_total",
+            "counter",
+            "Jobs still queued when their deadline passed.",
+            one(t.expired.to_string()),
+        );
+        metric(
+            "ptxbench_dropped_results_total",
+            "counter",
+            "Results of jobs cancelled or expired before they came: dropped.",
+            one(t.dropped_results.to_string()),
         );
         metric(
             "ptxbench_verdicts_total",

@@ -77,19 +77,44 @@ fn call(
     token: Option<&str>,
     body: Option<&[u8]>,
 ) -> (u16, Option<String>, Value) {
+    send(method, url, token, &[], body)
+}
+
+/// [`call`] with more request headers.
+fn send(
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> (u16, Option<String>, Value) {
     let a = agent();
+    let mut extra: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if let Some(t) = token {
+        extra.push(("Authorization".into(), format!("Bearer {t}")));
+    }
     let resp = match (method, body) {
         ("POST", Some(b)) => {
             let mut r = a.post(url).header("Content-Type", "application/json");
-            if let Some(t) = token {
-                r = r.header("Authorization", format!("Bearer {t}"));
+            for (k, v) in &extra {
+                r = r.header(k, v);
             }
             r.send(b)
         }
+        ("DELETE", _) => {
+            let mut r = a.delete(url);
+            for (k, v) in &extra {
+                r = r.header(k, v);
+            }
+            r.call()
+        }
         _ => {
             let mut r = a.get(url);
-            if let Some(t) = token {
-                r = r.header("Authorization", format!("Bearer {t}"));
+            for (k, v) in &extra {
+                r = r.header(k, v);
             }
             r.call()
         }
@@ -1268,4 +1293,579 @@ fn issue_56_a_harness_failure_is_no_verdict_and_is_never_cached() {
             "a host path: {error}"
         );
     }
+}
+
+// Training loops: cancelling, deadlines, idempotency keys, many states at once, the caps, and
+// the Python client. Every test talks to the real server (and Redis, where the queue matters)
+// over loopback.
+
+const TOKEN_A: &str = "client-a-token-0123456789";
+const TOKEN_B: &str = "client-b-token-0123456789";
+
+/// A token file with two clients, A and B.
+fn two_clients(dir: &Path) -> String {
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN_A}\n{TOKEN_B}\n")).expect("write");
+    tokens.to_str().expect("UTF-8").to_string()
+}
+
+/// Submits `body` as `token`'s and returns the id (202 expected).
+fn submit_as(base: &str, token: Option<&str>, body: &Value) -> String {
+    let (status, _, v) = call(
+        "POST",
+        &format!("{base}/v1/evaluations"),
+        token,
+        Some(&serde_json::to_vec(body).expect("JSON")),
+    );
+    assert_eq!(status, 202, "{v}");
+    v["id"].as_str().expect("an id").to_string()
+}
+
+/// The job ids in the jobs stream now.
+fn stream_jobs(c: &mut Connection, prefix: &str) -> Vec<String> {
+    let listed = c
+        .call(&[b"XRANGE", format!("{prefix}:jobs").as_bytes(), b"-", b"+"])
+        .expect("xrange");
+    ptxbench::serve::resp::entries(&listed)
+        .iter()
+        .filter_map(|e| e.get("job"))
+        .filter_map(|j| serde_json::from_slice::<Value>(j).ok())
+        .filter_map(|j| j["id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// A metric's value (`name` with its labels, if any), read with `token`.
+fn metric_as(base: &str, token: Option<&str>, name: &str) -> f64 {
+    let (_, _, m) = call("GET", &format!("{base}/metrics"), token, None);
+    let m = m.as_str().expect("text").to_string();
+    m.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{m}"))
+}
+
+/// A metric's value on a server without tokens.
+fn metric(base: &str, name: &str) -> f64 {
+    metric_as(base, None, name)
+}
+
+/// Polls job `id` until `until` holds of its view, for at most `secs` seconds.
+fn poll_until(
+    base: &str,
+    token: Option<&str>,
+    id: &str,
+    secs: u64,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (_, _, v) = call("GET", &format!("{base}/v1/evaluations/{id}"), token, None);
+        if until(&v) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "job {id}: {v}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn cancel_takes_a_queued_job_out_of_its_stream_and_a_later_result_is_dropped() {
+    let Some((url, _redis)) = redis("cancel") else {
+        return;
+    };
+    let prefix = stream("cancel");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let tokens = two_clients(dir.path());
+    let args = [
+        "--queue",
+        &url,
+        "--stream",
+        &prefix,
+        "--token-file",
+        &tokens,
+    ];
+    let (server, base) = serve(&store, &args);
+    let (a, b) = (Some(TOKEN_A), Some(TOKEN_B));
+    let taken = submit_as(
+        &base,
+        a,
+        &json!({"task": TASK, "response": "a worker took me", "seed": 1}),
+    );
+    let one = submit_as(
+        &base,
+        a,
+        &json!({"task": TASK, "response": "cancel me", "seed": 2}),
+    );
+    let shared_body = json!({"task": TASK, "response": "shared", "seed": 3});
+    let shared = submit_as(&base, a, &shared_body);
+    // Another client's identical submission shares its evaluation (no stream entry of its own).
+    let follower = submit_as(&base, b, &shared_body);
+    let mut c = Connection::open(&url).expect("redis");
+    assert_eq!(
+        stream_jobs(&mut c, &prefix),
+        [taken.as_str(), one.as_str(), shared.as_str()]
+    );
+    // A worker (holding the workers' secret) reads the first job.
+    let jobs = format!("{prefix}:jobs");
+    let read = c
+        .call(&[
+            b"XREADGROUP",
+            b"GROUP",
+            b"workers",
+            b"slow",
+            b"COUNT",
+            b"1",
+            b"STREAMS",
+            jobs.as_bytes(),
+            b">",
+        ])
+        .expect("read");
+    let entry = ptxbench::serve::resp::entries(&read.items()[0].items()[1])
+        .pop()
+        .expect("an entry");
+    let spec: ptxbench::serve::job::JobSpec =
+        serde_json::from_slice(entry.get("job").expect("job")).expect("a job");
+    assert_eq!(spec.id, taken);
+
+    let cancel = |id: &str, token: Option<&str>| {
+        call(
+            "DELETE",
+            &format!("{base}/v1/evaluations/{id}"),
+            token,
+            None,
+        )
+    };
+    // Only its client may cancel it.
+    assert_eq!(cancel(&one, b).0, 404);
+    let (status, _, v) = cancel(&one, a);
+    assert_eq!(
+        (status, v["state"].as_str()),
+        (200, Some("cancelled")),
+        "{v}"
+    );
+    assert!(
+        v["error"].as_str().is_some_and(|e| e.contains("cancelled")),
+        "{v}"
+    );
+    // Its stream entry is gone: no worker will run it. Cancelling again changes nothing.
+    assert_eq!(
+        stream_jobs(&mut c, &prefix),
+        [taken.as_str(), shared.as_str()]
+    );
+    assert_eq!(cancel(&one, a).0, 200);
+    // A job another submission follows is not cancelled; the follower itself may be.
+    let (status, _, v) = cancel(&shared, a);
+    assert_eq!(status, 409, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("1 identical submission")),
+        "{v}"
+    );
+    let (status, _, v) = cancel(&follower, b);
+    assert_eq!(
+        (status, v["state"].as_str()),
+        (200, Some("cancelled")),
+        "{v}"
+    );
+    assert_eq!(
+        stream_jobs(&mut c, &prefix),
+        [taken.as_str(), shared.as_str()]
+    );
+    // The job the worker holds: cancelled, its entry deleted; the worker's result, with a
+    // valid MAC, comes later and is dropped without changing anything.
+    let (status, _, v) = cancel(&taken, a);
+    assert_eq!(
+        (status, v["state"].as_str()),
+        (200, Some("cancelled")),
+        "{v}"
+    );
+    assert_eq!(stream_jobs(&mut c, &prefix), [shared.as_str()]);
+    let key = ptxbench::serve::job::WorkerKey::new(WORKER_SECRET).expect("key");
+    let result: Result<ptxbench::serve::job::Answer, String> = Err("it ran anyway".into());
+    let meta = json!({
+        "job": taken,
+        "entry": entry.id,
+        "worker": "slow",
+        "result": result,
+        "mac": key.mac(&spec, &result),
+    })
+    .to_string();
+    c.call(&[
+        b"XADD",
+        format!("{prefix}:results").as_bytes(),
+        b"*",
+        b"meta",
+        meta.as_bytes(),
+    ])
+    .expect("xadd");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric_as(&base, a, "ptxbench_dropped_results_total") < 1.0 {
+        assert!(Instant::now() < deadline, "the result was not dropped");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, _, v) = call("GET", &format!("{base}/v1/evaluations/{taken}"), a, None);
+    assert_eq!(v["state"], "cancelled", "{v}");
+    assert_eq!(metric_as(&base, a, "ptxbench_refused_results_total"), 0.0);
+    assert_eq!(metric_as(&base, a, "ptxbench_failed_jobs_total"), 0.0);
+
+    // A real worker runs what is left: the shared job, never the cancelled ones.
+    let ws = dir.path().join("w");
+    let _worker = spawn(&[
+        "worker",
+        "--queue",
+        &url,
+        "--stream",
+        &prefix,
+        "--store",
+        ws.to_str().expect("UTF-8"),
+    ]);
+    let (_, _, v) = call(
+        "GET",
+        &format!("{base}/v1/evaluations/{shared}?wait=60"),
+        a,
+        None,
+    );
+    assert_eq!(
+        (v["state"].as_str(), v["results"].as_u64()),
+        (Some("done"), Some(1)),
+        "{v}"
+    );
+    // Finished: a 409.
+    let (status, _, v) = cancel(&shared, a);
+    assert_eq!(status, 409, "{v}");
+    assert!(
+        v["error"].as_str().is_some_and(|e| e.contains("done")),
+        "{v}"
+    );
+    assert_eq!(metric_as(&base, a, "ptxbench_cancelled_jobs_total"), 3.0);
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, _, v) = call("GET", &format!("{base}/v1/evaluations/{one}"), a, None);
+    assert_eq!(
+        (v["state"].as_str(), v["results"].as_u64()),
+        (Some("cancelled"), Some(0)),
+        "{v}"
+    );
+
+    // A server started again on the same store knows how each ended.
+    drop(server);
+    let (_server, base) = serve(&store, &args);
+    for (id, token, state) in [
+        (&one, a, "cancelled"),
+        (&taken, a, "cancelled"),
+        (&follower, b, "cancelled"),
+        (&shared, a, "done"),
+    ] {
+        let (_, _, v) = call("GET", &format!("{base}/v1/evaluations/{id}"), token, None);
+        assert_eq!(v["state"], state, "{id}: {v}");
+    }
+}
+
+#[test]
+fn a_job_still_queued_at_its_deadline_expires_and_leaves_the_queue() {
+    let Some((url, _redis)) = redis("deadline") else {
+        return;
+    };
+    let prefix = stream("deadline");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let args = ["--queue", &url, "--stream", &prefix];
+    let (server, base) = serve(&store, &args);
+    for bad in [json!(0), json!(86_401), json!(1.5), json!("60")] {
+        let (status, _, v) = post(
+            &format!("{base}/v1/evaluations"),
+            &json!({"task": TASK, "response": "x", "deadline_s": bad}),
+        );
+        assert_eq!(
+            (status, v["field"].as_str()),
+            (400, Some("deadline_s")),
+            "{v}"
+        );
+    }
+    let sub = |response: &str, seed: u64, deadline: Option<u64>| {
+        let mut body = json!({"task": TASK, "response": response, "seed": seed});
+        if let Some(d) = deadline {
+            body["deadline_s"] = d.into();
+        }
+        submit_as(&base, None, &body)
+    };
+    let lone = sub("expires alone", 1, Some(1));
+    // Its evaluation is shared by a submission without a deadline: it expires for its client,
+    // and the evaluation goes on for the other.
+    let leader = sub("expires, shared", 2, Some(1));
+    let follower = sub("expires, shared", 2, None);
+    // A follower with a deadline expires; the job it followed stays.
+    let waiting = sub("waits", 3, None);
+    let impatient = sub("waits", 3, Some(1));
+    let mut c = Connection::open(&url).expect("redis");
+    assert_eq!(
+        stream_jobs(&mut c, &prefix),
+        [lone.as_str(), leader.as_str(), waiting.as_str()]
+    );
+    for id in [&lone, &leader, &impatient] {
+        let v = poll_until(&base, None, id, 10, |v| v["state"] != "queued");
+        assert_eq!(v["state"], "expired", "{v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("deadline (1 s)")),
+            "{v}"
+        );
+    }
+    for id in [&follower, &waiting] {
+        let (status, _, v) = call("GET", &format!("{base}/v1/evaluations/{id}"), None, None);
+        assert_eq!((status, v["state"].as_str()), (202, Some("queued")), "{v}");
+    }
+    assert_eq!(
+        stream_jobs(&mut c, &prefix),
+        [leader.as_str(), waiting.as_str()]
+    );
+    assert_eq!(metric(&base, "ptxbench_expired_jobs_total"), 3.0);
+    // An expired job cannot be cancelled.
+    let (status, _, _) = call(
+        "DELETE",
+        &format!("{base}/v1/evaluations/{lone}"),
+        None,
+        None,
+    );
+    assert_eq!(status, 409);
+
+    // A deadline that passes while the server is down: expired at the next start, and its
+    // stream entry deleted.
+    let offline = sub("expires offline", 4, Some(2));
+    assert!(stream_jobs(&mut c, &prefix).contains(&offline));
+    drop(server);
+    std::thread::sleep(Duration::from_millis(2500));
+    let (_server, base) = serve(&store, &args);
+    for (id, state) in [
+        (&offline, "expired"),
+        (&lone, "expired"),
+        (&leader, "expired"),
+        (&impatient, "expired"),
+        (&follower, "queued"),
+        (&waiting, "queued"),
+    ] {
+        let (_, _, v) = call("GET", &format!("{base}/v1/evaluations/{id}"), None, None);
+        assert_eq!(v["state"], state, "{id}: {v}");
+    }
+    assert_eq!(
+        stream_jobs(&mut c, &prefix),
+        [leader.as_str(), waiting.as_str()]
+    );
+
+    // A worker: the follower gets the evaluation its expired leader went on with.
+    let ws = dir.path().join("w");
+    let _worker = spawn(&[
+        "worker",
+        "--queue",
+        &url,
+        "--stream",
+        &prefix,
+        "--store",
+        ws.to_str().expect("UTF-8"),
+    ]);
+    for id in [&follower, &waiting] {
+        let r = wait(&base, id);
+        assert_eq!(
+            (r["state"].as_str(), r["reward"]["verdict"].as_str()),
+            (Some("done"), Some("extraction")),
+            "{r}"
+        );
+    }
+    let (_, _, v) = call(
+        "GET",
+        &format!("{base}/v1/evaluations/{leader}"),
+        None,
+        None,
+    );
+    assert_eq!(v["state"], "expired", "{v}");
+}
+
+#[test]
+fn idempotency_keys_status_of_many_and_limits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("store");
+    let tokens = two_clients(dir.path());
+    let args = [
+        "--token-file",
+        tokens.as_str(),
+        "--max-batch",
+        "3",
+        "--max-queue",
+        "50",
+        "--max-body",
+        "100000",
+        "--timeout",
+        "77",
+    ];
+    let (server, base) = serve(&store, &args);
+    let (a, b) = (Some(TOKEN_A), Some(TOKEN_B));
+
+    // The caps.
+    let (status, _, lim) = call("GET", &format!("{base}/v1/limits"), a, None);
+    assert_eq!(status, 200, "{lim}");
+    for (k, v) in [
+        ("max_batch", json!(3)),
+        ("max_queue", json!(50)),
+        ("max_body", json!(100_000)),
+        ("timeout_s", json!(77)),
+        ("max_wait_s", json!(60.0)),
+        ("max_connections", json!(1024)),
+        ("header_timeout_s", json!(10.0)),
+        ("body_timeout_s", json!(30.0)),
+        ("min_token_len", json!(16)),
+        ("max_deadline_s", json!(86_400)),
+        ("max_idempotency_key_len", json!(200)),
+    ] {
+        assert_eq!(lim[k], v, "{k}: {lim}");
+    }
+    assert_eq!(call("GET", &format!("{base}/v1/limits"), None, None).0, 401);
+
+    // The same key and request: the same id, no new job.
+    let jobs_logged = || {
+        std::fs::read_to_string(store.join("serve/jobs"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"owner\"") && l.contains("\"key\""))
+            .count()
+    };
+    let url = format!("{base}/v1/evaluations");
+    let body =
+        serde_json::to_vec(&json!({"task": TASK, "response": "once", "seed": 1})).expect("json");
+    let with_key = |key: &str, token: Option<&str>, url: &str, body: &[u8]| {
+        send("POST", url, token, &[("Idempotency-Key", key)], Some(body))
+    };
+    let (status, _, v) = with_key("key 1", a, &url, &body);
+    assert_eq!(status, 202, "{v}");
+    let id = v["id"].as_str().expect("id").to_string();
+    let (status, _, v) = with_key("key 1", a, &url, &body);
+    assert_eq!((status, v["id"].as_str()), (202, Some(id.as_str())), "{v}");
+    assert_eq!(jobs_logged(), 1);
+    // Another request with it: 422, naming the key; nothing queued.
+    let other =
+        serde_json::to_vec(&json!({"task": TASK, "response": "twice", "seed": 1})).expect("json");
+    let (status, _, v) = with_key("key 1", a, &url, &other);
+    assert_eq!(
+        (status, v["field"].as_str()),
+        (422, Some("Idempotency-Key")),
+        "{v}"
+    );
+    assert!(
+        v["error"].as_str().is_some_and(|e| e.contains("`key 1`")),
+        "{v}"
+    );
+    assert_eq!(jobs_logged(), 1);
+    // Another client's key of the same name is its own.
+    let (status, _, v) = with_key("key 1", b, &url, &body);
+    assert_eq!(status, 202, "{v}");
+    let ids_b = v["id"].as_str().expect("id").to_string();
+    assert_ne!(ids_b, id);
+    // A batch.
+    let batch_url = format!("{base}/v1/batches");
+    let batch = serde_json::to_vec(&json!({"items": [
+        {"task": TASK, "response": "batch 1", "seed": 1},
+        {"task": TASK, "response": "batch 2", "seed": 1},
+    ]}))
+    .expect("json");
+    let (status, _, first) = with_key("key 2", a, &batch_url, &batch);
+    assert_eq!(status, 202, "{first}");
+    let (_, _, again) = with_key("key 2", a, &batch_url, &batch);
+    assert_eq!(first["ids"], again["ids"]);
+    assert_eq!(jobs_logged(), 4);
+    // The same submission as a batch is another request.
+    let one_batch =
+        serde_json::to_vec(&json!({"items": [{"task": TASK, "response": "once", "seed": 1}]}))
+            .expect("json");
+    assert_eq!(with_key("key 1", a, &batch_url, &one_batch).0, 422);
+    // Keys are 1 to 200 printable ASCII characters.
+    for bad in [String::new(), "k".repeat(201)] {
+        let (status, _, v) = with_key(&bad, a, &url, &body);
+        assert_eq!(
+            (status, v["field"].as_str()),
+            (400, Some("Idempotency-Key")),
+            "{bad:?}: {v}"
+        );
+    }
+    let raw_body = String::from_utf8(body.clone()).expect("UTF-8");
+    let out = raw(
+        &host(&base),
+        format!(
+            "POST /v1/evaluations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN_A}\r\nIdempotency-Key: caf\u{e9}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{raw_body}",
+            raw_body.len()
+        )
+        .as_bytes(),
+        Duration::from_secs(2),
+    );
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+
+    // Many states at once, in order; another client's id and an unknown one are errors there.
+    let ids: Vec<String> = first["ids"]
+        .as_array()
+        .expect("ids")
+        .iter()
+        .map(|i| i.as_str().expect("id").to_string())
+        .collect();
+    for i in ids.iter().chain([&id]) {
+        let (status, _, _) = call(
+            "GET",
+            &format!("{base}/v1/evaluations/{i}?wait=60"),
+            a,
+            None,
+        );
+        assert_eq!(status, 200);
+    }
+    let status_url = format!("{base}/v1/evaluations/status");
+    let ask = |token: Option<&str>, body: Value| {
+        call(
+            "POST",
+            &status_url,
+            token,
+            Some(&serde_json::to_vec(&body).expect("json")),
+        )
+    };
+    let (status, _, v) = ask(a, json!({"ids": [ids[0], ids_b, ids[1]]}));
+    assert_eq!(status, 200, "{v}");
+    let results = v["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3);
+    assert_eq!(
+        (results[0]["id"].as_str(), results[0]["state"].as_str()),
+        (Some(ids[0].as_str()), Some("done"))
+    );
+    assert_eq!(results[0]["reward"]["verdict"], "extraction");
+    assert_eq!(
+        results[1],
+        json!({"id": ids_b, "error": format!("no evaluation `{ids_b}`")})
+    );
+    assert_eq!(results[2]["id"].as_str(), Some(ids[1].as_str()));
+    let (status, _, v) = ask(b, json!({"ids": [ids_b]}));
+    assert_eq!(
+        (status, v["results"][0]["id"].as_str()),
+        (200, Some(ids_b.as_str())),
+        "{v}"
+    );
+    assert!(v["results"][0]["state"].is_string(), "{v}");
+    assert_eq!(ask(a, json!({"ids": ["1", "2", "3", "4"]})).0, 413);
+    assert_eq!(ask(a, json!({"ids": [1]})).2["field"], "ids[0]");
+    assert_eq!(ask(a, json!({"idz": []})).2["field"], "ids");
+    assert_eq!(call("GET", &status_url, a, None).0, 405);
+    // Cancelling: a finished job is a 409, another client's or an unknown one a 404.
+    let delete =
+        |i: &str, token| call("DELETE", &format!("{base}/v1/evaluations/{i}"), token, None);
+    assert_eq!(delete(&id, a).0, 409);
+    assert_eq!(delete(&id, b).0, 404);
+    assert_eq!(delete("0123456789abcdef0123456789abcdef", a).0, 404);
+
+    // Keys survive a restart.
+    drop(server);
+    let (_server, base) = serve(&store, &args);
+    let (status, _, v) = with_key("key 1", a, &format!("{base}/v1/evaluations"), &body);
+    assert_eq!((status, v["id"].as_str()), (202, Some(id.as_str())), "{v}");
+    let (_, _, again) = with_key("key 2", a, &format!("{base}/v1/batches"), &batch);
+    assert_eq!(first["ids"], again["ids"]);
+    assert_eq!(
+        with_key("key 1", a, &format!("{base}/v1/evaluations"), &other).0,
+        422
+    );
+    assert_eq!(jobs_logged(), 4);
 }
