@@ -1869,3 +1869,46 @@ fn idempotency_keys_status_of_many_and_limits() {
     );
     assert_eq!(jobs_logged(), 4);
 }
+
+/// The Python client (standard library only) against a server with embedded workers and one
+/// on Redis with no worker (jobs stay queued): `pipeline/python/test_ptxbench_client.py`.
+#[test]
+fn the_python_client_against_the_real_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_embedded, base) = serve(
+        &dir.path().join("store"),
+        &["--max-queue", "3", "--max-batch", "4"],
+    );
+    let queued = redis("python_client").map(|(url, redis)| {
+        let prefix = stream("python");
+        let (server, base) = serve(
+            &dir.path().join("queue-store"),
+            &["--queue", &url, "--stream", &prefix, "--max-queue", "2"],
+        );
+        (base, server, redis)
+    });
+    let mut py = Command::new("python3");
+    py.args(["-m", "unittest", "-v", "test_ptxbench_client"])
+        .current_dir(root().join("pipeline/python"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PTXBENCH_TEST_SERVER", &base)
+        .env(
+            "PTXBENCH_TEST_KERNEL",
+            root().join("tasks/candidates/nvcc_simt_gemm"),
+        )
+        .env_remove("PTXBENCH_SERVE_TOKEN");
+    if let Some((q, _, _)) = &queued {
+        py.env("PTXBENCH_TEST_QUEUE_SERVER", q);
+    }
+    let out = py.output().expect("python3 runs");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("OK"), "{log}");
+    if queued.is_some() {
+        assert!(!log.contains("skipped"), "{log}");
+    }
+}
