@@ -481,10 +481,10 @@ pub fn static_outcome(report: &CheckReport) -> Option<crate::engine::Outcome> {
         return Some(Outcome::failed(
             Verdict::Other,
             Stage::Static,
-            format!(
+            crate::secrets::mask_host_paths(&format!(
                 "the harness could not check it: {}",
                 report.harness.join("; ")
-            ),
+            )),
         ));
     }
     let Some(f) = report.failure.as_ref() else {
