@@ -10,8 +10,9 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::audit;
+use crate::candidate::{Candidate, KernelLang};
 use crate::engine::Verdict;
-use crate::engine::evaluator::{Evaluator, Job};
+use crate::engine::evaluator::{Evaluator, Job, Prepared, Work};
 use crate::record;
 use crate::store::Store;
 
@@ -53,13 +54,30 @@ pub fn run(a: AuditArgs) -> anyhow::Result<ExitCode> {
         workloads: record.workloads_selected.clone(),
         no_timing: record.correctness_only,
     };
-    let req = Evaluator::request(&task.task, task.object.clone(), ptx, plan, &job);
     eprintln!(
         "re-running record {digest} ({} on {}, seed {}) against task object {}",
         record.entry, record.task, record.seed, task.digest
     );
-    let evaluator = Evaluator::this_executable()?;
-    let now = evaluator.run(&req, a.gpu, Duration::from_secs(a.timeout));
+    // The stored PTX is a candidate like any other: the static check and its safety screen run
+    // first, and code they refuse never reaches this machine's GPU.
+    let candidate = Candidate {
+        lang: KernelLang::Ptx,
+        kernel: ptx,
+        plan,
+        plan_source: "the record's plan".into(),
+        notes: Vec::new(),
+    };
+    let Prepared { work, .. } = Evaluator::prepare(Ok(&candidate), &task.task, &task.object, &job);
+    let now = match work {
+        Work::Decided(o) => {
+            eprintln!("the static check decided it: nothing ran on the GPU");
+            *o
+        }
+        Work::Evaluate(req) => {
+            let evaluator = Evaluator::this_executable()?;
+            evaluator.run(&req, a.gpu, Duration::from_secs(a.timeout))
+        }
+    };
     if now.verdict == Verdict::Other && now.device.is_none() {
         anyhow::bail!("could not re-run the evaluation here: {}", now.message);
     }

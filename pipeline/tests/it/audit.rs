@@ -91,3 +91,46 @@ fn a_v1_record_whose_task_is_not_stored_names_the_task_hash() {
         "{text}"
     );
 }
+
+/// Issue 58: `audit` called the engine's request directly and skipped the static safety screen,
+/// so a bundle's stored PTX ran on the auditor's GPU unscreened. A record whose PTX was swapped
+/// for code the screen refuses (the device heap) is decided by the static check: nothing runs,
+/// and the audit says the record does not hold.
+#[test]
+fn issue_58_audit_screens_the_stored_ptx_before_any_gpu() {
+    let gemm = results("reference-sm90a")
+        .into_iter()
+        .find(|r| r.evaluation == "wgmma-gemm")
+        .expect("a published GEMM record");
+    let (dir, store) = store_of(gemm.digest, true);
+    let mut tampered = gemm.record.clone();
+    let ptx = String::from_utf8(
+        store
+            .get(&gemm.record.ptx_digest.expect("ptx"))
+            .expect("ptx"),
+    )
+    .expect("utf-8");
+    let heap = ptx.replacen(
+        ".address_size 64",
+        ".address_size 64\n.extern .func (.param .b64 r) malloc(.param .b64 n);",
+        1,
+    );
+    let heap = heap.replacen(
+        "ret;",
+        "{ .param .b64 n; .param .b64 r; st.param.b64 [n], 8; call.uni (r), malloc, (n); }\nret;",
+        1,
+    );
+    assert_ne!(heap, ptx);
+    tampered.ptx_digest = Some(store.put(heap.as_bytes()).expect("stored"));
+    let d = store.put_object(&tampered).expect("a record");
+    let (code, text) = audit(dir.path(), &d);
+    assert!(
+        text.contains("the static check decided it: nothing ran on the GPU"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("could not re-run"),
+        "it tried the GPU: {text}"
+    );
+    assert_eq!(code, 1, "the record does not hold: {text}");
+}
