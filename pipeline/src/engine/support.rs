@@ -139,12 +139,8 @@ impl HarnessPtx {
         let h = HarnessPtx::compile(cc)?;
         // Sharing is only a saving: a folder that cannot be written costs the next worker a
         // compile, nothing else.
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        if let Ok(json) = serde_json::to_vec(&h)
-            && std::fs::write(&tmp, json).is_ok()
-            && std::fs::rename(&tmp, &path).is_err()
-        {
-            let _ = std::fs::remove_file(&tmp);
+        if let Ok(json) = serde_json::to_vec(&h) {
+            let _ = crate::destination::write_atomic(&path, &json);
         }
         Ok(h)
     }

@@ -522,14 +522,16 @@ pub fn serve(
             Ok(req) => super::evaluate::evaluate_opened(&req, &opened, &mut gate),
             Err(e) => Outcome::failed(Verdict::Other, Stage::Worker, format!("bad request: {e}")),
         };
+        let atomic = |path: &Path, bytes: &[u8]| {
+            crate::destination::write_atomic(path, bytes)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        };
         if let Some(cubin) = &outcome.cubin {
-            std::fs::write(dir.join(CUBIN_FILE), cubin)?;
+            atomic(&dir.join(CUBIN_FILE), cubin)?;
         }
         let json = serde_json::to_vec(&outcome).map_err(std::io::Error::other)?;
-        // Write then rename: a half-written outcome must never be read as a result.
-        let tmp = dir.join("outcome.json.tmp");
-        std::fs::write(&tmp, json)?;
-        std::fs::rename(tmp, dir.join(OUTCOME_FILE))?;
+        // Whole or not at all: a half-written outcome must never be read as a result.
+        atomic(&dir.join(OUTCOME_FILE), &json)?;
         let again = left > 1 && opened.reusable(&outcome);
         writeln!(stdout, "{token} {}", if again { AGAIN } else { DONE })?;
         stdout.flush()?;

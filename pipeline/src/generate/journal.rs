@@ -125,22 +125,14 @@ impl Journal {
 
     /// Writes the journal to `dir` atomically (temp file, sync, rename).
     pub fn save(&self, dir: &Path) -> Result<(), JournalError> {
-        use std::io::Write as _;
         let path = dir.join(JOURNAL_FILE);
         let io = |source| JournalError::Io {
             path: path.clone(),
             source,
         };
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(TEMP_PREFIX)
-            .tempfile_in(dir)
-            .and_then(crate::scratch::lock)
-            .map_err(io)?;
-        tmp.write_all(&bytes).map_err(io)?;
-        tmp.as_file().sync_all().map_err(io)?;
-        tmp.persist(&path).map_err(|e| io(e.error))?;
-        Ok(())
+        crate::destination::write_atomic(&path, &bytes)
+            .map_err(|e| io(std::io::Error::other(e.to_string())))
     }
 
     /// The finished turns of one trajectory, in order (turns are 0-based and contiguous).

@@ -98,13 +98,10 @@ impl RunIndex {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let path = dir.join(INDEX_FILE);
         let bytes = serde_json::to_vec_pretty(self).expect("digests and numbers serialise");
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
-        std::io::Write::write_all(&mut tmp, &bytes).map_err(io(tmp.path()))?;
-        tmp.persist(&path).map_err(|e| IndexError::Io {
+        crate::destination::write_atomic(&path, &bytes).map_err(|e| IndexError::Io {
             path: path.clone(),
-            source: e.error,
-        })?;
-        Ok(())
+            source: std::io::Error::other(e.to_string()),
+        })
     }
 }
 
