@@ -40,6 +40,15 @@ pub fn evaluate_request(endpoint: &str, req: &Request, timeout: Duration) -> Out
     })
 }
 
+/// Attempts of one request that a connection error or a full queue may cost before the
+/// evaluation is given up as the harness's failure.
+const MAX_RETRIES: u32 = 6;
+
+/// The wait before retry `n` (1-based): 1, 2, 4, … seconds, at most 30.
+fn backoff(n: u32) -> Duration {
+    Duration::from_secs((1u64 << n.saturating_sub(1).min(5)).min(30))
+}
+
 /// An HTTP agent for the service: statuses are answers, not errors; no redirects; each call
 /// within `timeout`.
 fn agent(timeout: Duration) -> ureq::Agent {
@@ -93,22 +102,44 @@ pub fn evaluate(endpoint: &str, sub: &Submission, timeout: Duration) -> Result<O
     };
     let body = serde_json::to_vec(&sub.to_json()).map_err(|e| e.to_string())?;
     let deadline = Instant::now() + timeout;
+    // One key for every attempt of this submission: a retry after a lost reply makes no second
+    // job.
+    let key = format!(
+        "generate-{:016x}{:016x}",
+        crate::entropy::draw_u64().map_err(|e| e.to_string())?,
+        crate::entropy::draw_u64().map_err(|e| e.to_string())?
+    );
+    let mut failures = 0u32;
     let id = loop {
         let mut post = agent
             .post(format!("{base}/v1/evaluations"))
-            .header("Content-Type", "application/json");
+            .header("Content-Type", "application/json")
+            .header("Idempotency-Key", &key);
         if let Some(t) = &token {
             post = post.header("Authorization", format!("Bearer {t}"));
         }
-        match read(post.send(&body[..]))? {
-            (202, v) => break v["id"].as_str().unwrap_or_default().to_string(),
-            (429, _) if Instant::now() < deadline => std::thread::sleep(Duration::from_secs(5)),
-            (status, v) => return Err(format!("{base}: HTTP {status}: {}", v["error"])),
+        match read(post.send(&body[..])) {
+            Ok((202, v)) => break v["id"].as_str().unwrap_or_default().to_string(),
+            Ok((429 | 503, _)) | Err(_) if Instant::now() < deadline && failures < MAX_RETRIES => {
+                failures += 1;
+                std::thread::sleep(backoff(failures));
+            }
+            Ok((status, v)) => return Err(format!("{base}: HTTP {status}: {}", v["error"])),
+            Err(e) => return Err(e),
         }
     };
+    failures = 0;
     loop {
         let url = format!("{base}/v1/evaluations/{id}?wait=30");
-        match read(auth(agent.get(&url)).call())? {
+        let answer = match read(auth(agent.get(&url)).call()) {
+            Err(_) if Instant::now() < deadline && failures < MAX_RETRIES => {
+                failures += 1;
+                std::thread::sleep(backoff(failures));
+                continue;
+            }
+            other => other?,
+        };
+        match answer {
             (200, v) if v["state"] == "done" => {
                 return serde_json::from_value(v["record"]["outcome"].clone())
                     .map_err(|e| format!("{base}: job {id}: the record's outcome: {e}"));
