@@ -9,9 +9,9 @@
 //! refuses to run the compiler at all (fail closed), unless the operator set
 //! `PTXBENCH_SANDBOX=unconfined` on purpose.
 //!
-//! No network: the process leaves the host's network in a network namespace of its own (where
-//! unprivileged user namespaces are allowed) and Landlock denies TCP bind and connect (ABI 4+)
-//! and abstract sockets and signals outside the sandbox (ABI 6+).
+//! No network: Landlock denies TCP bind and connect (ABI 4+) and abstract sockets and signals
+//! outside the sandbox (ABI 6+); a compiler reads files, it does not run the code it is given,
+//! so no other socket is within a source's reach.
 
 use std::path::{Path, PathBuf};
 
@@ -55,15 +55,8 @@ pub struct Confinement {
     pub unconfined_allowed: bool,
 }
 
-/// How much of the confinement the kernel enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Enforced {
-    /// The filesystem view (Landlock): fully, partly (an older ABI) or not at all.
-    pub filesystem: View,
-    /// Whether the process left the host's network namespace.
-    pub own_network: bool,
-}
-
+/// How much of the filesystem view the kernel enforces: fully, partly (an older Landlock ABI)
+/// or not at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Full,
@@ -71,12 +64,11 @@ pub enum View {
     None,
 }
 
-/// Confines the calling process (which must be single-threaded for the namespace step) and
-/// returns what the kernel enforces. An error means the compiler must not run.
-pub fn enter(c: &Confinement) -> Result<Enforced, String> {
+/// Confines the calling process and returns how much of the view the kernel enforces. An error
+/// means the compiler must not run.
+pub fn enter(c: &Confinement) -> Result<View, String> {
     die_with_parent(c.parent)?;
     limit(c.memory, c.cpu_s)?;
-    let own_network = leave_network();
     let mut read = c.read.clone();
     read.extend(SYSTEM_LIBRARIES.iter().map(PathBuf::from));
     let filesystem = restrict(&read, Some(&c.work))?;
@@ -87,10 +79,7 @@ pub fn enter(c: &Confinement) -> Result<Enforced, String> {
              or set {UNCONFINED_VAR}=unconfined to run compilers without a filesystem view)"
         ));
     }
-    Ok(Enforced {
-        filesystem,
-        own_network,
-    })
+    Ok(filesystem)
 }
 
 /// Narrows the calling thread's filesystem view to reading `read` (and writing `work`): a
@@ -152,17 +141,6 @@ fn limit(memory: u64, cpu_s: u64) -> Result<(), String> {
             .map_err(|e| format!("setting {resource:?} to {value}: {e}"))?;
     }
     Ok(())
-}
-
-/// Moves this process into a user and network namespace of its own: no interface but a
-/// loopback that is down. Refused where unprivileged user namespaces are off; Landlock's TCP
-/// rules still hold then.
-fn leave_network() -> bool {
-    use rustix::thread::{UnshareFlags, unshare_unsafe};
-    // SAFETY: the one hazard of unshare is `UnshareFlags::FILES` (threads that no longer share
-    // descriptors), not asked here; it fails and changes nothing when the process has other
-    // threads or the kernel forbids it.
-    unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNET) }.is_ok()
 }
 
 /// Whether the operator allowed compilers without a filesystem view.

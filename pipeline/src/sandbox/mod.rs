@@ -7,7 +7,7 @@
 //!   NVRTC, which narrows its view to them alone once its libraries are loaded) and its own
 //!   working folder. An include of any other path fails to open, whatever macro made its name.
 //! - **Environment and network**: the child starts with an empty environment (but for what it
-//!   is given), in a network namespace of its own where the kernel allows one, with TCP denied.
+//!   is given), with TCP, abstract sockets and signals outside its sandbox denied (Landlock).
 //! - **Machine**: limits on wall-clock time, CPU time, address space and file size; the
 //!   address-space limits of all compilers running at once stay within one budget per process
 //!   ([`budget`]); the child dies with the process that started it.

@@ -443,20 +443,9 @@ async fn cancel(ctx: &Ctx, id: String, client: String) -> Reply {
 /// an id the client has no job of gets an error in its place.
 async fn status_many(ctx: &Ctx, req: Request<Incoming>, client: String) -> Reply {
     let service = &ctx.service;
-    let body = match read_body(ctx, req).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let v: Value = match super::strict_json::parse(&body) {
+    let v = match read_json(ctx, req).await {
         Ok(v) => v,
-        Err(e) => {
-            service.refused("malformed");
-            return error(
-                400,
-                format!("the body is not JSON as this API takes it: {e}"),
-                None,
-            );
-        }
+        Err(r) => return r,
     };
     let Some(Value::Array(items)) = v
         .as_object()
@@ -519,6 +508,19 @@ fn too_large(service: &Service, what: String) -> Reply {
     error(413, what, None)
 }
 
+/// The body of `req` ([`read_body`]) as JSON read strictly (no key twice).
+async fn read_json(ctx: &Ctx, req: Request<Incoming>) -> Result<Value, Reply> {
+    let body = read_body(ctx, req).await?;
+    super::strict_json::parse(&body).map_err(|e| {
+        ctx.service.refused("malformed");
+        error(
+            400,
+            format!("the body is not JSON as this API takes it: {e}"),
+            None,
+        )
+    })
+}
+
 /// The body of `req`, refused before it is read when its declared length is over `cap`, and
 /// read through a limit and a deadline.
 async fn read_body(ctx: &Ctx, req: Request<Incoming>) -> Result<Bytes, Reply> {
@@ -569,20 +571,9 @@ async fn submit(ctx: &Ctx, req: Request<Incoming>, client: &str, batch: bool) ->
             }
         },
     };
-    let body = match read_body(ctx, req).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let v: Value = match super::strict_json::parse(&body) {
+    let v = match read_json(ctx, req).await {
         Ok(v) => v,
-        Err(e) => {
-            service.refused("malformed");
-            return error(
-                400,
-                format!("the body is not JSON as this API takes it: {e}"),
-                None,
-            );
-        }
+        Err(r) => return r,
     };
     let subs = if batch {
         let items = match v.as_object().map(|o| (o.get("items"), o.len())) {

@@ -407,6 +407,26 @@ pub fn record_mismatch(job: &JobSpec, record: &crate::record::Record) -> Option<
         })
 }
 
+/// A job for unit tests of the queues: `id`, a response without code, seed 1.
+#[cfg(test)]
+pub(crate) fn test_job(id: &str) -> JobSpec {
+    JobSpec {
+        id: id.into(),
+        key: Digest::of(id.as_bytes()),
+        suite_hash: Digest::of(b"suite"),
+        task: "gemm_n4096_k4096".into(),
+        arch: Arch::Sm90a,
+        candidate: Submitted::Response("no code".into()),
+        seed: 1,
+        seed_from_client: false,
+        workloads: Vec::new(),
+        no_timing: false,
+        entry: String::new(),
+        protocol: Protocol::default(),
+        timeout_s: 60,
+    }
+}
+
 /// What a finished job left in the store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {

@@ -837,23 +837,7 @@ mod tests {
         url
     }
 
-    fn job(id: &str) -> JobSpec {
-        JobSpec {
-            id: id.into(),
-            key: Digest::of(id.as_bytes()),
-            suite_hash: Digest::of(b"suite"),
-            task: "gemm_n4096_k4096".into(),
-            arch: crate::arch::Arch::Sm90a,
-            candidate: super::super::job::Submitted::Response("no code".into()),
-            seed: 1,
-            seed_from_client: false,
-            workloads: Vec::new(),
-            no_timing: false,
-            entry: String::new(),
-            protocol: crate::engine::Protocol::default(),
-            timeout_s: 60,
-        }
-    }
+    use super::super::job::test_job as job;
 
     #[test]
     fn a_held_job_is_let_go_even_when_its_last_stage_panics() {

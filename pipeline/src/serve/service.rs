@@ -588,17 +588,7 @@ impl Service {
                 text.push('\n');
             }
         }
-        let logged = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.jobs_log)
-            .and_then(|mut f| f.write_all(text.as_bytes()));
-        if let Err(e) = logged {
-            eprintln!(
-                "warning: {}: jobs were not logged: {e}",
-                self.jobs_log.display()
-            );
-        }
+        append_or_warn(&self.jobs_log, &text, "jobs were not logged");
     }
 
     fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
@@ -1159,17 +1149,7 @@ impl Service {
             a.verdict.as_str()
         );
         t.answers.insert(key, a);
-        let logged = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.answers_log)
-            .and_then(|mut f| f.write_all(line.as_bytes()));
-        if let Err(e) = logged {
-            eprintln!(
-                "warning: {}: the answer was not kept: {e}",
-                self.answers_log.display()
-            );
-        }
+        append_or_warn(&self.answers_log, &line, "the answer was not kept");
     }
 
     /// Whether job `id` of `owner` is still queued; `None` when `owner` has no such job.
@@ -1448,5 +1428,18 @@ impl Service {
             "harness_failures": self.tables().harness_failures,
             "uptime_s": self.started.elapsed().as_secs_f64(),
         })
+    }
+}
+
+/// Appends `text` to the log at `path`; a failure is printed as a warning naming the log, and
+/// the request that wrote it still completes.
+fn append_or_warn(path: &std::path::Path, text: &str, what: &str) {
+    let logged = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = logged {
+        eprintln!("warning: {}: {what}: {e}", path.display());
     }
 }
