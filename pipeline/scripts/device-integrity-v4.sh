@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine (issue 57 / 61): the compiler sandbox on this kernel (Landlock ABI, user and
-# network namespaces, a CUDA C++ candidate through NVRTC in its view), then the integrity v4 run
+# On the GPU machine (issue 57 / 61): the compiler sandbox on this kernel (Landlock ABI, a CUDA
+# C++ candidate through NVRTC in its view), then the integrity v4 run
 # lists: the zoo's new members and the honest kernels under the complete count. Packs the
 # store objects the runs made, their logs and evidence tables into OUT.
 # Usage: pipeline/scripts/device-integrity-v4.sh PTXBENCH_BINARY LIMIT_S [OUT]
@@ -15,7 +15,6 @@ export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 {
   uname -r
   python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); print("landlock abi", libc.syscall(444, None, 0, 1), "errno", ctypes.get_errno())'
-  unshare -Urn true && echo "unprivileged user+network namespaces: yes" || echo "unprivileged user+network namespaces: no"
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv
 } > "$log/machine.txt" 2>&1
 # A kernel without Landlock cannot hold the compilers' filesystem view: they refuse to run unless
