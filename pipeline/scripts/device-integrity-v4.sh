@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# On the GPU machine (issue 57 / 61): the compiler sandbox on this kernel (Landlock ABI, a CUDA
-# C++ candidate through NVRTC in its view), then the integrity v4 run
-# lists: the zoo's new members and the honest kernels under the complete count. Packs the
-# store objects the runs made, their logs and evidence tables into OUT.
+# On the GPU machine (issues 57 and 61): the compiler sandbox on this kernel (Landlock ABI, a CUDA
+# C++ candidate through NVRTC in its view); the GPU's own counters on timed launches (CUPTI's
+# range profiler in the harness, against the counted copy); the counters this device offers, as
+# Nsight Compute lists and reads them; then the integrity v4 run lists: the zoo's new members
+# and the honest kernels under the complete count. Packs the store objects the runs made, their
+# logs and evidence tables into OUT.
 # Usage: pipeline/scripts/device-integrity-v4.sh PTXBENCH_BINARY LIMIT_S [OUT]
 set -uo pipefail
 bin=$(realpath "$1")
@@ -26,13 +28,40 @@ if [ "${abi:-0}" -lt 1 ]; then
 fi
 "$bin" check tasks/candidates/simt/gemm --task gemm_n4096_k4096 > "$log/check-cuda.txt" 2>&1
 echo "exit $?" >> "$log/check-cuda.txt"
-for list in zoo-v4-sm90a integrity-v4-sm90a; do
+
+# One run list under LIMIT_S, with its log and evidence table; extra environment first.
+run_list() {
+  local list="$1" s digest
+  shift
   s=$(date +%s)
-  timeout "$limit" "$bin" run "tasks/runs/$list.yaml" --out "runs/$list" > "$log/$list.txt" 2> "$log/$list.stderr.txt"
+  env "$@" timeout "$limit" "$bin" run "tasks/runs/$list.yaml" --out "runs/$list" > "$log/$list.txt" 2> "$log/$list.stderr.txt"
   echo "exit $? after $(( $(date +%s) - s )) s" >> "$log/$list.txt"
   digest=$(grep -o 'run object [0-9a-f]*' "$log/$list.txt" | awk '{print $3}')
   [ -n "$digest" ] && python3 pipeline/scripts/evidence_table.py "$digest" artifacts > "$log/$list-table.md" 2>&1
-done
+}
+run_list hardware-counters-sm90a PTXBENCH_HARDWARE_COUNTERS=cupti
+
+# The counters as Nsight Compute names and reads them: on cuBLAS's bf16 GEMM (2*4096^3 FLOPs)
+# and on the hand-written wgmma GEMM launched by the harness in its worker.
+{
+  command -v ncu && ncu --version
+  ncu --query-metrics --chip gh100 > "$log/ncu-query-metrics.txt" 2>&1
+  echo "query exit $?"
+  grep -i -E "gmma|tma|pipe_fma|pipe_alu|pipe_fp|pipe_xu|pipe_tensor" "$log/ncu-query-metrics.txt" | head -120
+} > "$log/ncu-probe.txt" 2>&1
+metrics='sm__inst_executed_pipe_tensor_op_gmma.sum,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_xu.sum,sm__inst_executed_pipe_fp64.sum'
+cat > "$log/mm.py" <<'PY'
+import torch
+a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+torch.cuda.synchronize(); c = a @ b; torch.cuda.synchronize(); print(float(c.float().abs().mean()))
+PY
+timeout 90 ncu --clock-control none --csv --page raw --metrics "$metrics" --launch-skip 1 --launch-count 1 python3 "$log/mm.py" > "$log/ncu-cublas.csv" 2> "$log/ncu-cublas.stderr.txt"
+echo "exit $?" >> "$log/ncu-cublas.stderr.txt"
+
+limit=$(( limit * 2 / 3 ))
+run_list zoo-v4-sm90a
+run_list integrity-v4-sm90a
 find artifacts -type f -newer "$marker" > "$log/new-files.txt"
 tar czf "$out/artifacts.tgz" -T "$log/new-files.txt"
 tar czf "$out/logs.tgz" -C "$out" log

@@ -347,6 +347,7 @@ mod tests {
                 baseline_tflops: None,
                 checked_launches: Vec::new(),
                 recheck_passed: true,
+                hardware: None,
                 floor: None,
                 floor_fraction: None,
                 clocks: None,

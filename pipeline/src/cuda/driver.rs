@@ -836,6 +836,11 @@ impl Gpu {
         self.dev
     }
 
+    /// The context, for the profiler in this module.
+    pub(super) fn raw_context(&self) -> sys::CUcontext {
+        self.ctx
+    }
+
     /// The stream, for the library wrappers in this module.
     pub(super) fn raw_stream(&self) -> sys::CUstream {
         self.stream

@@ -37,6 +37,8 @@ pub enum CudaLibrary {
     CublasLt,
     /// cuDNN, the attention baseline.
     Cudnn,
+    /// CUPTI, whose range profiler reads the hardware counters of a timed launch.
+    Cupti,
 }
 
 impl CudaLibrary {
@@ -47,6 +49,7 @@ impl CudaLibrary {
             CudaLibrary::Nvrtc => &["libnvrtc.so.13", "libnvrtc.so"],
             CudaLibrary::CublasLt => &["libcublasLt.so.13", "libcublasLt.so"],
             CudaLibrary::Cudnn => &["libcudnn.so.9", "libcudnn.so"],
+            CudaLibrary::Cupti => &["libcupti.so.13", "libcupti.so"],
         }
     }
 
@@ -62,6 +65,8 @@ impl CudaLibrary {
                 "libcudnn_engines_runtime_compiled.so.9",
                 "libcudnn_engines_precompiled.so.9",
             ],
+            // The profiler's host and target halves, which CUPTI opens by name.
+            CudaLibrary::Cupti => &["libnvperf_host.so", "libnvperf_target.so"],
             _ => &[],
         }
     }
@@ -72,6 +77,7 @@ impl CudaLibrary {
             CudaLibrary::Nvrtc => "NVRTC (libnvrtc)",
             CudaLibrary::CublasLt => "cuBLASLt (libcublasLt)",
             CudaLibrary::Cudnn => "cuDNN (libcudnn)",
+            CudaLibrary::Cupti => "CUPTI (libcupti)",
         }
     }
 
@@ -101,6 +107,9 @@ impl CudaLibrary {
                 "install the CUDA toolkit's cuBLAS, or set PTXBENCH_CUDA_LIB_PATH"
             }
             CudaLibrary::Cudnn => "install cuDNN 9, or set PTXBENCH_CUDA_LIB_PATH",
+            CudaLibrary::Cupti => {
+                "install the CUDA toolkit's CUPTI (extras/CUPTI/lib64), or `pip install nvidia-cuda-cupti`, or set PTXBENCH_CUDA_LIB_PATH"
+            }
         }
     }
 }
@@ -172,6 +181,20 @@ fn search_dirs_from(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
     dirs
 }
 
+/// Where the toolkit keeps CUPTI, outside its `lib64`: `extras/CUPTI/lib64` of `CUDA_HOME`,
+/// `CUDA_PATH` and `/usr/local/cuda`.
+fn cupti_dirs_from(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let mut roots: Vec<String> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(|k| env(k))
+        .collect();
+    roots.push("/usr/local/cuda".into());
+    roots
+        .iter()
+        .map(|r| Path::new(r).join("extras/CUPTI/lib64"))
+        .collect()
+}
+
 /// The NVIDIA wheels' library folders of the Python environments named by `env` (see the
 /// module's search order, step 5), those that exist.
 fn python_dirs_from(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
@@ -204,7 +227,7 @@ fn python_dirs_from(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
         pythons.sort();
         for py in pythons {
             for packages in ["site-packages", "dist-packages"] {
-                for sub in ["cudnn", "cublas", "cu13"] {
+                for sub in ["cudnn", "cublas", "cu13", "cuda_cupti"] {
                     let d = py.join(packages).join("nvidia").join(sub).join("lib");
                     if d.is_dir() && !dirs.contains(&d) {
                         dirs.push(d);
@@ -272,7 +295,10 @@ fn locate_from(
         return Ok(p);
     }
     let mut dirs = search_dirs_from(env);
-    if library.newest_wins() {
+    if library == CudaLibrary::Cupti {
+        dirs.extend(cupti_dirs_from(env));
+    }
+    if library.newest_wins() || library == CudaLibrary::Cupti {
         for d in python_dirs_from(env) {
             if !dirs.contains(&d) {
                 dirs.push(d);

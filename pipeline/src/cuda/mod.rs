@@ -12,6 +12,7 @@ pub mod driver;
 pub mod library;
 pub mod nvml;
 pub mod nvrtc;
+pub mod profiler;
 pub mod tensor_map;
 
 pub use library::{CudaLibrary, LibraryNotFound, LocatedLibrary};

@@ -376,6 +376,16 @@ fn run(
             if info.is_some() {
                 baseline_info = info;
             }
+            let mut timing = timing;
+            // The GPU's counters on timed launches against this workload's counted copy.
+            if let Some(check) = timing.hardware.as_mut()
+                && let Some((_, counted)) = per_workload
+                    .iter()
+                    .rev()
+                    .find(|(_, d)| d.workload == w.name)
+            {
+                check.compare_with(counted, task.flops_of(w).unwrap_or(0.0));
+            }
             let recheck = timing.recheck_passed;
             let below_floor = timing
                 .floor

@@ -41,7 +41,9 @@ use super::{BaselineInfo, ClockSamples, Outcome, PeakClass, Request, Stats, Timi
 use crate::candidate::bind::ResolvedLaunch;
 use crate::candidate::plan::LaunchPlan;
 use crate::cuda::driver::{DeviceBuffer, Gpu, Kernel};
+use crate::cuda::profiler::{Profiler, ProfilerError};
 use crate::engine::estimate::SplitMix;
+use crate::evidence::hardware::{self, HardwareCheck, MetricPlan};
 use crate::expr::Bindings;
 use crate::task::{Op, Task, Workload};
 
@@ -90,6 +92,20 @@ impl Reservoir {
         let j = self.rng.below(n as usize + 1);
         (j < self.k).then_some(j)
     }
+}
+
+/// Buffers for copies of the candidate's outputs in `set`.
+fn output_copies(
+    gpu: &Gpu,
+    task: &Task,
+    set: &TensorSet,
+) -> Result<Vec<(String, DeviceBuffer)>, Stop> {
+    let mut outputs = Vec::new();
+    for t in &task.outputs {
+        let (buf, ..) = &set.tensors[&t.name];
+        outputs.push((t.name.clone(), gpu.alloc(buf.bytes())?));
+    }
+    Ok(outputs)
 }
 
 fn sample_clocks(gpu: &Gpu, into: &mut Vec<(u32, u64)>) {
@@ -154,30 +170,57 @@ impl Bench<'_> {
     ) -> Result<(f64, Option<f64>), Stop> {
         let Bench {
             gpu,
-            support,
-            scratch,
             task,
             set,
-            drawn,
-            library_set,
-            kernels,
-            launches,
-            encoded,
             baseline,
             conditions,
             events,
+            ..
         } = *self;
         conditions.before_launch(gpu, task, set, salt)?;
-        gpu.record(&events[0])?;
-        launch_encoded(gpu, kernels, launches, encoded)?;
-        gpu.record(&events[1])?;
+        self.launch_candidate()?;
         if let Some(copies) = keep {
             for (name, copy) in copies {
                 let (buf, ..) = &set.tensors[name];
                 gpu.copy(copy, buf)?;
             }
         }
-        // The candidate's inputs as drawn, or a verdict; then the library's copy of them.
+        self.verify_inputs()?;
+        if let Some(b) = baseline {
+            conditions.flush_l2(gpu, salt ^ 0x5a5a_5a5a)?;
+            gpu.record(&events[2])?;
+            b.launch(gpu)?;
+            gpu.record(&events[3])?;
+        }
+        let c = f64::from(gpu.elapsed_ms(&events[0], &events[1])?);
+        let b = match baseline {
+            Some(_) => Some(f64::from(gpu.elapsed_ms(&events[2], &events[3])?)),
+            None => None,
+        };
+        Ok((c, b))
+    }
+
+    /// The candidate's launches, between the first two events.
+    fn launch_candidate(&self) -> Result<(), Stop> {
+        let gpu = self.gpu;
+        gpu.record(&self.events[0])?;
+        launch_encoded(gpu, self.kernels, self.launches, self.encoded)?;
+        gpu.record(&self.events[1])?;
+        Ok(())
+    }
+
+    /// The candidate's inputs as drawn, or a verdict; then the library's copy of them.
+    fn verify_inputs(&self) -> Result<(), Stop> {
+        let Bench {
+            gpu,
+            support,
+            scratch,
+            set,
+            drawn,
+            library_set,
+            baseline,
+            ..
+        } = *self;
         for (name, copy) in drawn {
             let (buf, ..) = &set.tensors[name];
             let changed =
@@ -195,18 +238,110 @@ impl Bench<'_> {
                 gpu.copy(&library_set.tensors[name].0, copy)?;
             }
         }
-        if let Some(b) = baseline {
-            conditions.flush_l2(gpu, salt ^ 0x5a5a_5a5a)?;
-            gpu.record(&events[2])?;
-            b.launch(gpu)?;
-            gpu.record(&events[3])?;
-        }
-        let c = f64::from(gpu.elapsed_ms(&events[0], &events[1])?);
-        let b = match baseline {
-            Some(_) => Some(f64::from(gpu.elapsed_ms(&events[2], &events[3])?)),
-            None => None,
+        Ok(())
+    }
+
+    /// One candidate launch under the same conditions as a timed one, inside the profiler's
+    /// range: its counter values and its own time (not a pair's: the profiler adds its cost).
+    /// Its outputs are copied into `keep` for the check after the loop.
+    fn measured(
+        &self,
+        salt: u32,
+        profiler: &mut Profiler,
+        keep: &[(String, DeviceBuffer)],
+    ) -> Result<Result<(Vec<f64>, f64), ProfilerError>, Stop> {
+        let Bench {
+            gpu,
+            task,
+            set,
+            conditions,
+            events,
+            ..
+        } = *self;
+        conditions.before_launch(gpu, task, set, salt)?;
+        let values = profiler.measure(|| -> Result<(), Stop> {
+            self.launch_candidate()?;
+            gpu.sync()?;
+            Ok(())
+        })?;
+        let values = match values {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
         };
-        Ok((c, b))
+        let ms = f64::from(gpu.elapsed_ms(&events[0], &events[1])?);
+        for (name, copy) in keep {
+            gpu.copy(copy, &set.tensors[name].0)?;
+        }
+        self.verify_inputs()?;
+        Ok(Ok((values, ms)))
+    }
+}
+
+/// The hardware measurement of one workload's timed launches (switched on by
+/// [`hardware::SWITCH`]): the profiler, the launches it measures, what it read, and the
+/// measured launches' outputs, checked after the loop like the reservoir's.
+struct Measurement {
+    profiler: Option<Profiler>,
+    launches: Vec<u32>,
+    check: HardwareCheck,
+    kept: Vec<Kept>,
+}
+
+/// How many timed launches of a workload the counters read.
+const MEASURED_LAUNCHES: usize = 2;
+
+impl Measurement {
+    /// `None` unless switched on. The launches are drawn from OS entropy among the first
+    /// `min_pairs` iterations, which every workload runs.
+    fn start(gpu: &Gpu, min_pairs: usize) -> Result<Option<Measurement>, Stop> {
+        if !hardware::switched_on() {
+            return Ok(None);
+        }
+        let mut entropy_failed = None;
+        let launches = hardware::choose_launches(
+            MEASURED_LAUNCHES,
+            u32::try_from(min_pairs).unwrap_or(u32::MAX),
+            || {
+                crate::entropy::draw_u64().unwrap_or_else(|e| {
+                    entropy_failed = Some(e.to_string());
+                    0
+                })
+            },
+        );
+        if let Some(why) = entropy_failed {
+            return Err(Stop::new(Outcome::failed(
+                Verdict::Other,
+                Stage::Timing,
+                why,
+            )));
+        }
+        let mut check = HardwareCheck {
+            method: "cupti-range-profiler".into(),
+            ..HardwareCheck::default()
+        };
+        let profiler = crate::cuda::profiler::base_metrics(gpu)
+            .map(|offered| MetricPlan::choose(&offered))
+            .and_then(|plan| {
+                check.plan = plan;
+                Profiler::new(gpu, &check.plan.names())
+            });
+        let profiler = match profiler {
+            Ok(p) if !check.plan.metrics.is_empty() => Some(p),
+            Ok(_) => {
+                check.error = Some("the device offers none of the metrics".into());
+                None
+            }
+            Err(e) => {
+                check.error = Some(e.to_string());
+                None
+            }
+        };
+        Ok(Some(Measurement {
+            profiler,
+            launches,
+            check,
+            kept: Vec::new(),
+        }))
     }
 }
 
@@ -295,6 +430,7 @@ pub fn time_workload(
         min_pairs_on_budget: 3,
     };
     let mut reservoir = Reservoir::new(p.checked_launches as usize)?;
+    let mut measurement = Measurement::start(gpu, rule.min_pairs)?;
     let mut clocks = Vec::new();
     let state_before = gpu.state();
     sample_clocks(gpu, &mut clocks);
@@ -307,6 +443,28 @@ pub fn time_workload(
         let seed = seed_for(req.seed, &stream, n + 1);
         refresh_inputs(gpu, support, task, &set, seed)?;
         copy_from_set(gpu, task, &set, &drawn)?;
+        if let Some(m) = measurement.as_mut()
+            && m.launches.contains(&n)
+            && let Some(profiler) = m.profiler.as_mut()
+        {
+            let outputs = output_copies(gpu, task, &set)?;
+            match bench.measured(n, profiler, &outputs)? {
+                Ok((values, ms)) => {
+                    m.check.launches.push(m.check.plan.read(n, &values));
+                    m.check.measured_ms.push(ms);
+                    m.kept.push(Kept {
+                        launch: n,
+                        seed,
+                        outputs,
+                    });
+                }
+                Err(e) => {
+                    m.check.error = Some(e.to_string());
+                    m.profiler = None;
+                }
+            }
+            continue;
+        }
         let slot = reservoir.slot_for(n);
         let copies = match slot {
             Some(s) if s < reservoir.kept.len() => {
@@ -315,11 +473,7 @@ pub fn time_workload(
                 Some(s)
             }
             Some(_) => {
-                let mut outputs = Vec::new();
-                for t in &task.outputs {
-                    let (buf, ..) = &set.tensors[&t.name];
-                    outputs.push((t.name.clone(), gpu.alloc(buf.bytes())?));
-                }
+                let outputs = output_copies(gpu, task, &set)?;
                 reservoir.kept.push(Kept {
                     launch: n,
                     seed,
@@ -361,13 +515,20 @@ pub fn time_workload(
     sample_clocks(gpu, &mut clocks);
     let state_after = gpu.state();
     drop(keep_maps);
+    let (measured_kept, hardware) = match measurement {
+        Some(mut m) => {
+            drop(m.profiler.take());
+            (m.kept, Some(m.check))
+        }
+        None => (Vec::new(), None),
+    };
 
     // The kept launches, each against the reference for its own inputs.
     let mut checked: Vec<u32> = reservoir.kept.iter().map(|k| k.launch).collect();
     checked.sort_unstable();
     let mut recheck_passed = true;
     let mut failure: Option<String> = None;
-    for k in &reservoir.kept {
+    for k in reservoir.kept.iter().chain(&measured_kept) {
         refresh_inputs(gpu, support, task, &set, k.seed)?;
         let reference = compute_reference(gpu, support, task, env, &set)?;
         for (name, copy) in &k.outputs {
@@ -445,6 +606,7 @@ pub fn time_workload(
             clocks: clock_summary(&clocks),
             state_before,
             state_after,
+            hardware,
         },
         info,
     ))

@@ -17,6 +17,7 @@
 
 pub mod device;
 pub mod evidence;
+pub mod hardware;
 pub mod measured;
 pub mod outcome;
 pub mod provenance;
@@ -197,6 +198,16 @@ impl Record {
     /// A task that requires no MMA family (paged decode: memory-bound) is graded on its bytes
     /// instead: at least [`ON_TARGET_BYTE_SHARE`] of its compulsory input bytes loaded by TMA,
     /// so that a token TMA copy around ordinary loads does not count either.
+    /// Whether a timed workload's hardware counters disagree with its counted copy (see
+    /// `evidence::hardware`).
+    pub fn hardware_disagrees(&self) -> bool {
+        self.outcome
+            .workloads
+            .iter()
+            .filter_map(|w| w.timing.as_ref()?.hardware.as_ref())
+            .any(|h| h.disagrees())
+    }
+
     pub fn correct_on_target(&self) -> Option<bool> {
         let mma_required = self
             .outcome
@@ -205,6 +216,10 @@ impl Record {
             .families
             .iter()
             .any(|f| f.family == "wgmma" || f.family == "tcgen05");
+        // The timed launches the GPU's counters read must have done what the counted ones did.
+        if self.hardware_disagrees() {
+            return Some(false);
+        }
         match self.correct_with_arch()? {
             false => Some(false),
             true if mma_required => {
@@ -602,6 +617,58 @@ pub(crate) mod tests {
         assert_eq!(graded("tma", None, Some(0.97)), Some(true));
         assert_eq!(graded("tma", None, Some(0.01)), Some(false));
         assert_eq!(graded("tma", Some(1.0), None), None);
+    }
+
+    #[test]
+    fn timed_launches_whose_counters_disagree_cost_on_target() {
+        let mut r = record(Verdict::Correct, &[EvidenceStatus::DynamicPresent]);
+        if let Some(ev) = r.outcome.evidence.as_mut() {
+            ev.families[0].family = "wgmma".into();
+        }
+        r.outcome.dynamic = Some(DynamicCounts {
+            mma_flop_share: Some(1.0),
+            other_flop_share: Some(0.01),
+            ..DynamicCounts::default()
+        });
+        let timing: outcome::Timing = serde_json::from_value(serde_json::json!({
+            "candidate": {"n": 3, "median_ms": 1.0, "p25_ms": 1.0, "p75_ms": 1.0, "min_ms": 1.0, "max_ms": 1.0},
+            "candidate_tflops": 1.0,
+            "recheck_passed": true,
+        }))
+        .expect("timing");
+        r.outcome.workloads.push(outcome::WorkloadResult {
+            workload: "M8192".into(),
+            performance: true,
+            trials: Vec::new(),
+            timing: Some(timing),
+        });
+        assert_eq!(r.correct_on_target(), Some(true));
+        let agreement = |agrees| hardware::Agreement {
+            quantity: "wgmma instructions".into(),
+            hardware: 4.0,
+            counted: 4000.0,
+            lo: 3960.0,
+            hi: 4040.0,
+            agrees,
+        };
+        let check = |agrees| hardware::HardwareCheck {
+            agreements: vec![vec![agreement(true)], vec![agreement(agrees)]],
+            ..hardware::HardwareCheck::default()
+        };
+        let timed = |r: &mut Record, agrees| {
+            r.outcome.workloads[0]
+                .timing
+                .as_mut()
+                .expect("timed")
+                .hardware = Some(check(agrees));
+        };
+        timed(&mut r, true);
+        assert_eq!(r.correct_on_target(), Some(true));
+        // One measured launch of one workload that did not do the counted work is enough.
+        timed(&mut r, false);
+        assert!(r.hardware_disagrees());
+        assert_eq!(r.correct_on_target(), Some(false));
+        assert_eq!(r.correct_with_arch(), Some(true));
     }
 
     #[test]

@@ -392,6 +392,10 @@ pub struct Timing {
     pub state_before: Option<GpuState>,
     #[serde(default)]
     pub state_after: Option<GpuState>,
+    /// The GPU's own counters on timed launches chosen at random, against the counted copy
+    /// (with `PTXBENCH_HARDWARE_COUNTERS=cupti`; see `evidence::hardware`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<super::hardware::HardwareCheck>,
 }
 
 /// How much a speedup moves between processes on one GPU model (see

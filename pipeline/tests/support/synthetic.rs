@@ -723,6 +723,7 @@ fn converged(
         baseline_tflops: Some(flops / base_ms / 1e9),
         checked_launches,
         recheck_passed: true,
+        hardware: None,
         floor: None,
         floor_fraction: None,
         clocks: None,
