@@ -40,6 +40,8 @@ run_list() {
   [ -n "$digest" ] && python3 pipeline/scripts/evidence_table.py "$digest" artifacts > "$log/$list-table.md" 2>&1
 }
 run_list hardware-counters-sm90a PTXBENCH_HARDWARE_COUNTERS=cupti
+digest=$(grep -o 'run object [0-9a-f]*' "$log/hardware-counters-sm90a.txt" | awk '{print $3}')
+[ -n "$digest" ] && python3 pipeline/scripts/hardware_table.py "$digest" artifacts > "$log/hardware-counters-counts.md" 2>&1
 
 # The counters as Nsight Compute names and reads them: on cuBLAS's bf16 GEMM (2*4096^3 FLOPs)
 # and on the hand-written wgmma GEMM launched by the harness in its worker.

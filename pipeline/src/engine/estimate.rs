@@ -3,6 +3,7 @@
 //! ratios baseline / candidate, with a 95% percentile-bootstrap confidence interval. Pure and
 //! deterministic: the bootstrap's generator is seeded by the caller.
 
+use crate::record::stats::quantile;
 use serde::{Deserialize, Serialize};
 
 pub use super::StopReason;
@@ -56,12 +57,7 @@ impl SplitMix {
 
 fn median_in_place(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    quantile(v, 0.5)
 }
 
 /// The median of `baseline[i] / candidate[i]` with a 95% bootstrap interval over the pairs;
@@ -87,7 +83,7 @@ pub fn paired_speedup(candidate: &[f64], baseline: &[f64], seed: u64) -> Option<
         medians.push(median_in_place(&mut sample));
     }
     medians.sort_by(f64::total_cmp);
-    let at = |q: f64| medians[((q * (medians.len() - 1) as f64).round()) as usize];
+    let at = |q: f64| quantile(&medians, q);
     Some(PairedSpeedup {
         estimate,
         lo: at(0.025).min(estimate),

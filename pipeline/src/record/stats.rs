@@ -13,6 +13,16 @@ pub struct Stats {
     pub max_ms: f64,
 }
 
+/// The `q` quantile of `sorted` (ascending, non-empty) by linear interpolation between the
+/// closest ranks: the one quantile of the pipeline (timing summaries, the bootstrap interval,
+/// the site's box plots).
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
 impl Stats {
     /// `None` when there is no finite sample.
     pub fn from_samples(samples: &[f64]) -> Option<Stats> {
@@ -21,13 +31,7 @@ impl Stats {
             return None;
         }
         v.sort_by(f64::total_cmp);
-        let q = |p: f64| {
-            // Linear interpolation between closest ranks.
-            let pos = p * (v.len() - 1) as f64;
-            let lo = pos.floor() as usize;
-            let hi = pos.ceil() as usize;
-            v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-        };
+        let q = |p: f64| quantile(&v, p);
         Some(Stats {
             n: v.len(),
             median_ms: q(0.5),

@@ -11,17 +11,10 @@ use super::{
     draw_category_labels, draw_legend, log_range, plot_error, render, task_speedup_chart,
 };
 use crate::metrics::{Provenance, TURN_LIMITS};
+use crate::record::stats::quantile;
 use crate::site::SiteError;
 use crate::site::context::Context;
 use crate::site::format;
-
-/// Quartiles by linear interpolation between closest ranks; `values` sorted, non-empty.
-fn quantile(values: &[f64], q: f64) -> f64 {
-    let pos = q * (values.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    values[lo] + (values[hi] - values[lo]) * (pos - lo as f64)
-}
 
 pub fn speedup_distribution(
     ctx: &Context<'_>,
