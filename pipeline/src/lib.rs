@@ -32,4 +32,5 @@ pub mod serve;
 pub mod site;
 pub mod store;
 pub mod task;
+mod text_enum;
 pub mod toolchain;

@@ -582,7 +582,7 @@ impl Resolver<'_> {
         let box_dims = self.list(f, "box", &m.box_dims, 0, i64::MAX);
         let element_strides = self.list(f, "element_strides", &m.element_strides, 0, i64::MAX);
         let desc = TensorMapDesc::new(
-            m.dtype,
+            m.dtype.into(),
             dims?,
             strides?,
             box_dims?,

@@ -11,8 +11,10 @@ use std::fmt;
 
 use serde::Deserialize;
 
+pub use crate::cuda::tensor_map::{Interleave, L2Promotion, OobFill, Swizzle};
 use crate::expr::Expr;
 use crate::task::{DType, Task};
+use crate::text_enum::text_enum;
 
 /// The YAML form, as a model or a person writes it.
 #[derive(Debug, Clone, Deserialize)]
@@ -185,59 +187,10 @@ impl std::str::FromStr for ScalarType {
     }
 }
 
-macro_rules! text_enum {
-    ($(#[$m:meta])* $name:ident { $($var:ident => $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-        pub enum $name { $($var),+ }
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$var),+];
-            pub fn as_str(self) -> &'static str { match self { $($name::$var => $text),+ } }
-            fn parse(field: &str, s: &str) -> Result<Self, String> {
-                Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| {
-                    format!("{field} `{s}` is not one of: {}",
-                        Self::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "))
-                })
-            }
-        }
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
-        }
-    };
-}
-
-text_enum!(
-    /// Shared-memory swizzle of a TMA box.
-    Swizzle { None => "none", B32 => "32B", B64 => "64B", B128 => "128B" }
-);
-text_enum!(
-    /// Interleaved layouts of a TMA tensor.
-    Interleave { None => "none", B16 => "16B", B32 => "32B" }
-);
-text_enum!(
-    /// L2 promotion of TMA loads.
-    L2Promotion { None => "none", B64 => "64B", B128 => "128B", B256 => "256B" }
-);
-text_enum!(
-    /// What TMA loads return outside the tensor.
-    OobFill { Zero => "zero", Nan => "nan" }
-);
 text_enum!(
     /// How a workspace is filled before each launch sequence.
     WorkspaceInit { Zero => "zero", Poison => "poison" }
 );
-
-impl Swizzle {
-    /// Largest inner box extent in bytes the swizzle mode allows (none: the 256-element limit).
-    pub fn max_inner_bytes(self) -> Option<u64> {
-        match self {
-            Swizzle::None => None,
-            Swizzle::B32 => Some(32),
-            Swizzle::B64 => Some(64),
-            Swizzle::B128 => Some(128),
-        }
-    }
-}
 
 /// A checked plan: every name resolves in the task, every expression uses only its axes.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

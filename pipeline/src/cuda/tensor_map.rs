@@ -5,8 +5,56 @@
 
 use cudarc::driver::sys;
 
-use crate::candidate::plan::{Interleave, L2Promotion, OobFill, Swizzle};
-use crate::task::DType;
+use crate::text_enum::text_enum;
+
+text_enum!(
+    /// Shared-memory swizzle of a TMA box.
+    Swizzle { None => "none", B32 => "32B", B64 => "64B", B128 => "128B" }
+);
+text_enum!(
+    /// Interleaved layouts of a TMA tensor.
+    Interleave { None => "none", B16 => "16B", B32 => "32B" }
+);
+text_enum!(
+    /// L2 promotion of TMA loads.
+    L2Promotion { None => "none", B64 => "64B", B128 => "128B", B256 => "256B" }
+);
+text_enum!(
+    /// What TMA loads return outside the tensor.
+    OobFill { Zero => "zero", Nan => "nan" }
+);
+
+impl Swizzle {
+    /// Largest inner box extent in bytes the swizzle mode allows (none: the 256-element limit).
+    pub fn max_inner_bytes(self) -> Option<u64> {
+        match self {
+            Swizzle::None => None,
+            Swizzle::B32 => Some(32),
+            Swizzle::B64 => Some(64),
+            Swizzle::B128 => Some(128),
+        }
+    }
+}
+
+/// The element type a map moves, as TMA knows it (fp8 has none: TMA moves its bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum TmaElement {
+    Bf16,
+    F16,
+    F32,
+    Byte,
+    I32,
+}
+
+impl TmaElement {
+    pub fn bytes(self) -> u64 {
+        match self {
+            TmaElement::Byte => 1,
+            TmaElement::Bf16 | TmaElement::F16 => 2,
+            TmaElement::F32 | TmaElement::I32 => 4,
+        }
+    }
+}
 
 /// One rule a description breaks: the field (`dims`, `strides[1]`, `box[0]`...) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +70,7 @@ pub struct TensorMapProblem {
 /// that fits the swizzle span; element strides in 1..=8.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TensorMapDesc {
-    dtype: DType,
+    element: TmaElement,
     dims: Vec<u64>,
     strides: Vec<u64>,
     box_dims: Vec<u32>,
@@ -36,7 +84,7 @@ pub struct TensorMapDesc {
 impl TensorMapDesc {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        dtype: DType,
+        element: TmaElement,
         dims: Vec<u64>,
         strides: Vec<u64>,
         box_dims: Vec<u64>,
@@ -98,7 +146,7 @@ impl TensorMapDesc {
             .first()
             .copied()
             .unwrap_or(0)
-            .saturating_mul(dtype.size_bytes());
+            .saturating_mul(element.bytes());
         if interleave == Interleave::None {
             if !inner_bytes.is_multiple_of(16) {
                 bad(
@@ -126,7 +174,7 @@ impl TensorMapDesc {
                 .collect()
         };
         Ok(TensorMapDesc {
-            dtype,
+            element,
             dims,
             strides,
             box_dims: narrow(box_dims),
@@ -138,8 +186,8 @@ impl TensorMapDesc {
         })
     }
 
-    pub fn dtype(&self) -> DType {
-        self.dtype
+    pub fn element(&self) -> TmaElement {
+        self.element
     }
 
     pub fn dims(&self) -> &[u64] {
@@ -174,7 +222,7 @@ impl TensorMapDesc {
         self.oob_fill
     }
 
-    /// Bytes one copy of a full box moves (the box's elements at the map's dtype; element
+    /// Bytes one copy of a full box moves (the box's elements at the map's element size; element
     /// strides skip elements, so they divide the count).
     pub fn box_bytes(&self) -> u64 {
         self.box_dims
@@ -182,12 +230,12 @@ impl TensorMapDesc {
             .zip(&self.element_strides)
             .map(|(b, s)| u64::from(b.div_ceil(*s)))
             .product::<u64>()
-            * self.dtype.size_bytes()
+            * self.element.bytes()
     }
 
     /// Bytes of the tensor the map spans (what it may touch around its base).
     pub fn footprint_bytes(&self) -> u64 {
-        let inner = self.dims[0].saturating_mul(self.dtype.size_bytes());
+        let inner = self.dims[0].saturating_mul(self.element.bytes());
         self.dims
             .iter()
             .skip(1)
@@ -198,13 +246,12 @@ impl TensorMapDesc {
 
     pub(super) fn data_type(&self) -> sys::CUtensorMapDataType {
         use sys::CUtensorMapDataType as T;
-        match self.dtype {
-            DType::Bf16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-            DType::F16 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-            DType::F32 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-            // TMA has no fp8 type: it moves the bytes.
-            DType::E4m3 | DType::E5m2 => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
-            DType::I32 => T::CU_TENSOR_MAP_DATA_TYPE_INT32,
+        match self.element {
+            TmaElement::Bf16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            TmaElement::F16 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            TmaElement::F32 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            TmaElement::Byte => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            TmaElement::I32 => T::CU_TENSOR_MAP_DATA_TYPE_INT32,
         }
     }
 
@@ -251,14 +298,14 @@ mod tests {
     use super::*;
 
     fn desc(
-        dtype: DType,
+        element: TmaElement,
         dims: &[u64],
         strides: &[u64],
         bx: &[u64],
         swizzle: Swizzle,
     ) -> Result<TensorMapDesc, Vec<TensorMapProblem>> {
         TensorMapDesc::new(
-            dtype,
+            element,
             dims.to_vec(),
             strides.to_vec(),
             bx.to_vec(),
@@ -273,7 +320,7 @@ mod tests {
     #[test]
     fn a_gemm_operand_map_is_valid_and_counts_its_box() {
         let d = desc(
-            DType::Bf16,
+            TmaElement::Bf16,
             &[5120, 8192],
             &[10240],
             &[64, 128],
@@ -291,7 +338,7 @@ mod tests {
             sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
         );
         let fp8 = desc(
-            DType::E4m3,
+            TmaElement::Byte,
             &[5120, 8192],
             &[5120],
             &[128, 128],
@@ -316,7 +363,7 @@ mod tests {
         // 65 bf16 = 130 bytes: not a multiple of 16, and over the 128B swizzle span.
         assert_eq!(
             fields(desc(
-                DType::Bf16,
+                TmaElement::Bf16,
                 &[4096, 64],
                 &[8192],
                 &[65, 64],
@@ -326,7 +373,7 @@ mod tests {
         );
         assert_eq!(
             fields(desc(
-                DType::Bf16,
+                TmaElement::Bf16,
                 &[4096, 64],
                 &[8200],
                 &[64, 64],
@@ -336,7 +383,7 @@ mod tests {
         );
         assert_eq!(
             fields(desc(
-                DType::Bf16,
+                TmaElement::Bf16,
                 &[4096, 64],
                 &[8192],
                 &[64, 512],
@@ -346,7 +393,7 @@ mod tests {
         );
         assert_eq!(
             fields(desc(
-                DType::Bf16,
+                TmaElement::Bf16,
                 &[4096, 64],
                 &[],
                 &[64, 64],
@@ -356,11 +403,17 @@ mod tests {
         );
         let six = [8u64; 6];
         assert!(
-            fields(desc(DType::F32, &six, &[16; 5], &six, Swizzle::None))
+            fields(desc(TmaElement::F32, &six, &[16; 5], &six, Swizzle::None))
                 .contains(&"dims".to_string())
         );
         assert_eq!(
-            fields(desc(DType::F32, &[0, 4], &[16], &[4, 4], Swizzle::None)),
+            fields(desc(
+                TmaElement::F32,
+                &[0, 4],
+                &[16],
+                &[4, 4],
+                Swizzle::None
+            )),
             ["dims[0]"]
         );
     }

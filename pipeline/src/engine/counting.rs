@@ -360,7 +360,7 @@ pub fn credit_refusal(
             "its tensor map is over `{tensor}`, which is not an input of the task"
         ));
     };
-    let element = desc.dtype().size_bytes();
+    let element = desc.element().bytes();
     if element != spec.dtype.size_bytes() {
         return Some(format!(
             "its tensor map reads {element}-byte elements of `{tensor}`, whose elements have {} bytes",

@@ -117,7 +117,7 @@ pub fn declarations(slots: usize) -> String {
 /// One slot's shape words for the tensor map `desc`.
 pub fn shape_words(desc: &TensorMapDesc) -> [i64; SHAPE_WORDS] {
     let mut w = [1i64; SHAPE_WORDS];
-    w[0] = desc.dtype().size_bytes() as i64;
+    w[0] = desc.element().bytes() as i64;
     for (d, ((dim, b), e)) in desc
         .dims()
         .iter()

@@ -747,6 +747,20 @@ impl Task {
     }
 }
 
+impl From<DType> for crate::cuda::tensor_map::TmaElement {
+    /// The element as TMA moves it (fp8 has no TMA type: its bytes).
+    fn from(d: DType) -> Self {
+        use crate::cuda::tensor_map::TmaElement;
+        match d {
+            DType::Bf16 => TmaElement::Bf16,
+            DType::F16 => TmaElement::F16,
+            DType::F32 => TmaElement::F32,
+            DType::E4m3 | DType::E5m2 => TmaElement::Byte,
+            DType::I32 => TmaElement::I32,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -472,19 +472,19 @@ fn issue_57_tma_credit_goes_only_to_maps_over_the_tasks_inputs() {
     };
     use ptxbench::candidate::plan::{Interleave, L2Promotion, OobFill, Swizzle};
     use ptxbench::task::DType;
-    let own = desc(vec![4096, 129], vec![8192], DType::Bf16);
+    let own = desc(vec![4096, 129], vec![8192], DType::Bf16.into());
     assert_eq!(credit_refusal("A", &own, task, &env), None);
     let why = credit_refusal("ws", &own, task, &env).expect("a workspace");
     assert!(why.contains("not an input"), "{why}");
-    let overlapping = desc(vec![4096, 129], vec![16], DType::Bf16);
+    let overlapping = desc(vec![4096, 129], vec![16], DType::Bf16.into());
     let why = credit_refusal("A", &overlapping, task, &env).expect("overlapping rows");
     assert!(why.contains("stride 16 bytes"), "{why}");
-    let twice = desc(vec![4096, 258], vec![8192], DType::Bf16);
+    let twice = desc(vec![4096, 258], vec![8192], DType::Bf16.into());
     assert!(
         credit_refusal("A", &twice, task, &env).is_some(),
         "past the tensor"
     );
-    let bytes = desc(vec![8192, 129], vec![8192], DType::E4m3);
+    let bytes = desc(vec![8192, 129], vec![8192], DType::E4m3.into());
     assert!(
         credit_refusal("A", &bytes, task, &env).is_some(),
         "another element size"
