@@ -712,6 +712,217 @@ def decode_task():
     return tid, "".join(out)
 
 
+# ---------------------------------------------------------------- GQA prefill (suite 1.4)
+PREFILL_DESC = """\
+Causal grouped-query attention prefill over {layout_short}: the paper's code release's {id}
+(FlashInfer-Trace{origin}). A batch of sequences is packed along the token axes: sequence b owns
+the query tokens qo_indptr[b] .. qo_indptr[b+1] of q and {keys_where}. Each sequence's queries are
+the last of its keys (a chunk of new tokens after a cached prefix, or the whole prompt when the
+lengths are equal), so with the causal mask aligned to the last key, query i of a sequence with
+q_len queries and kv_len keys sees keys j <= i + kv_len - q_len. There are {h} query heads and {hkv}
+KV heads of 128; query head h reads KV head h / {group}. With scale = 1/sqrt(128) (a constant
+here; upstream passes sm_scale):
+  s_j = scale * q[t,h,:] . K_b[j, h/{group}, :]  over the keys j the mask keeps
+  lse[t,h] = log(sum_j exp(s_j))  (natural log; upstream's lse is base 2: lse2 = lse / ln 2)
+  output[t,h,:] = sum_j exp(s_j - lse[t,h]) * V_b[j, h/{group}, :]
+
+q and output are bf16 [total_q, {h}, 128]; {layout_long} qo_indptr and kv_indptr are int32
+[len_indptr] (len_indptr = sequences + 1). The harness derives the indptrs from each workload's
+qo_lens and kv_lens{paged_draw}. The correctness workloads hold sequences of length 1, lengths
+that are not multiples of any tile (17, 65, 130), and queries after a cached prefix (1 query
+after 89 keys); the performance workloads are {perf_words}. Headline: {headline} (the most FLOPs).
+
+FLOPs: 4 * attended_pairs * {h} * 128, where attended_pairs is the number of (query, key) pairs
+the mask keeps, summed over sequences (q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2 per
+sequence; the harness binds it from the workload's lengths). Bytes: q read and output written,
+the K and V rows of every KV token read once, lse written, the indptrs{idx_bytes} read. Prefill is
+compute-bound at the headline (a 128-row query tile reuses each K and V row 128 times), so the
+Hopper target is the attention forward's: wgmma for both products, TMA for the tiles; {tma_words}
+
+Tolerances: output allclose, rtol 2e-2 and atol 2e-2, and relative L2 error at most 8e-3 (as
+attention forward's O: the norm is what fails a lower-precision P V product); lse allclose, rtol
+1e-3 and atol 1e-3 (fp32 scores; a base-2 lse fails by a factor ln 2). Baseline: cuDNN SDPA
+forward {baseline_words}; not built yet in this suite version, so records of this task carry no
+baseline time and no speedup until it is.
+"""
+
+
+def lens_summing(rng, n, total, sigma=0.8):
+    """n positive lengths, log-normally spread, summing to total exactly."""
+    import math
+    w = [math.exp(rng.gauss(0.0, sigma)) for _ in range(n)]
+    lens = [max(1, int(round(total * x / sum(w)))) for x in w]
+    lens[lens.index(max(lens))] += total - sum(lens)
+    return lens
+
+
+def prefill_workload(name, kind, qo, kv, paged, uuid=None):
+    tq, tk = sum(qo), sum(kv)
+    if paged:
+        pages = 2 * tk + 3 if kind == "correctness" or uuid is None else None
+        axes = {"len_indptr": len(qo) + 1, "total_q": tq, "num_kv_indices": tk,
+                "num_pages": pages}
+    else:
+        axes = {"len_indptr": len(qo) + 1, "total_q": tq, "total_kv": tk}
+    return axes
+
+
+def prefill_line(name, kind, axes, qo, kv, uuid=None):
+    ax = ", ".join(f"{k}: {v}" for k, v in axes.items())
+    u = f", uuid: {q(uuid)}" if uuid else ""
+    return (f"  - {{name: {name}, kind: {kind}, axes: {{{ax}}}, kv_lens: [{', '.join(map(str, kv))}], "
+            f"qo_lens: [{', '.join(map(str, qo))}]{u}}}\n")
+
+
+# The paper's Qwen runs on prefill (experiments.csv): their workloads, by definition.
+PREFILL_PAPER = {
+    "gqa_paged_prefill_causal_h24_kv8_d128_ps1": ("2bcc7cdd-53db-4da4-844f-07ff4f3439b6", 1, 892, 43676),
+    "gqa_ragged_prefill_causal_h32_kv4_d128": ("007ddabb-3c8c-48a1-a693-c0618d32243c", 33, 16294, None),
+}
+
+
+def prefill_task(paged, h, hkv):
+    import random
+    group = h // hkv
+    tid = (f"gqa_paged_prefill_causal_h{h}_kv{hkv}_d128_ps1" if paged
+           else f"gqa_ragged_prefill_causal_h{h}_kv{hkv}_d128")
+    paper = PREFILL_PAPER.get(tid)
+    rng = random.Random(20261215 + 1000 * paged + h + hkv)
+    # Correctness: length 1, lengths off any tile, a query after a long prefix.
+    correctness = [([1], [1]), ([1, 17, 130], [1, 40, 130]), ([64, 1, 3, 65, 17], [64, 90, 3, 70, 17])]
+    perf = []
+    if paper:
+        uuid, batch, tokens, pages = paper
+        lens = [tokens] if batch == 1 else lens_summing(random.Random(20261215), batch, tokens)
+        perf.append((lens, lens, uuid, pages))
+    if paged:
+        # Chunked prefill: 16 sequences, a new chunk after a cached prefix each.
+        qo = [max(1, int(x)) for x in lens_summing(rng, 16, 4096)]
+        kv = [x + p for x, p in zip(qo, lens_summing(rng, 16, 16384))]
+        perf.append((qo, kv, None, None))
+        if not paper:
+            perf.append(([892], [892], None, None))
+    else:
+        if not paper:
+            lens = lens_summing(rng, 33, 16294)
+            perf.append((lens, lens, None, None))
+        qo = lens_summing(rng, 8, 2048)
+        kv = [x + p for x, p in zip(qo, lens_summing(rng, 8, 8192))]
+        perf.append((qo, kv, None, None))
+    lines = []
+    for qo, kv in correctness:
+        ax = prefill_workload("", "correctness", qo, kv, paged)
+        lines.append(("correctness", qo, kv, ax, None))
+    for qo, kv, uuid, pages in perf:
+        ax = prefill_workload("", "performance", qo, kv, paged, uuid)
+        if paged and ax["num_pages"] is None:
+            ax["num_pages"] = pages
+        lines.append(("performance", qo, kv, ax, uuid))
+
+    def pairs(qo, kv):
+        return sum(x * (k - x) + x * (x + 1) // 2 for x, k in zip(qo, kv))
+    head = max((x for x in lines if x[0] == "performance"), key=lambda x: pairs(x[1], x[2]))
+    name = lambda qo, kv: f"B{len(qo)}_Q{sum(qo)}_K{sum(kv)}"  # noqa: E731
+    perf_words = "; ".join(
+        f"{name(qo, kv)}" + (" (the paper's workload of its Qwen run, uuid kept)" if uuid else
+                             (" (chunked prefill: a new chunk after a cached prefix per sequence)"
+                              if sum(qo) != sum(kv) else " (whole prompts, lengths drawn once with a fixed seed)"))
+        for kind, qo, kv, ax, uuid in lines if kind == "performance")
+    origin = (", a definition of the Qwen run the paper reports" if paper else "")
+    cache = "[num_pages, page_size, num_kv_heads, head_dim]"
+    desc = PREFILL_DESC.format(
+        id=tid, origin=origin, h=h, hkv=hkv, group=group,
+        layout_short="a paged KV cache (page size 1)" if paged else "ragged (packed, variable-length) sequences",
+        keys_where=("the pages kv_indices[kv_indptr[b] .. kv_indptr[b+1]) of k_cache and v_cache, in that "
+                    "order (a CSR page table; page size 1, so a page is one token)") if paged else
+                   "the key and value rows kv_indptr[b] .. kv_indptr[b+1] of k and v",
+        layout_long=(f"k_cache and v_cache are bf16 {cache} = [num_pages, 1, {hkv}, 128]; kv_indices is int32 "
+                     "[num_kv_indices].") if paged else f"k and v are bf16 [total_kv, {hkv}, 128].",
+        paged_draw=(", and draws a fresh page table per trial: distinct pages in random order among "
+                    "spare pages (about twice as many pages as tokens, or the paper's cache size), so "
+                    "a kernel cannot assume a sequence's pages are consecutive") if paged else "",
+        perf_words=perf_words, headline=name(head[1], head[2]),
+        idx_bytes=" and kv_indices" if paged else "",
+        tma_words=("the K and V rows of a page-size-1 cache are gathered one token at a time, so a TMA "
+                   "load per page row (or a 2D tiled map over the cache with one box row per token) "
+                   "is the Hopper way to bring them in.") if paged else
+                  "the packed K and V rows of a sequence are contiguous, so one tiled TMA map over "
+                  "[total_kv * heads, 128] serves every sequence (mask the rows past its end).",
+        baseline_words=("with paged K/V (cuDNN reads a dense page table; the harness would convert the "
+                        "CSR table once per input set, outside the timed launch)") if paged else
+                       "with ragged offsets (THD layout: sequence offsets for Q, K, V and O)",
+    )
+    out = [HEADER]
+    out.append(f"schema: 1\nid: {tid}\nfamily: attention_prefill\n")
+    title = (f"{'Paged' if paged else 'Ragged'} GQA prefill, causal, bf16, {h} query heads, {hkv} KV heads, D=128"
+             + (", page size 1" if paged else ""))
+    out.append(f"title: {q(title)}\n")
+    out.append("description: " + block(desc))
+    out.append(
+        "axes:\n"
+        f'  num_qo_heads: {{type: const, value: {h}, description: "query heads"}}\n'
+        f'  num_kv_heads: {{type: const, value: {hkv}, description: "KV heads ({group} query heads each)"}}\n'
+        '  head_dim: {type: const, value: 128, description: "head dimension"}\n'
+        + ('  page_size: {type: const, value: 1, description: "tokens per page"}\n' if paged else "")
+        + '  len_indptr: {type: var, description: "sequences + 1"}\n'
+        '  total_q: {type: var, description: "query tokens over the batch (= qo_indptr[-1])"}\n'
+        + ('  num_kv_indices: {type: var, description: "KV tokens over the batch (= kv_indptr[-1])"}\n'
+           '  num_pages: {type: var, description: "pages of the KV cache"}\n' if paged else
+           '  total_kv: {type: var, description: "KV tokens over the batch (= kv_indptr[-1])"}\n')
+        + "inputs:\n"
+        '  q: {dtype: bf16, shape: [total_q, num_qo_heads, head_dim], description: "queries, sequences packed in order"}\n'
+        + (f'  k_cache: {{dtype: bf16, shape: {cache}, description: "keys by page"}}\n'
+           f'  v_cache: {{dtype: bf16, shape: {cache}, description: "values by page"}}\n' if paged else
+           '  k: {dtype: bf16, shape: [total_kv, num_kv_heads, head_dim], description: "keys, sequences packed in order"}\n'
+           '  v: {dtype: bf16, shape: [total_kv, num_kv_heads, head_dim], description: "values, sequences packed in order"}\n')
+        + '  qo_indptr: {dtype: i32, shape: [len_indptr], description: "row pointers of the sequences into q (computed by the harness)"}\n'
+        + ('  kv_indptr: {dtype: i32, shape: [len_indptr], description: "CSR row pointers into kv_indices (computed by the harness)"}\n'
+           '  kv_indices: {dtype: i32, shape: [num_kv_indices], description: "the pages of each sequence, in order (drawn by the harness)"}\n'
+           if paged else
+           '  kv_indptr: {dtype: i32, shape: [len_indptr], description: "row pointers of the sequences into k and v (computed by the harness)"}\n')
+        + "outputs:\n"
+        "  output:\n"
+        "    dtype: bf16\n"
+        "    shape: [total_q, num_qo_heads, head_dim]\n"
+        '    description: "attention output per query token and head"\n'
+        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02, relnorm_max: 0.008}\n"
+        "  lse:\n"
+        "    dtype: f32\n"
+        "    shape: [total_q, num_qo_heads]\n"
+        '    description: "natural-log log-sum-exp of the scaled logits the mask keeps"\n'
+        "    tolerance: {metric: allclose, rtol: 0.001, atol: 0.001}\n"
+        f"op: {{kind: attention_prefill, paged: {'true' if paged else 'false'}, causal: true}}\n"
+        "reference: "
+        + q(f"scale = 1/sqrt(128); for query token t, the i-th of sequence b (q_len queries, kv_len keys), and head h:"
+            f" s_j = scale * q[t,h,:] . K_b[j,h/{group},:] for j <= i + kv_len - q_len; lse[t,h] = log(sum_j exp(s_j));"
+            f" output[t,h,:] = sum_j exp(s_j - lse[t,h]) * V_b[j,h/{group},:]; K_b[j] is "
+            + ("k_cache[kv_indices[kv_indptr[b] + j], 0]" if paged else "k[kv_indptr[b] + j]")
+            + ", V_b likewise; all in fp32 from the bf16 inputs")
+        + "\n"
+        "distribution: {kind: randn, std: 1.0}\n"
+        + (f'baseline: {{library: cudnn, operation: "SDPA forward in bf16, causal, with paged K/V (page table) and ragged Q offsets, with softmax stats (LSE); not built yet"}}\n'
+           if paged else
+           f'baseline: {{library: cudnn, operation: "SDPA forward in bf16, causal, with ragged offsets (THD), with softmax stats (LSE); not built yet"}}\n')
+        + 'flops: "4*attended_pairs*num_qo_heads*head_dim"\n'
+        + ('bytes: "4*total_q*num_qo_heads*head_dim + 4*num_kv_indices*num_kv_heads*head_dim + 4*total_q*num_qo_heads + 8*len_indptr + 4*num_kv_indices"\n'
+           if paged else
+           'bytes: "4*total_q*num_qo_heads*head_dim + 4*total_kv*num_kv_heads*head_dim + 4*total_q*num_qo_heads + 8*len_indptr"\n')
+        + "workloads:\n"
+    )
+    for kind, qo, kv, ax, uuid in lines:
+        out.append(prefill_line(name(qo, kv), kind, ax, qo, kv, uuid))
+    out.append(targets(
+        "both matrix products (Q K^T and P V) run on the warpgroup MMA unit (wgmma.mma_async, SASS "
+        "HGMMA) and the tiles arrive by TMA (cp.async.bulk.tensor, SASS UTMALDG). mma.sync (HMMA) "
+        "alone does not count.",
+        ATT_B,
+    ))
+    return tid, "".join(out)
+
+
+PREFILL_TASKS = [(True, 32, 8), (True, 32, 4), (True, 24, 8), (False, 32, 8), (False, 32, 4)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
@@ -764,12 +975,16 @@ def main():
         files[f"attention_fwd_fp8/{tid}.yaml"] = text
     tid, text = decode_task()
     files[f"attention_decode/{tid}.yaml"] = text
+    for paged, h, hkv in PREFILL_TASKS:
+        tid, text = prefill_task(paged, h, hkv)
+        files[f"attention_prefill/{tid}.yaml"] = text
 
     if args.check:
         stale = [rel for rel, text in sorted(files.items())
                  if not (HERE / rel).is_file() or (HERE / rel).read_text() != text]
         extra = sorted(str(p.relative_to(HERE)) for fam in ("gemm", "attention_fwd", "attention_bwd",
-                                                          "attention_fwd_fp8", "attention_decode")
+                                                          "attention_fwd_fp8", "attention_decode",
+                                                          "attention_prefill")
                        for p in (HERE / fam).glob("*.yaml") if str(p.relative_to(HERE)) not in files)
         for rel in stale:
             print(f"differs from what tasks/generate.py makes: tasks/{rel}")

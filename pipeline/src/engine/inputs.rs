@@ -151,6 +151,17 @@ fn fill_drawn(
     Ok(())
 }
 
+/// The row pointers of sequences of these lengths packed in order: `[0, l0, l0 + l1, ...]`.
+pub fn indptr(lens: &[u64]) -> Result<Vec<i32>, String> {
+    let mut out = vec![0i32];
+    let mut at = 0u64;
+    for l in lens {
+        at += l;
+        out.push(i32::try_from(at).map_err(|_| format!("{at} does not fit an int32 index"))?);
+    }
+    Ok(out)
+}
+
 /// The CSR page table of a paged decode workload: `kv_indptr` from its `kv_lens`, and
 /// `kv_indices` distinct pages drawn from `seed` in random order (a partial Fisher-Yates
 /// shuffle of all pages), so that no kernel can assume sequences sit in consecutive pages.
@@ -159,15 +170,9 @@ pub fn page_table(lens: &[u64], pages: u64, seed: u64) -> Result<(Vec<i32>, Vec<
     if tokens > pages {
         return Err(format!("{tokens} KV tokens do not fit in {pages} pages"));
     }
-    let to_i32 = |v: u64| i32::try_from(v).map_err(|_| format!("{v} does not fit an int32 index"));
-    let mut indptr = vec![0i32];
-    let mut at = 0u64;
-    for l in lens {
-        at += l;
-        indptr.push(to_i32(at)?);
-    }
+    let indptr = indptr(lens)?;
     let n = usize::try_from(pages).map_err(|e| e.to_string())?;
-    to_i32(pages)?;
+    i32::try_from(pages).map_err(|_| format!("{pages} does not fit an int32 index"))?;
     let mut all: Vec<i32> = (0..n as i32).collect();
     let mut rng = super::estimate::SplitMix::new(seed);
     let take = tokens as usize;
@@ -195,7 +200,8 @@ fn upload_i32(gpu: &Gpu, set: &TensorSet, name: &str, v: &[i32]) -> Result<(), S
 
 /// Fills the drawn inputs; derived inputs come from the others: attention backward's O and
 /// LSE from the fp32 reference forward, fp8 descales from the quantization of their tensors,
-/// a paged decode's page table from the workload's KV lengths and the seed.
+/// a paged decode's page table from the workload's KV lengths and the seed, a prefill's
+/// indptrs from its query and KV lengths (and, paged, its page table from the seed).
 pub fn fill_inputs(
     gpu: &Gpu,
     support: &Support,
@@ -219,6 +225,27 @@ pub fn fill_inputs(
             .map_err(setup_error)?;
         upload_i32(gpu, set, "kv_indptr", &indptr)?;
         upload_i32(gpu, set, "kv_indices", &indices)?;
+    }
+    if let Op::AttentionPrefill { paged, .. } = task.op {
+        let dims = task
+            .problem_in(env)
+            .and_then(|p| p.prefill())
+            .map_err(setup_error)?;
+        let lens = |l: &Option<Vec<u64>>, what: &str| {
+            l.clone()
+                .ok_or_else(|| setup_error(format!("workload {} lists no {what}", w.name)))
+        };
+        let (qo, kv) = (lens(&w.qo_lens, "qo_lens")?, lens(&w.kv_lens, "kv_lens")?);
+        upload_i32(gpu, set, "qo_indptr", &indptr(&qo).map_err(setup_error)?)?;
+        if paged {
+            let pages = dims.paged.map_or(0, |(pages, _)| pages);
+            let (kv_indptr, indices) =
+                page_table(&kv, pages, input_seed(seed, task.inputs.len())).map_err(setup_error)?;
+            upload_i32(gpu, set, "kv_indptr", &kv_indptr)?;
+            upload_i32(gpu, set, "kv_indices", &indices)?;
+        } else {
+            upload_i32(gpu, set, "kv_indptr", &indptr(&kv).map_err(setup_error)?)?;
+        }
     }
     if let Op::AttentionBwd { causal } = task.op {
         let dims = task
@@ -331,5 +358,13 @@ mod tests {
         assert_eq!(page_table(&[3, 1, 5], 12, 7).expect("fits").1, indices);
         assert_ne!(page_table(&[3, 1, 5], 12, 8).expect("fits").1, indices);
         assert!(page_table(&[3, 1, 5], 8, 7).is_err());
+    }
+
+    #[test]
+    fn an_indptr_packs_sequences_in_order() {
+        assert_eq!(super::indptr(&[1, 7, 65]), Ok(vec![0, 1, 8, 73]));
+        assert_eq!(super::indptr(&[]), Ok(vec![0]));
+        let err = super::indptr(&[1 << 31]).expect_err("past i32");
+        assert!(err.contains("2147483648"), "{err}");
     }
 }

@@ -13,6 +13,8 @@ pub mod estimate;
 pub mod evaluate;
 pub mod evaluator;
 pub mod floor;
+#[cfg(test)]
+mod host_reference;
 pub mod inputs;
 pub mod judge;
 pub mod launch;

@@ -127,6 +127,42 @@ pub fn compute_reference(
             outputs.insert("output".to_string(), out);
             outputs.insert("lse".to_string(), lse);
         }
+        Op::AttentionPrefill { paged, causal } => {
+            let dims = problem.prefill().map_err(setup_error)?;
+            let (b, h, hkv, d, _) = dims.as_i32().map_err(setup_error)?;
+            let tq = i32::try_from(dims.qo_tokens).map_err(setup_error)?;
+            let q = to_f32(gpu, support, set, "q")?;
+            let (k_name, v_name) = if paged {
+                ("k_cache", "v_cache")
+            } else {
+                ("k", "v")
+            };
+            let k = to_f32(gpu, support, set, k_name)?;
+            let v = to_f32(gpu, support, set, v_name)?;
+            let rows = dims.rows().map_err(setup_error)?;
+            let out = gpu.alloc(f32_bytes(rows * dims.head_dim)?)?;
+            let lse = gpu.alloc(f32_bytes(rows)?)?;
+            let ptr = |n: &str| set.ptr(n).expect("validated");
+            support.prefill(
+                gpu,
+                [
+                    q.ptr(),
+                    k.ptr(),
+                    v.ptr(),
+                    ptr("qo_indptr"),
+                    ptr("kv_indptr"),
+                    // Ragged: never read (the kernel indexes K and V by kv_indptr alone).
+                    if paged { ptr("kv_indices") } else { 0 },
+                ],
+                [out.ptr(), lse.ptr()],
+                (b, tq, h, hkv, d),
+                paged,
+                causal,
+            )?;
+            gpu.sync()?;
+            outputs.insert("output".to_string(), out);
+            outputs.insert("lse".to_string(), lse);
+        }
         Op::AttentionBwd { causal } => {
             let dims = problem.attention().map_err(setup_error)?;
             let (bh, s, d) = dims.as_i32().map_err(setup_error)?;

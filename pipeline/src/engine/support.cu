@@ -228,6 +228,98 @@ extern "C" __global__ void ref_paged_decode(const float* Q, const float* Kc, con
   if (lane == 0) LSE[(u64)b * H + h] = m + logf(l);
 }
 
+// Causal GQA prefill over sequences packed along the token axes, keys ragged or paged (page
+// size 1). Q, O [TQ, H, D]; LSE [TQ, H]; K, V [rows, HKV, D]: key t of sequence b is row
+// kv_indptr[b] + t (ragged) or kv_indices[kv_indptr[b] + t] (paged). Query token t belongs to
+// the sequence b with qo_indptr[b] <= t < qo_indptr[b + 1]; as its i-th query it sees keys
+// j <= i + kv_len - q_len when causal (the mask aligned to the last key), all keys otherwise.
+// Query head h reads KV head h / (H / HKV). One (token, head) row per warp on the GPU; the
+// same row function runs on the host with one lane in the tests, against an independent CPU
+// implementation, so what the GPU computes is checked without a GPU.
+struct PrefillArgs {
+  const float *Q, *K, *V;
+  const int *qo_indptr, *kv_indptr, *kv_indices;
+  float *O, *LSE;
+  int B, H, HKV, D, paged, causal;
+  float scale;
+};
+
+__host__ __device__ inline float minus_infinity() {
+  union {
+    unsigned u;
+    float f;
+  } x;
+  x.u = 0xff800000u;
+  return x.f;
+}
+
+template <int LANES>
+__host__ __device__ inline float lanes_sum(float v) {
+#ifdef __CUDA_ARCH__
+  if (LANES == 32) return warp_sum(v);
+#endif
+  return v;
+}
+
+template <int LANES>
+__host__ __device__ void prefill_row(const PrefillArgs& a, u64 row, int lane) {
+  const int t = (int)(row / a.H), h = (int)(row % a.H), g = h / (a.H / a.HKV);
+  int lo = 0, hi = a.B;  // qo_indptr[lo] <= t < qo_indptr[hi]
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (a.qo_indptr[mid] <= t) lo = mid; else hi = mid;
+  }
+  const int b = lo, i = t - a.qo_indptr[b];
+  const int qlen = a.qo_indptr[b + 1] - a.qo_indptr[b];
+  const int kvlen = a.kv_indptr[b + 1] - a.kv_indptr[b];
+  int jend = a.causal ? i + 1 + kvlen - qlen : kvlen;
+  jend = jend < 0 ? 0 : (jend > kvlen ? kvlen : jend);
+  const float* q = a.Q + row * a.D;
+  float qr[MAXD / LANES], acc[MAXD / LANES];
+  for (int p = 0; p < MAXD / LANES; ++p) {
+    const int d = lane + LANES * p;
+    qr[p] = d < a.D ? q[d] : 0.0f;
+    acc[p] = 0.0f;
+  }
+  float m = minus_infinity(), l = 0.0f;
+  for (int j = 0; j < jend; ++j) {
+    const int at = a.kv_indptr[b] + j;
+    const u64 krow = ((u64)(a.paged ? a.kv_indices[at] : at) * a.HKV + g) * a.D;
+    float s = 0.0f;
+    for (int p = 0; p < MAXD / LANES; ++p) {
+      const int d = lane + LANES * p;
+      if (d < a.D) s = fmaf(qr[p], a.K[krow + d], s);
+    }
+    s = lanes_sum<LANES>(s) * a.scale;
+    const float mn = fmaxf(m, s);
+    const float corr = expf(m - mn), e = expf(s - mn);
+    l = l * corr + e;
+    for (int p = 0; p < MAXD / LANES; ++p) {
+      const int d = lane + LANES * p;
+      if (d < a.D) acc[p] = acc[p] * corr + e * a.V[krow + d];
+    }
+    m = mn;
+  }
+  float* o = a.O + row * a.D;
+  for (int p = 0; p < MAXD / LANES; ++p) {
+    const int d = lane + LANES * p;
+    if (d < a.D) o[d] = acc[p] / l;
+  }
+  if (lane == 0) a.LSE[row] = m + logf(l);
+}
+
+extern "C" __global__ void ref_prefill(const float* Q, const float* K, const float* V,
+                                       const int* qo_indptr, const int* kv_indptr,
+                                       const int* kv_indices, float* O, float* LSE, int B,
+                                       int TQ, int H, int HKV, int D, int paged, int causal,
+                                       float scale) {
+  const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  if (warp >= (u64)TQ * H) return;
+  const PrefillArgs a = {Q, K, V, qo_indptr, kv_indptr, kv_indices, O, LSE,
+                         B, H, HKV, D, paged, causal, scale};
+  prefill_row<32>(a, warp, (int)(threadIdx.x & 31));
+}
+
 // Delta[i] = sum_d dO[i, d] * O[i, d].
 extern "C" __global__ void ref_attn_delta(const float* O, const float* dO, float* Delta, int rows,
                                           int D) {

@@ -67,6 +67,7 @@ const KERNELS: &[&str] = &[
     "ref_attn_bwd_dq",
     "ref_attn_bwd_dkdv",
     "ref_paged_decode",
+    "ref_prefill",
     "amax_bf16_rounded",
     "quantize_e4m3",
     "scale_by",
@@ -357,6 +358,45 @@ impl Support {
                 Arg::I32(h),
                 Arg::I32(hkv),
                 Arg::I32(d),
+                Arg::F32(scale),
+            ],
+        )
+    }
+
+    /// GQA prefill in fp32 over packed sequences: `out [tq,h,d]`, `lse [tq,h]` from
+    /// `q [tq,h,d]` and keys ragged (`k, v [tk,hkv,d]`) or paged (`[pages,1,hkv,d]` through
+    /// `kv_indices`, page size 1), the sequences given by the indptrs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn prefill(
+        &self,
+        gpu: &Gpu,
+        [q, k, v, qo_indptr, kv_indptr, kv_indices]: [u64; 6],
+        [out, lse]: [u64; 2],
+        (b, tq, h, hkv, d): (i32, i32, i32, i32, i32),
+        paged: bool,
+        causal: bool,
+    ) -> Result<(), DriverError> {
+        let scale = 1.0 / (d as f32).sqrt();
+        self.run(
+            gpu,
+            "ref_prefill",
+            warp_geometry(u64::try_from(tq).unwrap_or(0) * u64::try_from(h).unwrap_or(0)),
+            &[
+                Arg::Ptr(q),
+                Arg::Ptr(k),
+                Arg::Ptr(v),
+                Arg::Ptr(qo_indptr),
+                Arg::Ptr(kv_indptr),
+                Arg::Ptr(kv_indices),
+                Arg::Ptr(out),
+                Arg::Ptr(lse),
+                Arg::I32(b),
+                Arg::I32(tq),
+                Arg::I32(h),
+                Arg::I32(hkv),
+                Arg::I32(d),
+                Arg::I32(i32::from(paged)),
+                Arg::I32(i32::from(causal)),
                 Arg::F32(scale),
             ],
         )

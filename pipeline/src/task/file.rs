@@ -156,13 +156,20 @@ pub struct WorkloadFile {
     pub axes: OrderedMap<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
-    /// Paged decode: the KV length of each sequence.
+    /// Paged decode and prefill: the KV length of each sequence.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         serialize_with = "flow_opt_seq"
     )]
     pub kv_lens: Option<Vec<i64>>,
+    /// Prefill: the query length of each sequence.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "flow_opt_seq"
+    )]
+    pub qo_lens: Option<Vec<i64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -485,6 +492,11 @@ impl From<&Op> for OpFile {
                 paged: Some(paged),
                 ..blank
             },
+            Op::AttentionPrefill { paged, causal } => OpFile {
+                paged: Some(paged),
+                causal: Some(causal),
+                ..blank
+            },
         }
     }
 }
@@ -547,6 +559,10 @@ impl From<&Task> for TaskFile {
                     uuid: w.uuid.clone(),
                     kv_lens: w
                         .kv_lens
+                        .as_ref()
+                        .map(|l| l.iter().map(|&v| v as i64).collect()),
+                    qo_lens: w
+                        .qo_lens
                         .as_ref()
                         .map(|l| l.iter().map(|&v| v as i64).collect()),
                 })

@@ -511,6 +511,7 @@ fn decode_workloads(
             axes,
             uuid: None,
             kv_lens: Some(l),
+            qo_lens: None,
         });
     }
     Ok(out)
@@ -552,7 +553,7 @@ fn infer_family(def: &FiDefinition, tags: &[String]) -> Result<TaskFamily, Impor
         "gqa" | "gqa_paged" => Err(ImportError::Unsupported {
             field: "op_type".into(),
             reason: format!(
-                "`{}` is {} grouped-query attention; PTXBench has paged decode (a `decode` name or a `stage:decode` tag) only",
+                "`{}` is {} grouped-query attention; the import maps paged decode (a `decode` name or a `stage:decode` tag) only: the suite's paged and ragged prefill tasks are written by tasks/generate.py, since their workloads need each sequence's query and KV lengths (`qo_lens`, `kv_lens`), which traces keep in safetensors blobs",
                 def.name, def.op_type
             ),
         }),
@@ -661,6 +662,12 @@ fn infer_op(
             notes.push("op: paged grouped-query decode, page size 1".into());
             Op::AttentionDecode { paged: true }
         }
+        TaskFamily::AttentionPrefill => {
+            return Err(ImportError::Unsupported {
+                field: "op_type".into(),
+                reason: "prefill definitions are written by tasks/generate.py, not imported".into(),
+            });
+        }
     })
 }
 
@@ -760,6 +767,10 @@ fn flops(op: &Op, roles: &BTreeMap<&'static str, String>) -> (String, String) {
         Op::AttentionDecode { .. } => (
             format!("4*{}*{}*{}", r("tokens"), r("h"), r("d")),
             "two dot products of head_dim per KV token and query head, 2 FLOPs per term".into(),
+        ),
+        Op::AttentionPrefill { .. } => (
+            format!("4*{}*{}*{}", crate::task::ATTENDED_PAIRS, r("h"), r("d")),
+            "two dot products of head_dim per attended (query, key) pair and query head".into(),
         ),
     }
 }
@@ -867,8 +878,10 @@ fn default_tolerance(op: &Op, t: &Tensor) -> ToleranceFile {
             min_match: None,
             relnorm_max: None,
         },
-        Op::AttentionDecode { .. } if t.dtype == DType::F32 => allclose(1e-3),
-        Op::AttentionDecode { .. } => o_rule(),
+        Op::AttentionDecode { .. } | Op::AttentionPrefill { .. } if t.dtype == DType::F32 => {
+            allclose(1e-3)
+        }
+        Op::AttentionDecode { .. } | Op::AttentionPrefill { .. } => o_rule(),
         // Upstream's rule: Hopper's fp8 MMA accumulation misses 1e-3 on spiky inputs.
         Op::AttentionFwdFp8 { .. } if t.dtype == DType::F32 => allclose(1e-2),
         // One e4m3 ulp (2^-3 relative) on 99.5% of the elements (upstream's matched ratio).
@@ -915,6 +928,10 @@ fn default_baseline(op: &Op, inputs: &[Tensor]) -> BaselineFile {
         Op::AttentionBwd { .. } => ("cudnn", "SDPA backward".into()),
         Op::AttentionFwdFp8 { .. } => ("cudnn", "fp8 SDPA forward with softmax stats (LSE)".into()),
         Op::AttentionDecode { .. } => ("cudnn", "SDPA forward with paged K/V, one query".into()),
+        Op::AttentionPrefill { .. } => (
+            "cudnn",
+            "SDPA forward with ragged offsets or paged K/V, causal".into(),
+        ),
     };
     BaselineFile {
         library: library.into(),
@@ -999,6 +1016,10 @@ fn title(op: &Op, inputs: &[Tensor], axes: &OrderedMap<AxisFile>) -> String {
             if *causal { ", causal" } else { "" }
         ),
         Op::AttentionDecode { .. } => format!("Paged GQA decode, {dt}{consts}"),
+        Op::AttentionPrefill { paged, .. } => format!(
+            "{} GQA prefill, causal, {dt}{consts}",
+            if *paged { "Paged" } else { "Ragged" }
+        ),
     }
 }
 
@@ -1030,6 +1051,7 @@ fn workload(kind: &str, axes: OrderedMap<i64>, uuid: Option<String>) -> Workload
         axes,
         uuid,
         kv_lens: None,
+        qo_lens: None,
     }
 }
 

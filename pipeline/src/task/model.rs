@@ -123,6 +123,7 @@ pub enum TaskFamily {
     AttentionBwd,
     AttentionFwdFp8,
     AttentionDecode,
+    AttentionPrefill,
 }
 
 named_enum!(TaskFamily, "family", {
@@ -132,6 +133,7 @@ named_enum!(TaskFamily, "family", {
     AttentionBwd => "attention_bwd",
     AttentionFwdFp8 => "attention_fwd_fp8",
     AttentionDecode => "attention_decode",
+    AttentionPrefill => "attention_prefill",
 });
 
 impl TaskFamily {
@@ -143,6 +145,7 @@ impl TaskFamily {
             TaskFamily::AttentionBwd => "attention_bwd",
             TaskFamily::AttentionFwdFp8 => "attention_fwd_fp8",
             TaskFamily::AttentionDecode => "attention_decode",
+            TaskFamily::AttentionPrefill => "attention_prefill",
         }
     }
 }
@@ -356,11 +359,40 @@ pub struct Workload {
     pub axes: BTreeMap<String, i64>,
     /// The paper's workload uuid, where this workload is one of the paper's.
     pub uuid: Option<String>,
-    /// Paged decode: the KV length of each sequence of the batch (ragged), from which the
-    /// harness builds the CSR page table. Invariant (validation): one positive length per
-    /// sequence, summing to the task's KV-token axis.
+    /// Paged decode and prefill: the KV length of each sequence of the batch (ragged), from
+    /// which the harness builds `kv_indptr` (and the page table). Invariant (validation): one
+    /// positive length per sequence, summing to the task's KV-token axis.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_lens: Option<Vec<u64>>,
+    /// Prefill: the query length of each sequence, from which the harness builds `qo_indptr`.
+    /// Invariant (validation): one positive length per sequence, at most its KV length,
+    /// summing to the task's query-token axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qo_lens: Option<Vec<u64>>,
+}
+
+/// The name under which a prefill workload binds the number of (query, key) pairs its mask
+/// keeps (summed over sequences and counted once per query head), for exact FLOP formulas.
+pub const ATTENDED_PAIRS: &str = "attended_pairs";
+
+/// (query, key) pairs a prefill keeps over sequences of these lengths: with the causal mask
+/// aligned to the end of the KV sequence (query `i` of `q` sees keys `j <= i + kv - q`), a
+/// sequence keeps `q * (kv - q) + q * (q + 1) / 2`; without it `q * kv`. `None` on overflow or
+/// a query longer than its keys.
+pub fn attended_pairs(qo_lens: &[u64], kv_lens: &[u64], causal: bool) -> Option<u64> {
+    qo_lens
+        .iter()
+        .zip(kv_lens)
+        .try_fold(0u64, |acc, (&q, &kv)| {
+            let prefix = kv.checked_sub(q)?;
+            let n = if causal {
+                q.checked_mul(prefix)?
+                    .checked_add(q.checked_mul(q.checked_add(1)?)? / 2)?
+            } else {
+                q.checked_mul(kv)?
+            };
+            acc.checked_add(n)
+        })
 }
 
 impl Workload {
@@ -440,6 +472,13 @@ pub struct Target {
 ///   `kv_indptr [b+1]`, `kv_indices [t]` (i32); outputs `output [b,hq,d]`, `lse [b,hq]`
 ///   (natural log). Query head `h` reads KV head `h / (hq/hkv)`; scale `1/sqrt(d)`. The page
 ///   table is derived from the workload's `kv_lens` and the seed (distinct random pages).
+/// - `AttentionPrefill`: sequences packed along the token axis. Inputs `q [tq,hq,d]`, then
+///   ragged `k, v [tk,hkv,d]` or paged `k_cache, v_cache [p,ps,hkv,d]`, `qo_indptr [b+1]`,
+///   `kv_indptr [b+1]` and, paged, `kv_indices [tk]` (i32); outputs `output [tq,hq,d]`,
+///   `lse [tq,hq]` (natural log). Query head `h` reads KV head `h / (hq/hkv)`; scale
+///   `1/sqrt(d)`; causal keeps key `j` for query `i` of a sequence when `j <= i + kv - q` (the
+///   mask aligned to the last key). The indptrs come from the workload's `qo_lens`, `kv_lens`,
+///   the page table from them and the seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Op {
@@ -449,6 +488,7 @@ pub enum Op {
     AttentionBwd { causal: bool },
     AttentionFwdFp8 { causal: bool },
     AttentionDecode { paged: bool },
+    AttentionPrefill { paged: bool, causal: bool },
 }
 
 impl Op {
@@ -461,6 +501,7 @@ impl Op {
             Op::AttentionBwd { .. } => TaskFamily::AttentionBwd,
             Op::AttentionFwdFp8 { .. } => TaskFamily::AttentionFwdFp8,
             Op::AttentionDecode { .. } => TaskFamily::AttentionDecode,
+            Op::AttentionPrefill { .. } => TaskFamily::AttentionPrefill,
         }
     }
 
@@ -481,6 +522,8 @@ impl Op {
             Op::AttentionBwd { .. } => &["O", "LSE"],
             Op::AttentionFwdFp8 { .. } => &["descale_q", "descale_k", "descale_v"],
             Op::AttentionDecode { .. } => &["kv_indptr", "kv_indices"],
+            Op::AttentionPrefill { paged: true, .. } => &["qo_indptr", "kv_indptr", "kv_indices"],
+            Op::AttentionPrefill { paged: false, .. } => &["qo_indptr", "kv_indptr"],
             _ => &[],
         }
     }
@@ -492,6 +535,12 @@ impl Op {
             Op::AttentionFwdFp8 { .. } => "amax/448 of its tensor, computed by the harness",
             Op::AttentionDecode { .. } => {
                 "from the workload's KV lengths and the seed (distinct pages, random order)"
+            }
+            Op::AttentionPrefill { paged: true, .. } => {
+                "from the workload's query and KV lengths and the seed (distinct pages, random order)"
+            }
+            Op::AttentionPrefill { paged: false, .. } => {
+                "from the workload's query and KV lengths (sequences packed in order)"
             }
             _ => "computed by the harness",
         }
@@ -507,6 +556,7 @@ impl Op {
             // The page table is kept (the pages it names are redrawn); the descales are
             // rewritten by the quantization of their tensors.
             Op::AttentionDecode { .. } => &["kv_indptr", "kv_indices"],
+            Op::AttentionPrefill { .. } => self.derived_inputs(),
             Op::AttentionFwdFp8 { .. } => &["descale_q", "descale_k", "descale_v"],
             _ => &[],
         }
@@ -518,6 +568,7 @@ impl Op {
             Op::AttentionFwd { causal: true }
                 | Op::AttentionBwd { causal: true }
                 | Op::AttentionFwdFp8 { causal: true }
+                | Op::AttentionPrefill { causal: true, .. }
         )
     }
 }
@@ -629,6 +680,12 @@ impl Task {
             .filter_map(|a| a.value.map(|v| (a.name.clone(), v)))
             .collect();
         b.extend(w.axes.iter().map(|(k, v)| (k.clone(), *v)));
+        if let (Op::AttentionPrefill { causal, .. }, Some(q), Some(kv)) =
+            (self.op, &w.qo_lens, &w.kv_lens)
+            && let Some(n) = attended_pairs(q, kv, causal).and_then(|n| i64::try_from(n).ok())
+        {
+            b.insert(ATTENDED_PAIRS.to_string(), n);
+        }
         b
     }
 

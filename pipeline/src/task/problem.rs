@@ -26,6 +26,7 @@ pub enum Role {
     PageSize,
     Indptr,
     KvTokens,
+    QoTokens,
 }
 
 impl Role {
@@ -44,6 +45,7 @@ impl Role {
             "page_size" => Role::PageSize,
             "indptr" => Role::Indptr,
             "tokens" => Role::KvTokens,
+            "q_tokens" => Role::QoTokens,
             _ => return None,
         })
     }
@@ -62,6 +64,7 @@ impl Role {
             Role::PageSize => "page_size",
             Role::Indptr => "indptr",
             Role::KvTokens => "kv_tokens",
+            Role::QoTokens => "qo_tokens",
         }
     }
 }
@@ -196,12 +199,64 @@ impl DecodeDims {
     }
 }
 
+/// Prefill sizes: sequences packed along the token axes, `heads` query heads sharing
+/// `kv_heads` KV heads; keys ragged (`pages` = None) or in a paged cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PrefillDims {
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub head_dim: u64,
+    /// Entries of `qo_indptr` and `kv_indptr` (sequences + 1).
+    pub indptr: u64,
+    /// Query tokens over the batch (rows of `q`).
+    pub qo_tokens: u64,
+    /// KV tokens over the batch (rows of ragged `k`, or entries of `kv_indices`).
+    pub kv_tokens: u64,
+    /// Paged: (pages, page size) of the cache.
+    pub paged: Option<(u64, u64)>,
+}
+
+impl PrefillDims {
+    /// Sequences of the batch (`indptr - 1`).
+    pub fn batch(&self) -> u64 {
+        self.indptr.saturating_sub(1)
+    }
+
+    /// Rows of `output` and `lse` (query tokens times query heads).
+    pub fn rows(&self) -> Result<u64, ShapeError> {
+        mul(&[self.qo_tokens, self.heads])
+    }
+
+    /// Rows of the K and V tensors as stored (ragged tokens, or pages times page size).
+    pub fn kv_rows(&self) -> Result<u64, ShapeError> {
+        match self.paged {
+            Some((pages, page_size)) => mul(&[pages, page_size]),
+            None => Ok(self.kv_tokens),
+        }
+    }
+
+    /// The sizes as the `int`s the reference kernel takes: (batch, heads, kv_heads, head_dim,
+    /// page_size), page size 0 when ragged.
+    pub fn as_i32(&self) -> Result<(i32, i32, i32, i32, i32), ShapeError> {
+        mul(&[self.kv_rows()?, self.kv_heads, self.head_dim])?;
+        mul(&[self.rows()?, self.head_dim])?;
+        Ok((
+            to_i32(self.batch())?,
+            to_i32(self.heads)?,
+            to_i32(self.kv_heads)?,
+            to_i32(self.head_dim)?,
+            to_i32(self.paged.map_or(0, |(_, ps)| ps))?,
+        ))
+    }
+}
+
 /// The op's sizes for one workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ProblemSize {
     Gemm(GemmDims),
     Attention(AttentionDims),
     Decode(DecodeDims),
+    Prefill(PrefillDims),
 }
 
 impl ProblemSize {
@@ -216,6 +271,15 @@ impl ProblemSize {
         match self {
             ProblemSize::Attention(a) => Ok(*a),
             _ => Err(ShapeError::NoRole { role: Role::Seq }),
+        }
+    }
+
+    pub fn prefill(&self) -> Result<PrefillDims, ShapeError> {
+        match self {
+            ProblemSize::Prefill(p) => Ok(*p),
+            _ => Err(ShapeError::NoRole {
+                role: Role::QoTokens,
+            }),
         }
     }
 
@@ -270,6 +334,19 @@ impl Task {
                 page_size: v(Role::PageSize)?,
                 indptr: v(Role::Indptr)?,
                 tokens: v(Role::KvTokens)?,
+            }),
+            super::Op::AttentionPrefill { paged, .. } => ProblemSize::Prefill(PrefillDims {
+                heads: v(Role::Heads)?,
+                kv_heads: v(Role::KvHeads)?,
+                head_dim: v(Role::HeadDim)?,
+                indptr: v(Role::Indptr)?,
+                qo_tokens: v(Role::QoTokens)?,
+                kv_tokens: v(Role::KvTokens)?,
+                paged: if paged {
+                    Some((v(Role::Pages)?, v(Role::PageSize)?))
+                } else {
+                    None
+                },
             }),
             super::Op::AttentionFwd { .. }
             | super::Op::AttentionBwd { .. }

@@ -32,6 +32,10 @@ const BHSD: &[&str] = &["b", "h", "s", "d"];
 /// Paged KV cache: pages, page size, KV heads, head dim.
 const PAGED: &[&str] = &["pages", "page_size", "kv_heads", "d"];
 const BHS: &[&str] = &["b", "h", "s"];
+/// Packed query tokens: tokens, query heads, head dim.
+const TQ_HD: &[&str] = &["q_tokens", "h", "d"];
+/// Packed (ragged) KV tokens: tokens, KV heads, head dim.
+const TK_HD: &[&str] = &["tokens", "kv_heads", "d"];
 
 const fn slot(
     name: &'static str,
@@ -116,6 +120,24 @@ pub(crate) fn slots(op: &Op) -> Vec<Slot> {
             slot("output", true, &["b", "h", "d"], HALF, Some("q")),
             slot("lse", true, &["b", "h"], F32, None),
         ],
+        Op::AttentionPrefill { paged, .. } => {
+            let mut v = vec![slot("q", false, TQ_HD, HALF, None)];
+            if paged {
+                v.push(slot("k_cache", false, PAGED, HALF, Some("q")));
+                v.push(slot("v_cache", false, PAGED, HALF, Some("q")));
+            } else {
+                v.push(slot("k", false, TK_HD, HALF, Some("q")));
+                v.push(slot("v", false, TK_HD, HALF, Some("q")));
+            }
+            v.push(slot("qo_indptr", false, &["indptr"], I32, None));
+            v.push(slot("kv_indptr", false, &["indptr"], I32, None));
+            if paged {
+                v.push(slot("kv_indices", false, &["tokens"], I32, None));
+            }
+            v.push(slot("output", true, TQ_HD, HALF, Some("q")));
+            v.push(slot("lse", true, &["q_tokens", "h"], F32, None));
+            v
+        }
     }
 }
 

@@ -48,6 +48,7 @@ fn copy_suite() -> tempfile::TempDir {
                     | "attention_bwd"
                     | "attention_fwd_fp8"
                     | "attention_decode"
+                    | "attention_prefill"
             )
         );
         if !keep {
@@ -84,7 +85,7 @@ fn the_real_suite_loads_without_problems() {
             .join("\n")
     );
     let suite = load_suite();
-    assert_eq!(suite.version, "1.3.0");
+    assert_eq!(suite.version, "1.4.0");
     let count = |f| suite.of_family(f).count();
     assert_eq!(count(TaskFamily::Gemm), 17);
     assert_eq!(count(TaskFamily::GemmFp8), 1);
@@ -92,6 +93,7 @@ fn the_real_suite_loads_without_problems() {
     assert_eq!(count(TaskFamily::AttentionBwd), 6);
     assert_eq!(count(TaskFamily::AttentionFwdFp8), 2);
     assert_eq!(count(TaskFamily::AttentionDecode), 1);
+    assert_eq!(count(TaskFamily::AttentionPrefill), 5);
     let ids: Vec<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
     let mut sorted = ids.clone();
     sorted.sort_unstable();
@@ -110,8 +112,9 @@ fn the_suite_has_the_papers_workloads() {
         .filter(|w| w.uuid.is_some())
         .count();
     // 82 GEMM, 14 attention forward and 24 attention backward rows in the paper's CSVs, and
-    // the two fp8 attention rows of its code release at L = 4096.
-    assert_eq!(uuids, 82 + 14 + 24 + 2);
+    // the two fp8 attention rows of its code release at L = 4096, and the workloads of its two
+    // Qwen runs on paged and ragged prefill.
+    assert_eq!(uuids, 82 + 14 + 24 + 2 + 2);
     for t in &suite.tasks {
         for w in t.workloads_of(WorkloadKind::Performance) {
             if t.family == TaskFamily::AttentionFwd || t.family == TaskFamily::AttentionBwd {
@@ -157,6 +160,12 @@ fn bytes_are_the_compulsory_traffic() {
                 crate::task::ProblemSize::Decode(d) => {
                     2 * (d.pages - d.tokens) * d.page_size * d.kv_heads * d.head_dim * 2
                 }
+                crate::task::ProblemSize::Prefill(p) => match p.paged {
+                    Some((pages, ps)) => {
+                        2 * (pages - p.kv_tokens) * ps * p.kv_heads * p.head_dim * 2
+                    }
+                    None => 0,
+                },
                 _ => 0,
             };
             let tensors = tensors - unused;
@@ -315,7 +324,7 @@ fn the_suite_digest_is_stable_and_follows_every_change() {
     );
 
     // So is the version.
-    edit(&tmp.path().join("suite.yaml"), "1.3.0", "1.3.1");
+    edit(&tmp.path().join("suite.yaml"), "1.4.0", "1.4.1");
     assert_ne!(
         Suite::load(tmp.path()).expect("loads").digest(),
         changed.digest()
@@ -591,7 +600,7 @@ fn a_suite_needs_its_header_and_unique_uuids() {
     let root = tmp.path();
     edit(
         &root.join("suite.yaml"),
-        "version: \"1.3.0\"",
+        "version: \"1.4.0\"",
         "version: \"1.0\"",
     );
     edit(

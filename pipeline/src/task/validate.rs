@@ -15,9 +15,9 @@ use super::file::{
     WorkloadFile,
 };
 use super::model::{
-    Axis, BASELINE_LIBRARIES, Baseline, DType, Distribution, KNOWN_FAMILIES, MAX_WORKLOAD_BYTES,
-    Op, Target, TargetFamily, Task, TaskFamily, TaskId, TensorSpec, Tolerance, Workload,
-    WorkloadKind, family_available,
+    ATTENDED_PAIRS, Axis, BASELINE_LIBRARIES, Baseline, DType, Distribution, KNOWN_FAMILIES,
+    MAX_WORKLOAD_BYTES, Op, Target, TargetFamily, Task, TaskFamily, TaskId, TensorSpec, Tolerance,
+    Workload, WorkloadKind, family_available,
 };
 use super::signature;
 use crate::arch::Arch;
@@ -195,8 +195,20 @@ impl Checker<'_> {
         }
         let distribution = self.distribution("distribution", &raw.distribution);
         let baseline = self.baseline(raw);
-        let flops = self.formula("flops", &raw.flops.0, &declared);
-        let bytes = self.formula("bytes", &raw.bytes.0, &declared);
+        // A prefill's formulas may also use the (query, key) pairs its mask keeps, which each
+        // workload's lengths fix; an axis may not take that name.
+        let mut formula_names = declared.clone();
+        if let Some(Op::AttentionPrefill { .. }) = op {
+            if declared.contains(&ATTENDED_PAIRS) {
+                self.bad(
+                    format!("axes.{ATTENDED_PAIRS}"),
+                    "a prefill binds this name from its workloads' lengths; choose another axis name",
+                );
+            }
+            formula_names.push(ATTENDED_PAIRS);
+        }
+        let flops = self.formula("flops", &raw.flops.0, &formula_names);
+        let bytes = self.formula("bytes", &raw.bytes.0, &formula_names);
         let workloads = self.workloads(&raw.workloads, &axes, &declared);
         let targets = self.targets(&raw.targets);
 
@@ -640,13 +652,14 @@ impl Checker<'_> {
                 return None;
             }
         };
-        let own = match kind {
-            TaskFamily::Gemm => "transpose_b",
-            TaskFamily::GemmFp8 => "per_tensor_scales",
+        let own: &[&str] = match kind {
+            TaskFamily::Gemm => &["transpose_b"],
+            TaskFamily::GemmFp8 => &["per_tensor_scales"],
             TaskFamily::AttentionFwd | TaskFamily::AttentionBwd | TaskFamily::AttentionFwdFp8 => {
-                "causal"
+                &["causal"]
             }
-            TaskFamily::AttentionDecode => "paged",
+            TaskFamily::AttentionDecode => &["paged"],
+            TaskFamily::AttentionPrefill => &["paged", "causal"],
         };
         let flags = [
             ("transpose_b", raw.transpose_b),
@@ -655,21 +668,28 @@ impl Checker<'_> {
             ("paged", raw.paged),
         ];
         for (name, value) in flags {
-            if value.is_some() && name != own {
+            if value.is_some() && !own.contains(&name) {
                 self.bad(
                     format!("op.{name}"),
                     format!("not a field of op `{}`", kind.as_str()),
                 );
             }
         }
-        let (name, value) = flags.into_iter().find(|(n, _)| *n == own)?;
-        let Some(flag) = value else {
-            self.bad(
-                format!("op.{name}"),
-                format!("op `{}` needs `{name}: true|false`", kind.as_str()),
-            );
+        let mut values = Vec::new();
+        for name in own {
+            let value = flags.iter().find(|(n, _)| n == name).and_then(|(_, v)| *v);
+            match value {
+                Some(v) => values.push(v),
+                None => self.bad(
+                    format!("op.{name}"),
+                    format!("op `{}` needs `{name}: true|false`", kind.as_str()),
+                ),
+            }
+        }
+        if values.len() != own.len() {
             return None;
-        };
+        }
+        let flag = values[0];
         if let Some(f) = family
             && f != kind
         {
@@ -698,6 +718,17 @@ impl Checker<'_> {
                 return None;
             }
             TaskFamily::AttentionDecode => Op::AttentionDecode { paged: flag },
+            TaskFamily::AttentionPrefill if !values[1] => {
+                self.bad(
+                    "op.causal",
+                    "only causal prefill is an op (`causal: true`), as in the paper's code release",
+                );
+                return None;
+            }
+            TaskFamily::AttentionPrefill => Op::AttentionPrefill {
+                paged: flag,
+                causal: values[1],
+            },
         })
     }
 
@@ -826,12 +857,24 @@ impl Checker<'_> {
                 }
                 Some(l) => Some(l.iter().map(|&v| v as u64).collect()),
             };
+            let qo_lens = match &w.qo_lens {
+                None => None,
+                Some(l) if l.iter().any(|v| *v <= 0) => {
+                    self.bad(
+                        format!("{field}.qo_lens"),
+                        "every sequence needs at least one query token",
+                    );
+                    continue;
+                }
+                Some(l) => Some(l.iter().map(|&v| v as u64).collect()),
+            };
             out.push(Workload {
                 name: w.name.clone(),
                 kind,
                 axes: bound,
                 uuid: w.uuid.clone(),
                 kv_lens,
+                qo_lens,
             });
         }
         for kind in WorkloadKind::ALL {
@@ -970,27 +1013,45 @@ impl Checker<'_> {
         }
     }
 
-    /// A paged decode workload's `kv_lens` agree with its axes: one length per sequence,
-    /// summing to the KV tokens, `kv_indptr` one longer than the batch, and enough pages.
+    /// A paged decode workload's `kv_lens`, a prefill's `kv_lens` and `qo_lens`, agree with
+    /// its axes: one length per sequence, summing to the token axes, indptrs one longer than
+    /// the batch, enough pages, and (prefill) no query longer than its keys.
     fn kv_lens(&mut self, task: &Task, w: &Workload, field: &str) {
         let decode = matches!(task.op, Op::AttentionDecode { .. });
+        let prefill = matches!(task.op, Op::AttentionPrefill { .. });
+        if w.qo_lens.is_some() && !prefill {
+            self.bad(
+                format!("{field}.qo_lens"),
+                format!(
+                    "only prefill workloads have query lengths, not op `{}`",
+                    task.op.family()
+                ),
+            );
+        }
         let Some(lens) = &w.kv_lens else {
-            if decode {
+            if decode || prefill {
                 self.bad(
                     format!("{field}.kv_lens"),
-                    "a paged decode workload lists the KV length of each sequence",
+                    format!(
+                        "a {} workload lists the KV length of each sequence",
+                        task.op.family()
+                    ),
                 );
             }
             return;
         };
-        if !decode {
+        if !decode && !prefill {
             self.bad(
                 format!("{field}.kv_lens"),
                 format!(
-                    "only paged decode workloads have KV lengths, not op `{}`",
+                    "only paged decode and prefill workloads have KV lengths, not op `{}`",
                     task.op.family()
                 ),
             );
+            return;
+        }
+        if prefill {
+            self.prefill_lens(task, w, lens, field);
             return;
         }
         let Ok(super::ProblemSize::Decode(d)) = task.problem(w) else {
@@ -1017,22 +1078,80 @@ impl Checker<'_> {
                 d.indptr, d.batch
             ));
         }
-        if d.page_size != 1 {
-            wrong.push(format!(
-                "page size {} (the harness draws page tables of page size 1)",
-                d.page_size
-            ));
-        }
-        if d.pages < d.tokens {
-            wrong.push(format!(
-                "{} pages cannot hold {} distinct KV tokens",
-                d.pages, d.tokens
-            ));
-        }
+        wrong.extend(page_problems(d.page_size, d.pages, d.tokens));
         for reason in wrong {
             self.bad(format!("{field}.kv_lens"), reason);
         }
     }
+
+    /// A prefill workload's lengths: as many query as KV lengths, one per sequence (the
+    /// indptrs have one entry more), summing to the query- and KV-token axes, each query no
+    /// longer than its keys (the causal mask is aligned to the last key).
+    fn prefill_lens(&mut self, task: &Task, w: &Workload, kv: &[u64], field: &str) {
+        let Some(qo) = &w.qo_lens else {
+            self.bad(
+                format!("{field}.qo_lens"),
+                "a prefill workload lists the query length of each sequence",
+            );
+            return;
+        };
+        let Ok(super::ProblemSize::Prefill(d)) = task.problem(w) else {
+            return;
+        };
+        let batch = d.batch();
+        for (name, lens, total, axis) in [
+            ("qo_lens", qo.as_slice(), d.qo_tokens, "query-token"),
+            ("kv_lens", kv, d.kv_tokens, "KV-token"),
+        ] {
+            if lens.len() as u64 != batch {
+                self.bad(
+                    format!("{field}.{name}"),
+                    format!(
+                        "has {} lengths, but the indptr axis ({}) makes a batch of {batch}",
+                        lens.len(),
+                        d.indptr
+                    ),
+                );
+            }
+            let sum: u64 = lens.iter().sum();
+            if sum != total {
+                self.bad(
+                    format!("{field}.{name}"),
+                    format!("sums to {sum}, but the {axis} axis is {total}"),
+                );
+            }
+        }
+        if let Some(i) = qo.iter().zip(kv).position(|(q, k)| q > k) {
+            self.bad(
+                format!("{field}.qo_lens"),
+                format!(
+                    "sequence {i} has {} queries but {} keys; a prefill's queries are the last of its keys",
+                    qo[i], kv[i]
+                ),
+            );
+        }
+        if let Some((pages, page_size)) = d.paged {
+            for reason in page_problems(page_size, pages, d.kv_tokens) {
+                self.bad(format!("{field}.kv_lens"), reason);
+            }
+        }
+    }
+}
+
+/// Why a page table of `tokens` distinct pages cannot be drawn from this cache, if it cannot.
+fn page_problems(page_size: u64, pages: u64, tokens: u64) -> Vec<String> {
+    let mut wrong = Vec::new();
+    if page_size != 1 {
+        wrong.push(format!(
+            "page size {page_size} (the harness draws page tables of page size 1)"
+        ));
+    }
+    if pages < tokens {
+        wrong.push(format!(
+            "{pages} pages cannot hold {tokens} distinct KV tokens"
+        ));
+    }
+    wrong
 }
 
 #[cfg(test)]
@@ -1066,6 +1185,68 @@ mod tests {
             assert!(!problems.is_empty(), "{text:?}");
             assert!(problems.iter().all(|p| p.file == file), "{problems:?}");
         }
+    }
+
+    /// Prefill workloads whose lengths disagree with their axes, or whose queries outnumber
+    /// their keys, and a non-causal prefill op, are refused naming the field (issue 60).
+    #[test]
+    fn issue_60_prefill_lengths_and_op_are_checked() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tasks/attention_prefill/gqa_ragged_prefill_causal_h32_kv8_d128.yaml");
+        let text = std::fs::read_to_string(&path).expect("the committed task");
+        let file = Path::new("gqa_ragged_prefill_causal_h32_kv8_d128.yaml");
+        let task = parse_task(&text, file, file).expect("the committed task is valid");
+        let w = task.workload("B3_Q148_K171").expect("workload");
+        assert_eq!(w.qo_lens.as_deref(), Some(&[1, 17, 130][..]));
+        // 1*(1-1) + 1 + 17*23 + 153 + 130*131/2 pairs, bound for the FLOP formula.
+        assert_eq!(task.bindings(w)[ATTENDED_PAIRS], 1 + 17 * 23 + 153 + 8515);
+        let problems = |from: &str, to: &str| -> Vec<String> {
+            assert!(text.contains(from), "{from}");
+            parse_task(&text.replacen(from, to, 1), file, file)
+                .expect_err("refused")
+                .iter()
+                .map(|p| p.to_string())
+                .collect()
+        };
+        let p = problems("qo_lens: [1, 17, 130]", "qo_lens: [1, 100, 47]");
+        assert!(
+            p.iter().any(|m| m.contains("workloads[1].qo_lens")
+                && m.contains("sequence 1 has 100 queries but 40 keys")),
+            "{p:?}"
+        );
+        let p = problems("qo_lens: [1, 17, 130]", "qo_lens: [1, 17, 129]");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].qo_lens") && m.contains("sums to 147")),
+            "{p:?}"
+        );
+        let p = problems(
+            "kv_lens: [1, 40, 130], qo_lens",
+            "kv_lens: [41, 130], qo_lens",
+        );
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].kv_lens") && m.contains("has 2 lengths")),
+            "{p:?}"
+        );
+        let p = problems(", qo_lens: [1, 17, 130]", "");
+        assert!(
+            p.iter().any(|m| m.contains("workloads[1].qo_lens")
+                && m.contains("lists the query length of each sequence")),
+            "{p:?}"
+        );
+        let p = problems("causal: true}", "causal: false}");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("op.causal") && m.contains("only causal prefill")),
+            "{p:?}"
+        );
+        let p = problems("paged: false, ", "");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("op.paged") && m.contains("needs `paged: true|false`")),
+            "{p:?}"
+        );
     }
 
     #[test]

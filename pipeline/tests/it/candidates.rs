@@ -155,3 +155,67 @@ fn issue_41_a_symlinked_kernel_is_followed_and_a_dangling_one_named() {
         "{text}"
     );
 }
+
+/// Every evaluation of the suite-1.4 run list (issue 60) passes the static check on every
+/// prefill task it names, NVRTC's and nvcc's builds alike, and every prefill task has a correct
+/// SIMT candidate of each build; a ragged plan on a paged task is refused, naming the tensor.
+#[test]
+fn issue_60_prefill_candidates_pass_the_static_check_on_every_prefill_task() {
+    if !cuda_tools("issue_60_prefill_candidates_pass_the_static_check_on_every_prefill_task") {
+        return;
+    }
+    let suite = suite();
+    let list = root().join("tasks/runs/suite-v3-sm90a.yaml");
+    let dir = list.parent().expect("folder").to_path_buf();
+    let v: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&list).expect("list")).expect("yaml");
+    let mut correct: Vec<(String, String)> = Vec::new();
+    for e in v["evaluations"].as_array().expect("evaluations") {
+        let name = e["name"].as_str().expect("name");
+        let kernel = dir.join(e["kernel"].as_str().expect("kernel"));
+        let plan = dir.join(e["plan"].as_str().expect("plan"));
+        let c = Candidate::from_files(&kernel, &plan).expect("candidate");
+        for pattern in e["tasks"].as_array().expect("tasks") {
+            let pattern = pattern.as_str().expect("pattern");
+            let tasks: Vec<_> = suite
+                .tasks
+                .iter()
+                .filter(|t| ptxbench::task::glob_match(pattern, t.id.as_str()))
+                .collect();
+            assert!(!tasks.is_empty(), "{name}: `{pattern}` names no task");
+            for t in tasks {
+                let r = check(&c, t, &opts());
+                assert!(r.ok(), "{name} on {}: {:?}", t.id, r.failure);
+                if e["expect"] == "correct" {
+                    correct.push((t.id.to_string(), name.to_string()));
+                }
+            }
+        }
+    }
+    for t in suite.of_family(ptxbench::task::TaskFamily::AttentionPrefill) {
+        for build in ["simt-", "nvcc-simt-"] {
+            assert!(
+                correct
+                    .iter()
+                    .any(|(id, n)| id == t.id.as_str() && n.starts_with(build)),
+                "{}: no correct {build} candidate",
+                t.id
+            );
+        }
+    }
+    let ragged = Candidate::from_files(
+        &root().join("tasks/candidates/simt/attention_prefill/kernel.cu"),
+        &root().join("tasks/candidates/simt/attention_prefill/plan.yaml"),
+    )
+    .expect("candidate");
+    let paged = suite
+        .get("gqa_paged_prefill_causal_h32_kv8_d128_ps1")
+        .expect("task");
+    let r = check(&ragged, paged, &opts());
+    assert!(!r.ok());
+    assert!(
+        format!("{:?}", r.failure).contains("no tensor `k`"),
+        "{:?}",
+        r.failure
+    );
+}
