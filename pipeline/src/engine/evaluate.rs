@@ -1,6 +1,6 @@
 //! One evaluation, in the worker process, step by step: JIT, launches by the plan
 //! ([`super::launch`]), the correctness protocol ([`super::inputs`], [`super::reference`],
-//! [`super::judge`]), timing ([`super::timing`]) and the dynamic evidence: the counted copy
+//! [`super::judge`]; the trials themselves in [`super::trials`]), timing ([`super::timing`]) and the dynamic evidence: the counted copy
 //! runs as a checked trial of every workload ([`super::counting`]). Every failure of the candidate becomes an [`Outcome`] with its verdict; nothing
 //! here panics on a bad candidate.
 //!
@@ -17,19 +17,15 @@ use std::time::Instant;
 
 use super::conditions::Conditions;
 use super::counting::{self, CountedModule};
-use super::inputs::{allocate, fill_inputs, seed_for, snapshot_inputs};
-use super::judge::{check_trial, describe_failure};
-use super::launch::run_plan;
-use super::reference::compute_reference;
 use super::support::Support;
 use super::timing;
+use super::trials::{Failed, TrialOn};
 use super::verdict::Stop;
-use super::{KernelInfo, Outcome, Request, Trial, Verdict, WorkloadResult};
+use super::{KernelInfo, Outcome, Request, Verdict, WorkloadResult};
 use super::{SETUP_DRIVER, SETUP_HARNESS, SETUP_WARM_UP};
-use crate::candidate::bind::{self, ResolvedLaunch};
+use crate::candidate::bind;
 use crate::candidate::plan::LaunchPlan;
 use crate::cuda::driver::{Gpu, Kernel};
-use crate::expr::Bindings;
 use crate::task::{Task, Workload, WorkloadKind};
 
 /// A worker's GPU, opened with the harness loaded before its request came (or why not).
@@ -164,7 +160,7 @@ pub fn evaluate_opened(req: &Request, opened: &Opened, gate: &mut dyn FnMut()) -
     outcome
 }
 
-struct Clock {
+pub(super) struct Clock {
     start: Instant,
     laps: Vec<(String, f64)>,
 }
@@ -176,7 +172,7 @@ impl Clock {
             laps: Vec::new(),
         }
     }
-    fn lap(&mut self, name: &str) {
+    pub(super) fn lap(&mut self, name: &str) {
         self.laps
             .push((name.to_string(), self.start.elapsed().as_secs_f64()));
         self.start = Instant::now();
@@ -280,7 +276,6 @@ fn run(
             trials: Vec::new(),
             timing: None,
         };
-        let trials = req.protocol.trials.max(1);
         let on = TrialOn {
             gpu,
             support,
@@ -295,55 +290,18 @@ fn run(
         // The trials of a workload allocate the same buffers: kept between them, so that no
         // trial waits on the driver's allocator (see `Gpu::reuse_buffers`); freed before
         // timing, which allocates its own.
-        gpu.reuse_buffers(true);
-        for trial in 0..=trials {
-            // The last trial runs the counted copy (when there is one): its launches are
-            // checked like every other trial's, after the workload's plain trials.
-            let (kernels_now, counter) = match (trial == trials, &counted) {
-                (false, _) => (&kernels, None),
-                (true, Some(Ok(cm))) => (&cm.kernels, Some(cm)),
-                (true, Some(Err(e))) => {
-                    let mut d = counting::empty(&w.name);
-                    d.error = Some(e.clone());
-                    per_workload.push((result.performance, d));
-                    break;
-                }
-                (true, None) => break,
-            };
-            if let Some(cm) = counter {
-                // The plain trials' time so far; the counted trial's is the evidence's.
-                clock.lap(&format!("correctness {}", w.name));
-                cm.set_shapes(gpu, module, &launches)?;
-            }
-            let seed = seed_for(req.seed, &w.name, trial);
-            let (mut t, counts) = on.run(kernels_now, counter, seed)?;
-            t.counted = counter.is_some();
-            let passed = t.passed;
-            result.trials.push(t);
-            if !passed {
-                let why = result
-                    .trials
-                    .last()
-                    .map(describe_failure)
-                    .unwrap_or_default();
+        let counts = match on.workload(&kernels, counted.as_ref(), module, req, &mut result, clock)
+        {
+            Ok(counts) => counts,
+            Err(Failed::Checked(stop)) => {
                 outcome.workloads.push(result);
-                let which = if counter.is_some() {
-                    format!("trial {trial} (the counted copy)")
-                } else {
-                    format!("trial {trial}")
-                };
-                return Err(Stop::new(Outcome::failed(
-                    Verdict::Numerical,
-                    Stage::Correctness,
-                    format!("workload {} {which}: {why}", w.name),
-                )));
+                return Err(stop);
             }
-            if let (Some(cm), Some((before, after))) = (counter, counts) {
-                let d = cm.weigh_workload(task, w, module, &launches, &before, &after);
-                per_workload.push((result.performance, d));
-            }
+            Err(Failed::Harness(stop)) => return Err(stop),
+        };
+        if let Some(d) = counts {
+            per_workload.push((result.performance, d));
         }
-        gpu.reuse_buffers(false);
         let counted_trial = result.trials.last().is_some_and(|t| t.counted);
         clock.lap(&format!(
             "{} {}",
@@ -438,59 +396,4 @@ fn run(
     outcome.verdict = Verdict::Correct;
     outcome.stage = Stage::Done;
     Ok(())
-}
-
-/// Counter readings before and after a counted trial's launches.
-type Readings = (counting::Reading, counting::Reading);
-
-/// What one correctness trial of a workload runs on.
-struct TrialOn<'a> {
-    gpu: &'a Gpu,
-    support: &'a Support,
-    scratch: &'a crate::cuda::driver::DeviceBuffer,
-    task: &'a Task,
-    plan: &'a LaunchPlan,
-    env: &'a Bindings,
-    workload: &'a Workload,
-    launches: &'a [ResolvedLaunch],
-    conditions: &'a Conditions,
-}
-
-impl TrialOn<'_> {
-    /// One trial: fresh inputs from `seed`, the fp32 reference, the launches of `kernels`
-    /// (reading `counter` around them, when given), and every check.
-    fn run(
-        &self,
-        kernels: &BTreeMap<String, Kernel>,
-        counter: Option<&CountedModule<'_>>,
-        seed: u64,
-    ) -> Result<(Trial, Option<Readings>), Stop> {
-        let TrialOn {
-            gpu,
-            support,
-            scratch,
-            task,
-            plan,
-            env,
-            workload,
-            launches,
-            conditions: _,
-        } = *self;
-        let set = allocate(gpu, task, plan, env)?;
-        fill_inputs(gpu, support, task, workload, &set, seed)?;
-        let reference = compute_reference(gpu, support, task, env, &set)?;
-        let snapshot = snapshot_inputs(gpu, task, &set)?;
-        // The conditions a timed launch starts from: poisoned outputs, reset workspaces and a
-        // flushed L2 (the salt from the trial's seed, so no two flushes write the same).
-        self.conditions
-            .before_launch(gpu, task, &set, seed as u32 ^ (seed >> 32) as u32)?;
-        let before = counter.map(|c| c.read(gpu)).transpose()?;
-        run_plan(gpu, kernels, launches, &set)?;
-        gpu.sync()?;
-        let after = counter.map(|c| c.read(gpu)).transpose()?;
-        let t = check_trial(
-            gpu, support, scratch, task, &set, &reference, &snapshot, seed,
-        )?;
-        Ok((t, before.zip(after)))
-    }
 }

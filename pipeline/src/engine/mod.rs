@@ -23,6 +23,7 @@ pub mod stages;
 pub mod support;
 pub mod target_evidence;
 pub mod timing;
+mod trials;
 pub mod verdict;
 pub mod worker;
 
