@@ -459,3 +459,34 @@ fn issue_57_a_map_over_a_workspace_earns_no_tma_credit() {
     }
     assert_eq!(maps, r.workloads.len());
 }
+
+/// Integrity v4, class 2: a kernel that times a load of its own line of A and takes wgmma when
+/// it finds L2 warm, FMAs when it finds it cold. It passes the static check with both paths in
+/// its SASS, and the work copy counts the FMA path's every FMA, so a counted trial that starts
+/// cold (as every launch does under one set of conditions) shows that path's work.
+#[test]
+fn issue_57_the_cold_switch_member_has_both_paths_and_its_fma_path_is_counted() {
+    if !sass_tools("issue_57_the_cold_switch_member_has_both_paths_and_its_fma_path_is_counted") {
+        return;
+    }
+    let r = checked("zoo-cold-switch");
+    assert!(r.ok(), "{:?}", r.failure);
+    let listing = listing(&r);
+    assert!(listing.contains("HGMMA"), "wgmma path in the SASS");
+    assert!(listing.contains("UTMALDG"), "TMA path in the SASS");
+    let ptx = r.ptx.as_ref().expect("the PTX");
+    // The probe: a timed L2 load before either path.
+    assert!(
+        ptx.contains("%clock64") && ptx.contains("ld.global.cg.u32"),
+        "{ptx}"
+    );
+    let s = splice::splice_counting_work(ptx, &[Family::Wgmma, Family::Tma]).expect("splices");
+    let fmas: Vec<&str> = s.ptx.lines().filter(|l| l.contains("fma.rn.f32")).collect();
+    assert!(!fmas.is_empty());
+    assert!(
+        fmas.iter()
+            .all(|l| l.contains("%ptxbench_work, 2; fma.rn.f32")),
+        "every FMA of the cold path is counted:\n{}",
+        fmas.join("\n")
+    );
+}
