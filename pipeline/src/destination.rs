@@ -234,7 +234,8 @@ impl<W> FirstError<W> {
         }
     }
 
-    /// The first error the inner writer gave, if any.
+    /// The first error the inner writer gave, if any (tests read it raw).
+    #[cfg(test)]
     pub fn take_error(&mut self) -> Option<std::io::Error> {
         self.error.take()
     }
@@ -249,11 +250,6 @@ impl<W> FirstError<W> {
             }),
             None => Ok(()),
         }
-    }
-
-    /// Whether the inner writer failed.
-    pub fn failed(&self) -> bool {
-        self.error.is_some()
     }
 
     pub fn into_inner(self) -> W {

@@ -5,16 +5,16 @@
 //! the `cuda` module is plain CPU code and is tested everywhere.
 
 pub mod arch;
-pub mod audit;
+pub(crate) mod audit;
 pub mod bundle;
 pub mod candidate;
 pub mod check;
 pub mod cmd;
 pub mod cuda;
-pub mod destination;
+pub(crate) mod destination;
 pub mod digest;
 pub mod engine;
-pub mod entropy;
+pub(crate) mod entropy;
 pub mod evidence;
 pub mod export;
 pub mod expr;
@@ -26,8 +26,8 @@ pub mod prompt;
 pub mod record;
 pub mod runner;
 pub mod sandbox;
-pub mod scratch;
-pub mod secrets;
+pub(crate) mod scratch;
+pub(crate) mod secrets;
 pub mod serve;
 pub mod site;
 pub mod store;
