@@ -502,10 +502,3 @@ pub fn time_baseline(
         tflops,
     })
 }
-
-pub fn l2_flush_buffer(gpu: &Gpu) -> Result<DeviceBuffer, Stop> {
-    let l2 = usize::try_from(gpu.info.l2_bytes)
-        .unwrap_or(64 << 20)
-        .max(1 << 20);
-    Ok(gpu.alloc(2 * l2)?)
-}

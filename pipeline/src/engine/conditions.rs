@@ -9,11 +9,18 @@
 //! followed a flush). Every tensor sits in its own allocation, guarded to the allocation's real
 //! end, and is allocated afresh for each set; the library's launches get a flush of their own.
 
-use super::baseline::l2_flush_buffer;
 use super::inputs::{TensorSet, prepare_outputs};
 use super::verdict::Stop;
 use crate::cuda::driver::{DeviceBuffer, DriverError, Gpu};
 use crate::task::Task;
+
+/// A buffer twice the size of L2: writing it all evicts whatever an earlier launch left there.
+fn l2_flush_buffer(gpu: &Gpu) -> Result<DeviceBuffer, Stop> {
+    let l2 = usize::try_from(gpu.info.l2_bytes)
+        .unwrap_or(64 << 20)
+        .max(1 << 20);
+    Ok(gpu.alloc(2 * l2)?)
+}
 
 /// The flush buffer the conditions are made with.
 #[derive(Debug)]

@@ -160,7 +160,7 @@ pub fn evaluate_opened(req: &Request, opened: &Opened, gate: &mut dyn FnMut()) -
     outcome
 }
 
-pub(super) struct Clock {
+struct Clock {
     start: Instant,
     laps: Vec<(String, f64)>,
 }
@@ -172,7 +172,7 @@ impl Clock {
             laps: Vec::new(),
         }
     }
-    pub(super) fn lap(&mut self, name: &str) {
+    fn lap(&mut self, name: &str) {
         self.laps
             .push((name.to_string(), self.start.elapsed().as_secs_f64()));
         self.start = Instant::now();
@@ -290,8 +290,14 @@ fn run(
         // The trials of a workload allocate the same buffers: kept between them, so that no
         // trial waits on the driver's allocator (see `Gpu::reuse_buffers`); freed before
         // timing, which allocates its own.
-        let counts = match on.workload(&kernels, counted.as_ref(), module, req, &mut result, clock)
-        {
+        let counts = match on.workload(
+            &kernels,
+            counted.as_ref(),
+            module,
+            req,
+            &mut result,
+            &mut |l| clock.lap(l),
+        ) {
             Ok(counts) => counts,
             Err(Failed::Checked(stop)) => {
                 outcome.workloads.push(result);

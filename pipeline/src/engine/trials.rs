@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use super::conditions::Conditions;
 use super::counting::{self, CountedModule};
-use super::evaluate::Clock;
 use super::inputs::{allocate, fill_inputs, seed_for, snapshot_inputs};
 use super::judge::{check_trial, describe_failure};
 use super::launch::run_plan;
@@ -49,7 +48,8 @@ pub(super) struct TrialOn<'a> {
 impl TrialOn<'_> {
     /// The correctness trials of the workload: `trials` plain ones on fresh inputs, then the
     /// counted copy's (when there is one), each launch sequence checked. Returns the counted
-    /// trial's counts (or why the copy could not run); `result` gets every trial.
+    /// trial's counts (or why the copy could not run); `result` gets every trial. `lap` marks
+    /// where the plain trials end.
     pub(super) fn workload(
         &self,
         kernels: &BTreeMap<String, Kernel>,
@@ -57,7 +57,7 @@ impl TrialOn<'_> {
         module: &ptxbench_ptx::Module,
         req: &Request,
         result: &mut WorkloadResult,
-        clock: &mut Clock,
+        lap: &mut dyn FnMut(&str),
     ) -> Result<Option<DynamicCounts>, Failed> {
         let (gpu, task, w, launches) = (self.gpu, self.task, self.workload, self.launches);
         let trials = req.protocol.trials.max(1);
@@ -83,7 +83,7 @@ impl TrialOn<'_> {
                 };
                 if let Some(cm) = counter {
                     // The plain trials' time so far; the counted trial's is the evidence's.
-                    clock.lap(&format!("correctness {}", w.name));
+                    lap(&format!("correctness {}", w.name));
                     cm.set_shapes(gpu, module, launches)
                         .map_err(Failed::Harness)?;
                 }
