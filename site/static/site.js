@@ -142,6 +142,32 @@
         check("an unevaluated record shows no verdict of an evaluation", verdicts.every(function (v) { return v === "not evaluated"; }), verdicts.join(","));
       }
     }
+    // Issue 59, item 10: work that was not evaluated is its own state: each pending row says
+    // so, and no pending entry is a measured row or named in the headline.
+    var pending = Array.prototype.map.call(document.querySelectorAll("tr.pending-row"), function (tr) {
+      check("a pending row is marked not evaluated", tr.querySelector(".badge.unevaluated") && !tr.querySelector(".badge.measured"), tr.textContent.trim());
+      return tr.querySelector("td.name a").textContent.trim();
+    });
+    if (pending.length) {
+      var leaders = Array.prototype.map.call(document.querySelectorAll(".leader"), function (p) { return p.textContent; }).join(" ");
+      var named = pending.filter(function (n) { return /Best measured here/.test(leaders) && leaders.indexOf("Best measured here: " + n + ",") >= 0; });
+      check("no pending entry is the best measured", named.length === 0, named.join(", "));
+      var rows = Array.prototype.filter.call(document.querySelectorAll("table.leaderboard tbody tr[data-prov=measured]"), function (tr) {
+        var name = tr.querySelector("td.name");
+        return name && pending.indexOf(name.textContent.trim()) >= 0;
+      });
+      check("no pending entry has a measured row", rows.length === 0, rows.length + " rows");
+    }
+    // Item 7: the page says no model was measured here exactly when no measured models' table
+    // is on it.
+    var none = document.querySelector(".no-model-measured");
+    var measuredModels = document.querySelectorAll("table.leaderboard[id^='lb-sm']");
+    if (document.querySelector("table.leaderboard") && !document.querySelector("[data-evaluated]")) {
+      var onIndexOrArch = document.querySelector("p.leader, p.legend.scope");
+      if (onIndexOrArch) {
+        check("'no model measured here' is said exactly when no model's row is measured", !!none === (measuredModels.length === 0), (none ? "said" : "not said") + ", " + measuredModels.length + " measured models' tables");
+      }
+    }
     var reproduce = document.querySelector("footer a.reproduce-link");
     check("the footer links the install and reproduce steps", reproduce && /data\.html#reproduce$/.test(reproduce.getAttribute("href")));
     if (document.getElementById("reproduce")) {

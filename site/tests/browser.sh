@@ -107,6 +107,16 @@ for page in index.html "$arch" "$record" $trajectory $unevaluated; do check "$pa
 if [ "${REQUIRE_UNEVALUATED:-0}" = 1 ] && [ -z "$unevaluated" ]; then
   echo "FAIL: REQUIRE_UNEVALUATED is set and the site has no record that was not evaluated"; failed=1
 fi
+# Issue 59, item 10: a model whose answers are not all evaluated (site/tests/no-eval-site.sh)
+# is listed as such on the overview and is nowhere its best measured model.
+if [ "${REQUIRE_UNEVALUATED:-0}" = 1 ]; then
+  if ! grep -q 'class="pending-row"' "$site/index.html"; then
+    echo "FAIL: the overview does not list the model whose answers were not evaluated"; failed=1
+  fi
+  if grep -q 'Best measured here' "$site/index.html"; then
+    echo "FAIL: the overview names a model that was not evaluated its best measured"; failed=1
+  fi
+fi
 
 # Every request the pages made was answered (no 404: a broken asset or link target).
 if grep -E '" (4|5)[0-9][0-9] ' "$work/server.log"; then

@@ -31,6 +31,10 @@ pub struct ArchView {
     pub matrix: Matrix,
     pub plots: Vec<PlotView>,
     pub undated: Vec<String>,
+    /// Entries on this arch whose work is not evaluated yet.
+    pub pending: Option<super::pending::PendingView>,
+    /// Said when no model has a measured row on this arch (empty otherwise).
+    pub no_model_measured: String,
 }
 
 /// Best speedup (at the largest turn limit) for every entry and task.
@@ -177,6 +181,8 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
             .map(|x| x.gpus().to_string())
             .unwrap_or_default(),
         leader: super::leaderboard::leader_statement(ctx, arch),
+        pending: super::pending::PendingView::of(ctx, Some(arch), None, &from, "pending"),
+        no_model_measured: super::index::no_model_measured(ctx, Some(arch)),
         primary: super::leaderboard::PRIMARY_STATEMENT,
         leaderboards: super::leaderboard::tables(ctx, arch, &from),
         core: super::leaderboard::core_statement(ctx, arch),

@@ -26,6 +26,10 @@ pub struct EntryView {
     pub published: Vec<PublishedRow>,
     pub published_sources: String,
     pub record_tables: Vec<RecordsTable>,
+    /// Its work not evaluated yet, on every arch.
+    pub pending: Option<super::pending::PendingView>,
+    /// Whether any of its records was measured (the records heading's badge).
+    pub measured: bool,
 }
 
 #[derive(Debug)]
@@ -153,7 +157,16 @@ pub fn view(ctx: &Context<'_>, e: &EntryInfo) -> EntryView {
             .get(&e.name)
             .and_then(|m| m.ablation_of.clone())
             .unwrap_or_default(),
-        badges: e.provenances.iter().map(|p| badge(*p)).collect(),
+        badges: e
+            .provenances
+            .iter()
+            .map(|p| badge(*p))
+            .chain((!e.pending.is_empty()).then_some("unevaluated"))
+            .collect(),
+        pending: super::pending::PendingView::of(ctx, None, Some(&e.name), &from, "pending"),
+        measured: e
+            .provenances
+            .contains(&crate::metrics::Provenance::Measured),
         sections,
         published,
         published_sources: sources.join("; "),

@@ -12,6 +12,7 @@ pub mod harness;
 pub mod index;
 pub mod leaderboard;
 pub mod methodology;
+pub mod pending;
 pub mod record;
 pub mod run;
 pub mod task;

@@ -1,0 +1,110 @@
+//! Issue 59: the leaderboard an artifact reviewer can check, and a newcomer's first row that
+//! tells the truth. Each test names the item it checks; each failed on the site before.
+
+use ptxbench::metrics::Provenance;
+use ptxbench::site::{Context, build};
+
+use crate::{fixture_input, page, published};
+
+/// The text of the first element that opens with `open` (up to its closing `close`).
+fn element<'a>(html: &'a str, open: &str, close: &str) -> &'a str {
+    let at = html
+        .find(open)
+        .unwrap_or_else(|| panic!("no `{open}` on the page"));
+    let rest = &html[at..];
+    &rest[..rest.find(close).expect("the element ends")]
+}
+
+/// Item 7: every measured row of the published leaderboard is a reference kernel or a harness
+/// test; the overview and each arch page say that no model has been measured here, and a site
+/// with a measured model does not.
+#[test]
+fn issue_59_item_7_the_site_says_no_model_was_measured_here() {
+    let (_input, pages) = published();
+    for p in ["index.html", "arch/sm_90a.html", "arch/sm_100a.html"] {
+        let note = element(page(pages, p), "class=\"note no-model-measured\"", "</p>");
+        assert!(
+            note.contains("No model has been measured here yet"),
+            "{p}: {note}"
+        );
+    }
+    let index = element(
+        page(pages, "index.html"),
+        "class=\"note no-model-measured\"",
+        "</p>",
+    );
+    assert!(index.contains("reference kernel"), "{index}");
+    let (_dir, input) = fixture_input();
+    let pages = build(&input).expect("builds");
+    assert!(
+        !page(&pages, "index.html").contains("No model has been measured here yet"),
+        "said on a site whose models were measured"
+    );
+}
+
+/// Item 10: a model some of whose answers `generate --no-eval` kept unevaluated is not yet
+/// evaluated everywhere: no measured row or rate (the answers that failed the static check
+/// alone would read 0.0% correct, with turn limits that never ran), not "best measured here",
+/// listed as pending on the overview, its arch page and its own page, and its records say how
+/// to evaluate them (the same `generate` command without `--no-eval`).
+#[test]
+fn issue_59_item_10_a_partly_evaluated_model_is_pending_not_measured() {
+    let (_dir, mut input) = fixture_input();
+    let entry = "synthetic-model-01";
+    let mut kept = Vec::new();
+    let mut graded = 0;
+    for (n, r) in input
+        .records
+        .iter_mut()
+        .filter(|r| r.record.entry == entry)
+        .enumerate()
+    {
+        if n % 2 == 0 {
+            crate::mark_unevaluated(&mut r.record);
+            kept.push(r.digest);
+        } else {
+            graded += 1;
+        }
+    }
+    assert!(!kept.is_empty() && graded > 0);
+    let ctx = Context::new(&input).expect("context");
+    let e = ctx.entry(entry).expect("the entry");
+    assert!(!e.provenances.contains(&Provenance::Measured));
+    let pending: Vec<_> = e.pending.values().collect();
+    assert_eq!(
+        pending.iter().map(|p| p.unevaluated).sum::<usize>(),
+        kept.len()
+    );
+    assert_eq!(pending.iter().map(|p| p.graded).sum::<usize>(), graded);
+    assert!(
+        ctx.metrics.overall.iter().all(|o| o.entry != entry),
+        "a rate of a model with answers not evaluated"
+    );
+    assert!(ctx.metrics.tasks.iter().all(|t| t.entry != entry));
+    let pages = build(&input).expect("builds");
+    let index = page(&pages, "index.html");
+    for leader in index.split("class=\"leader\"").skip(1) {
+        let leader = &leader[..leader.find("</p>").expect("ends")];
+        assert!(!leader.contains(entry), "named in the headline: {leader}");
+    }
+    for p in [
+        "index.html",
+        "arch/sm_90a.html",
+        &format!("entry/{}.html", e.slug),
+    ] {
+        let html = page(&pages, p);
+        let table = element(html, "class=\"pending-table\"", "</table>");
+        assert!(table.contains(entry), "{p}: not listed as pending");
+        assert!(table.contains("badge unevaluated"), "{p}");
+        assert!(
+            table.contains(&format!("<td>{}</td>", kept.len())),
+            "{p}: {table}"
+        );
+    }
+    let rec = page(&pages, &format!("record/{}.html", kept[0]));
+    let note = element(rec, "unevaluated-note", "</p>");
+    assert!(
+        note.contains("without <code>--no-eval</code>") && !note.contains("ptxbench run"),
+        "{note}"
+    );
+}
