@@ -35,6 +35,18 @@ pub enum EntryKind {
     EngineCheck,
 }
 
+impl EntryKind {
+    /// The word the downloads use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Model => "model",
+            EntryKind::Ablation => "ablation",
+            EntryKind::Reference => "reference",
+            EntryKind::EngineCheck => "engine-check",
+        }
+    }
+}
+
 /// The name prefix of the engine's simple kernels ([`EntryKind::EngineCheck`]).
 pub const ENGINE_CHECK_PREFIX: &str = "simt-";
 
@@ -626,6 +638,18 @@ impl<'a> Context<'a> {
 
     pub fn entry(&self, name: &str) -> Option<&EntryInfo> {
         self.entries.get(name)
+    }
+
+    /// Whether a metric row of `entry` at `turn_limit` is shown in the per-task tables and
+    /// the downloads: never one of the engine's simple kernels (listed with the harness tests),
+    /// and a reference kernel (one attempt) at the first turn limit only, where the others
+    /// would repeat it.
+    pub fn listed(&self, entry: &str, turn_limit: u32) -> bool {
+        match self.entry(entry).map(|e| e.kind) {
+            Some(EntryKind::EngineCheck) => false,
+            Some(EntryKind::Reference) => turn_limit == crate::metrics::TURN_LIMITS[0],
+            _ => true,
+        }
     }
 
     pub fn peak(&self, arch: &str, precision: &str) -> Option<&Peak> {

@@ -108,3 +108,101 @@ fn issue_59_item_10_a_partly_evaluated_model_is_pending_not_measured() {
         "{note}"
     );
 }
+
+/// Item 8: the downloads say what each row is (kind; a record's stage; not_evaluated, never
+/// the harness-failure class `other`), count tasks solved, hold no row of the engine's simple
+/// kernels and one row per reference kernel's attempt, and read with a reader that infers
+/// types from the first rows (Polars' `read_json` default); the task pages and the overview's
+/// count leave the engine's kernels to the harness page.
+#[test]
+fn issue_59_item_8_downloads_say_what_each_row_is() {
+    use polars_io::SerReader;
+    let (input, pages) = published();
+    let csv = page(pages, "data/results.csv");
+    let header: Vec<&str> = csv.lines().next().expect("a header").split(',').collect();
+    for c in ["kind", "tasks_solved"] {
+        assert!(header.contains(&c), "results.csv has no `{c}`");
+    }
+    let col = |name: &str| header.iter().position(|h| *h == name).expect("a column");
+    let (entry, kind, turn) = (col("entry"), col("kind"), col("turn_limit"));
+    let mut references = 0;
+    for line in csv.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert!(!cells[entry].starts_with("simt-"), "{line}");
+        if cells[kind] == "reference" {
+            references += 1;
+            assert_eq!(
+                cells[turn], "1",
+                "a reference kernel at another turn limit: {line}"
+            );
+        }
+    }
+    assert!(references > 0);
+    // (Not the records: their 64-bit unsigned seeds read as 128-bit integers, a type this
+    // build of Polars leaves out.)
+    for table in ["results", "workloads"] {
+        let json = pages
+            .get(&format!("data/{table}.json"))
+            .expect("a JSON download");
+        let frame = polars_io::json::JsonReader::new(std::io::Cursor::new(json.to_vec()))
+            .infer_schema_len(std::num::NonZeroUsize::new(100))
+            .finish();
+        let frame = frame.unwrap_or_else(|e| panic!("{table}.json: {e}"));
+        assert!(frame.height() > 0);
+    }
+    let ctx = Context::new(input).expect("context");
+    let simt_tasks: Vec<&String> = ctx
+        .entry_records
+        .iter()
+        .filter(|(n, _)| n.starts_with("simt-"))
+        .flat_map(|(_, rs)| rs.iter().map(|&i| &input.records[i].record.task))
+        .collect();
+    assert!(!simt_tasks.is_empty());
+    for t in simt_tasks {
+        let html = page(pages, &format!("task/{t}.html"));
+        let table = element(html, "id=\"task-results\"", "</table>");
+        assert!(
+            !table.contains(">simt-"),
+            "{t}: an engine kernel in the results"
+        );
+    }
+    let index = page(pages, "index.html");
+    let harness = ctx.harness.len();
+    let engine: usize = ctx
+        .entry_records
+        .iter()
+        .filter(|(n, _)| n.starts_with("simt-"))
+        .map(|(_, rs)| rs.len())
+        .sum();
+    let measured = input.records.len() - harness - engine;
+    assert!(
+        index.contains(&format!("come from {measured} records evaluated")),
+        "the overview counts the engine's kernels as measured"
+    );
+
+    let (_dir, mut input) = fixture_input();
+    let entry = "synthetic-model-01";
+    for r in input.records.iter_mut().filter(|r| r.record.entry == entry) {
+        crate::mark_unevaluated(&mut r.record);
+    }
+    let pages = build(&input).expect("builds");
+    let records = page(&pages, "data/records.csv");
+    let header: Vec<&str> = records
+        .lines()
+        .next()
+        .expect("a header")
+        .split(',')
+        .collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).expect("a column");
+    let (e, verdict, stage) = (col("entry"), col("verdict"), col("stage"));
+    let mine: Vec<Vec<&str>> = records
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[e] == entry)
+        .collect();
+    assert!(!mine.is_empty());
+    for c in mine {
+        assert_eq!((c[verdict], c[stage]), ("not_evaluated", "not-evaluated"));
+    }
+}

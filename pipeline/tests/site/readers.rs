@@ -143,10 +143,13 @@ fn issue_44_unlike_quantities_do_not_share_a_column() {
     }
     let csv = page(pages, "data/results.csv");
     let header = csv.lines().next().expect("a header");
-    assert!(header.starts_with("provenance,entry,arch,gpu,"), "{header}");
+    assert!(
+        header.starts_with("provenance,entry,kind,arch,gpu,"),
+        "{header}"
+    );
     assert!(
         csv.lines()
-            .any(|l| l.starts_with("reported,Claude Opus 4.8,sm_90a,H100,"))
+            .any(|l| l.starts_with("reported,Claude Opus 4.8,model,sm_90a,H100,"))
     );
     assert!(
         csv.lines()

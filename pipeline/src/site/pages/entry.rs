@@ -101,7 +101,10 @@ pub fn view(ctx: &Context<'_>, e: &EntryInfo) -> EntryView {
                     ctx.metrics
                         .tasks
                         .iter()
-                        .filter(|t| t.entry == e.name && &t.arch == *a),
+                        .filter(|t| t.entry == e.name && &t.arch == *a)
+                        .filter(|t| {
+                            e.kind == EntryKind::EngineCheck || ctx.listed(&t.entry, t.turn_limit)
+                        }),
                     &from,
                     &format!("tasks-{a}"),
                     TaskTableOn::EntryPage,

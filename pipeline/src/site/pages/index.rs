@@ -95,14 +95,23 @@ pub fn view(ctx: &Context<'_>) -> IndexView {
         .flat_map(|e| e.pending.values())
         .map(|p| p.graded)
         .sum();
+    // The engine's simple kernels are listed with the harness tests, never on a leaderboard.
+    let engine_checks: usize = ctx
+        .entries
+        .values()
+        .filter(|e| e.kind == EntryKind::EngineCheck)
+        .filter_map(|e| ctx.entry_records.get(&e.name))
+        .map(Vec::len)
+        .sum();
     IndexView {
         archs,
         measured_records: ctx.input.records.len()
             - ctx.harness.len()
             - ctx.unevaluated.len()
-            - held_back,
+            - held_back
+            - engine_checks,
         unevaluated_records: ctx.unevaluated.len(),
-        harness_records: ctx.harness.len(),
+        harness_records: ctx.harness.len() + engine_checks,
         reported_sources: ctx.input.reported.iter().map(|r| r.label.clone()).collect(),
         methodology: paths::link(from, paths::METHODOLOGY),
         harness: paths::link(from, paths::HARNESS_TESTS),
