@@ -158,6 +158,19 @@
       });
       check("no pending entry has a measured row", rows.length === 0, rows.length + " rows");
     }
+    // Item 4: a task page's results hold both architectures: rows of one entry, source and
+    // turn limit are told apart by their arch and GPU.
+    var results = document.getElementById("task-results");
+    if (results) {
+      var seen = {}, clash = [];
+      Array.prototype.forEach.call(results.tBodies[0].rows, function (tr) {
+        var c = tr.cells, arch = tr.querySelector(".arch-gpu");
+        var k = [c[0].textContent.trim(), tr.getAttribute("data-prov"), tr.getAttribute("data-turn"), arch ? arch.textContent.trim() : ""].join("|");
+        if (seen[k]) clash.push(k);
+        seen[k] = true;
+      });
+      check("task rows of one entry, source and turn limit name their arch and GPU", clash.length === 0, clash.slice(0, 2).join("; "));
+    }
     // Item 7: the page says no model was measured here exactly when no measured models' table
     // is on it.
     var none = document.querySelector(".no-model-measured");
@@ -259,10 +272,13 @@
       // Scrolled into the table, its header stays at the top of the window (no box around it
       // that scrolls on its own).
       var top = table.getBoundingClientRect().top + window.pageYOffset;
-      window.scrollTo(0, top + 200);
-      var at = table.tHead.rows[0].cells[0].getBoundingClientRect().top;
-      check("the table header sticks", Math.abs(at) < 2, "header at " + at + " px");
-      window.scrollTo(0, 0);
+      // (Only where the page scrolls that far: a short page ends before the header can stick.)
+      if (document.documentElement.scrollHeight - window.innerHeight >= top + 200) {
+        window.scrollTo(0, top + 200);
+        var at = table.tHead.rows[0].cells[0].getBoundingClientRect().top;
+        check("the table header sticks", Math.abs(at) < 2, "header at " + at + " px");
+        window.scrollTo(0, 0);
+      }
     }
     // Every row of every table has as many columns as its header.
     var span = function (row) { return Array.prototype.reduce.call(row.cells, function (n, c) { return n + c.colSpan; }, 0); };

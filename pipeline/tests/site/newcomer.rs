@@ -206,3 +206,32 @@ fn issue_59_item_8_downloads_say_what_each_row_is() {
         assert_eq!((c[verdict], c[stage]), ("not_evaluated", "not-evaluated"));
     }
 }
+
+/// Item 4: a task page's results hold the sm_90a (H100), sm_100a (B200) and measured (H200)
+/// rows of one model: each names its arch and GPU; the arch page says that reported and
+/// measured speedups beside each other are not the same quantity, on which GPUs.
+#[test]
+fn issue_59_item_4_rows_name_their_arch_and_gpu() {
+    let (_input, pages) = published();
+    let html = page(pages, "task/mha_bwd_d128.html");
+    let table = element(html, "id=\"task-results\"", "</table>");
+    assert!(table.contains(">Arch, GPU</th>"), "no arch column");
+    let rows: Vec<&str> = table
+        .split("<tr data-prov")
+        .skip(1)
+        .filter(|r| r.contains(">Claude Opus 4.8<") && r.contains("data-turn=\"1\""))
+        .collect();
+    assert_eq!(rows.len(), 2, "one row per arch at turn limit 1");
+    let cells: Vec<&str> = rows
+        .iter()
+        .map(|r| element(r, "class=\"arch-gpu\"", "</td>"))
+        .collect();
+    assert!(
+        cells[0].contains("sm_") && cells[0] != cells[1],
+        "{cells:?}"
+    );
+    assert!(cells.iter().any(|c| c.contains("H100")) && cells.iter().any(|c| c.contains("B200")));
+    let arch = page(pages, "arch/sm_90a.html");
+    let note = element(arch, "class=\"note unlike-sources\"", "</p>");
+    assert!(note.contains("H100") && note.contains("H200"), "{note}");
+}

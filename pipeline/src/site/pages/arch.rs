@@ -41,6 +41,8 @@ pub struct ArchView {
 #[derive(Debug)]
 pub struct Matrix {
     pub id: String,
+    /// What the reported and the measured numbers are, and on which GPUs (empty: one source).
+    pub note: String,
     pub limit: u32,
     pub tasks: Vec<Link>,
     pub rows: Vec<MatrixRow>,
@@ -194,6 +196,7 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         full_anchor: FULL_SUITE_ANCHOR,
         ceilings: CeilingSummary::new(ctx, arch, &from),
         matrix: Matrix {
+            note: unlike_sources(ctx, arch),
             id: format!("matrix-{arch}"),
             limit,
             tasks: tasks
@@ -211,4 +214,39 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
             .collect(),
         undated,
     }
+}
+
+/// Where reported and measured numbers share a table of `arch`: they are not the same
+/// quantity, and the sentence that says so (empty when only one source has rows).
+pub fn unlike_sources(ctx: &Context<'_>, arch: &str) -> String {
+    let gpus = |p: Provenance| {
+        let set: BTreeSet<String> = ctx
+            .entries
+            .values()
+            .filter_map(|e| e.gpus.get(&(p, arch.to_string())))
+            .flatten()
+            .cloned()
+            .collect();
+        set.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    let has = |p: Provenance| {
+        ctx.entries
+            .values()
+            .any(|e| e.gpus.contains_key(&(p, arch.to_string())))
+    };
+    if !has(Provenance::Reported) || !has(Provenance::Measured) {
+        return String::new();
+    }
+    let or_unrecorded = |g: String| {
+        if g.is_empty() {
+            "GPU not recorded".to_string()
+        } else {
+            g
+        }
+    };
+    format!(
+        "Reported and measured numbers here are not the same quantity: a reported number is the paper's speedup at its one headline workload per task, on its GPU ({}); a measured one is the smallest speedup over the task's performance workloads (2 to 5), on the GPU its record names ({}). Each is against the library on its own GPU.",
+        or_unrecorded(gpus(Provenance::Reported)),
+        or_unrecorded(gpus(Provenance::Measured)),
+    )
 }

@@ -581,6 +581,8 @@ pub struct TaskTableView {
     /// Whether the Task and Entry columns are shown.
     pub task_column: bool,
     pub entry_column: bool,
+    /// Whether the Arch, GPU column is shown (a task page holds both architectures' rows).
+    pub arch_column: bool,
     pub rows: Vec<TaskRow>,
     pub turn_default: &'static str,
     pub pass_headers: Vec<String>,
@@ -594,6 +596,9 @@ pub struct TaskRow {
     pub task: Link,
     pub entry: Link,
     pub provenance: &'static str,
+    pub arch: String,
+    /// The GPUs the row's numbers come from (empty: not recorded).
+    pub gpu: String,
     pub turn_limit: String,
     pub text: String,
     pub trajectories: Cell,
@@ -643,13 +648,15 @@ impl TaskTableView {
                 };
                 TaskRow {
                     anchor,
-                    text: format!("{} {}", entry.text.to_lowercase(), t.task),
+                    text: format!("{} {} {}", entry.text.to_lowercase(), t.task, t.arch),
                     task: Link {
                         text: t.task.clone(),
                         href: paths::link(from, &paths::task(&t.task)),
                     },
                     entry,
                     provenance: badge(t.provenance),
+                    arch: t.arch.clone(),
+                    gpu: ctx.gpus(&t.entry, t.provenance, &t.arch),
                     turn_limit: t.turn_limit.to_string(),
                     trajectories: Cell::count(t.trajectories).linked(records),
                     correct: Cell::count_rate(t.correct, t.trajectories).linked(best.clone()),
@@ -678,6 +685,7 @@ impl TaskTableView {
             id: id.to_string(),
             task_column: on != TaskTableOn::TaskPage,
             entry_column: on != TaskTableOn::EntryPage,
+            arch_column: on == TaskTableOn::TaskPage,
             rows,
             turn_default: DEFAULT_TURN,
             pass_headers: pass_headers(),
