@@ -158,6 +158,16 @@
       });
       check("no pending entry has a measured row", rows.length === 0, rows.length + " rows");
     }
+    // Issue 59, item 1: every reported row an entry's page shows links to the stored file and
+    // line it comes from.
+    var published = document.getElementById("published-runs");
+    if (published) {
+      var untraced = Array.prototype.filter.call(published.tBodies[0].rows, function (tr) {
+        var a = tr.querySelectorAll(".source-lines a");
+        return a.length === 0 || Array.prototype.some.call(a, function (x) { return !/objects\/[0-9a-f]{64}$/.test(x.getAttribute("href")) || !/:\d+$/.test(x.textContent); });
+      });
+      check("every reported row links to its file and line", untraced.length === 0, untraced.length + " rows without");
+    }
     // Item 4: a task page's results hold both architectures: rows of one entry, source and
     // turn limit are told apart by their arch and GPU.
     var results = document.getElementById("task-results");

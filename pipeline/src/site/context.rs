@@ -722,6 +722,11 @@ pub fn objects(input: &SiteInput) -> BTreeSet<Digest> {
         out.insert(run.run.list_digest);
     }
     out.extend(input.manifest.suites.iter().copied());
+    // The reported data's import object and its files, so every reported row traces to bytes.
+    for rep in &input.reported {
+        out.insert(rep.data.import_digest);
+        out.extend(rep.data.files.iter().map(|f| f.content_digest));
+    }
     out
 }
 

@@ -366,7 +366,7 @@ fn render_site_pages(
         html(&index::IndexPage { page: &page, v: &v }, paths::INDEX)?,
     )?;
 
-    let v = methodology::view(ctx);
+    let v = methodology::view(ctx)?;
     let page = Page::new(ctx, paths::METHODOLOGY, "Methodology");
     emit(
         paths::METHODOLOGY.into(),

@@ -235,3 +235,97 @@ fn issue_59_item_4_rows_name_their_arch_and_gpu() {
     let note = element(arch, "class=\"note unlike-sources\"", "</p>");
     assert!(note.contains("H100") && note.contains("H200"), "{note}");
 }
+
+/// Item 1: the reported data traces to bytes: the import object and its files are in
+/// `objects/`, linked from the methodology page; every reported row of an entry's page links
+/// to the file and line it comes from (and that line holds the row); the rows the paper's
+/// per-turn data does not reproduce are listed with theirs.
+#[test]
+fn issue_59_item_1_reported_rows_trace_to_file_and_line() {
+    let (input, pages) = published();
+    let rep = &input.reported[0].data;
+    let object = format!("objects/{}", rep.import_digest);
+    assert!(
+        pages.get(&object).is_some(),
+        "the import object is not copied"
+    );
+    let methodology = page(pages, "methodology.html");
+    assert!(methodology.contains(&format!("href=\"{object}\"")));
+    for f in &rep.files {
+        assert!(
+            pages
+                .get(&format!("objects/{}", f.content_digest))
+                .is_some(),
+            "{}",
+            f.name
+        );
+    }
+    let table = element(methodology, "class=\"disagreements\"", "</table>");
+    let rows: Vec<&str> = table.split("<tr>").skip(2).collect();
+    assert_eq!(rows.len(), 4, "{table}");
+    assert!(rows.iter().all(|r| r.contains(".csv:")));
+
+    let entry = page(pages, "entry/claude-opus-4-8.html");
+    let runs = element(entry, "id=\"published-runs\"", "</table>");
+    let rows: Vec<&str> = runs.split("<tr>").skip(2).collect();
+    assert!(!rows.is_empty());
+    for row in rows {
+        let cell = element(row, "class=\"source-lines\"", "</td>");
+        let links: Vec<&str> = cell.split("<a href=\"../").skip(1).collect();
+        assert_eq!(links.len(), 3, "{cell}");
+        for l in links {
+            let (path, rest) = l.split_once("\">").expect("a link");
+            let (file, line) = rest[..rest.find("</a>").expect("ends")]
+                .rsplit_once(':')
+                .expect("file:line");
+            let line: usize = line.parse().expect("a line number");
+            let bytes = pages
+                .text(path)
+                .unwrap_or_else(|| panic!("{path} not in the site"));
+            let text = bytes.lines().nth(line - 1).expect("the line exists");
+            assert!(
+                text.starts_with("Claude Opus 4.8,"),
+                "{file}:{line} is not Claude Opus 4.8's: {text}"
+            );
+        }
+    }
+}
+
+/// Item 2: the pages name the paper's code release as such (not as the paper), how to cite,
+/// and the site's date and repository where the manifest gives them (the publishing workflow
+/// adds both); without them the pages claim neither.
+#[test]
+fn issue_59_item_2_the_site_names_its_sources_and_date() {
+    let (input, pages) = published();
+    let index = page(pages, "index.html");
+    let footer = element(index, "<footer>", "</footer>");
+    assert!(
+        footer
+            .contains("class=\"code-release-link\" href=\"https://github.com/zhang677/PTXBench\""),
+        "{footer}"
+    );
+    assert!(
+        !footer.contains("class=\"paper-link\""),
+        "the code release named as the paper"
+    );
+    assert!(footer.contains("data.html#cite"));
+    assert!(
+        !footer.contains("site-date"),
+        "a date the manifest does not give"
+    );
+    let cite = element(page(pages, "data.html"), "class=\"citation\"", "</pre>");
+    assert!(cite.contains("491860b"), "{cite}");
+
+    let mut input = input.clone();
+    input.manifest.site.date = Some("2026-12-05".into());
+    input.manifest.site.repository = Some("https://example.org/ptxbench".into());
+    let pages = build(&input).expect("builds");
+    for p in ["index.html", "methodology.html", "data.html"] {
+        let footer = element(page(&pages, p), "<footer>", "</footer>");
+        assert!(footer.contains("Site of 2026-12-05"), "{p}: {footer}");
+        assert!(
+            footer.contains("href=\"https://example.org/ptxbench\""),
+            "{p}"
+        );
+    }
+}

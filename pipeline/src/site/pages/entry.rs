@@ -53,6 +53,8 @@ pub struct PublishedRow {
     pub best_speedup: String,
     pub correct_with_arch: String,
     pub evidence: String,
+    /// The file and line of each table the row joins, linked to the file's stored bytes.
+    pub source: Vec<Link>,
 }
 
 #[derive(Debug, Template)]
@@ -139,6 +141,22 @@ pub fn view(ctx: &Context<'_>, e: &EntryInfo) -> EntryView {
                     _ => format::NONE.to_string(),
                 },
                 evidence: r.tag_evidence.clone().unwrap_or_default(),
+                source: r
+                    .lines
+                    .iter()
+                    .map(|l| Link {
+                        text: format!("{}:{}", l.file, l.line),
+                        href: rep
+                            .data
+                            .files
+                            .iter()
+                            .find(|f| f.name == l.file)
+                            .map(|f| {
+                                paths::link_parts(&from, &[paths::OBJECTS, &f.content_digest.hex()])
+                            })
+                            .unwrap_or_default(),
+                    })
+                    .collect(),
             });
         }
     }

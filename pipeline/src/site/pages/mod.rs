@@ -37,6 +37,10 @@ pub struct Page {
     /// The manifest's `site.repository` and `site.paper` links (empty: not given).
     pub repository: String,
     pub paper: String,
+    /// The manifest's `site.code_release`, `site.citation` and `site.date` (empty: not given).
+    pub code_release: String,
+    pub citation: String,
+    pub date: String,
     /// The data page's "install and reproduce" section, from this page.
     pub reproduce: String,
 }
@@ -89,6 +93,15 @@ impl Page {
                 .clone()
                 .unwrap_or_default(),
             paper: ctx.input.manifest.site.paper.clone().unwrap_or_default(),
+            code_release: ctx
+                .input
+                .manifest
+                .site
+                .code_release
+                .clone()
+                .unwrap_or_default(),
+            citation: ctx.input.manifest.site.citation.clone().unwrap_or_default(),
+            date: ctx.input.manifest.site.date.clone().unwrap_or_default(),
             reproduce: paths::link(path, &format!("{}#reproduce", paths::DATA)),
         }
     }
