@@ -329,3 +329,24 @@ fn issue_59_item_2_the_site_names_its_sources_and_date() {
         );
     }
 }
+
+/// Item 6: the fast_p plot's caption names as the leaderboard's fast column only the one the
+/// leaderboard has, and where the others are.
+#[test]
+fn issue_59_item_6_the_fast_p_caption_promises_only_shown_columns() {
+    let (_input, pages) = published();
+    let arch = page(pages, "arch/sm_90a.html");
+    let header = element(arch, "<table class=\"sortable leaderboard", "</thead>");
+    let shown: Vec<&str> = ["fast0.5", "fast0.8", "fast1.0", "fast1.5"]
+        .into_iter()
+        .filter(|f| header.contains(&format!(">{f}</th>")))
+        .collect();
+    assert_eq!(shown, ["fast1.0"]);
+    let caption = arch
+        .split("<figcaption>")
+        .find(|c| c.starts_with("fast_p for p"))
+        .expect("the fast_p plot's caption");
+    let caption = &caption[..caption.find("</figcaption>").expect("ends")];
+    assert!(caption.contains("fast column is fast1.0"), "{caption}");
+    assert!(!caption.contains("are the leaderboard"), "{caption}");
+}

@@ -155,7 +155,7 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         if name.contains("best-speedup") {
             "Each point is the best speedup of an entry on a task over all its correct trajectories (correct trajectories only; a task with none has no point). The line at 1× is the library."
         } else if name.contains("fast-p") {
-            "fast_p for p from 0 to 2: per model, the fraction of its trajectories (macro average over its tasks) that are correct and whose speedup, the smallest over the workloads, exceeds p; at p = 0 every correct trajectory counts. The vertical line at p = 1 is the library; dotted lines are the reference kernels. The numbers at p = 0.5, 1.0 and 1.5 are the leaderboard's fast columns. Hover a point for its value."
+            "fast_p for p from 0 to 2: per model, the fraction of its trajectories (macro average over its tasks) that are correct and whose speedup, the smallest over the workloads, exceeds p; at p = 0 every correct trajectory counts. The vertical line at p = 1 is the library; dotted lines are the reference kernels. The leaderboard's fast column is fast1.0 (faster than the library on every workload); the per-task tables and the results download give fast0.5, fast0.8, fast1.0 and fast1.5. Hover a point for its value."
         } else if name.contains("rates-by-turn-limit") {
             "Macro average over tasks. A trajectory is correct at turn limit L when any of its first L turns is correct. Entries whose target evidence was not measured have no correct-with-arch line."
         } else if name.contains("release-date") {
