@@ -350,3 +350,24 @@ fn issue_59_item_6_the_fast_p_caption_promises_only_shown_columns() {
     assert!(caption.contains("fast column is fast1.0"), "{caption}");
     assert!(!caption.contains("are the leaderboard"), "{caption}");
 }
+
+/// Item 5: per-task rates carry their 95% Wilson interval (the methodology page says which
+/// method), and the ablations, over different task sets, are not ranked against each other.
+#[test]
+fn issue_59_item_5_rates_carry_intervals() {
+    let (_input, pages) = published();
+    let html = page(pages, "task/mha_bwd_d128.html");
+    let table = element(html, "id=\"task-results\"", "</table>");
+    let row = table
+        .split("<tr data-prov")
+        .find(|r| r.contains(">Claude Opus 4.8<") && r.contains("data-turn=\"1\""))
+        .expect("a row");
+    assert!(row.contains("95% CI "), "no interval: {row}");
+    assert!(page(pages, "methodology.html").contains("Wilson score interval"));
+    let arch = page(pages, "arch/sm_90a.html");
+    let ablation = element(arch, "id=\"ablation-sm_90a\"", "</table>");
+    for r in ablation.split("<tr data-prov").skip(1) {
+        let rank = element(r, "<td", "</td>");
+        assert!(!rank.chars().any(|c| c.is_ascii_digit()), "ranked: {rank}");
+    }
+}

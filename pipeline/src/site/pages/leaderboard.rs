@@ -235,7 +235,10 @@ impl LeaderboardView {
                 let n = at_limit.entry(o.turn_limit).or_default();
                 *n += 1;
                 let mut r = row(ctx, o, from);
-                r.rank = n.to_string();
+                // The paper's ablations run over different task sets: listed, never ranked.
+                if kind != EntryKind::Ablation {
+                    r.rank = n.to_string();
+                }
                 if one_attempt {
                     r.turn_limit = String::new();
                 }
@@ -659,13 +662,13 @@ impl TaskTableView {
                     gpu: ctx.gpus(&t.entry, t.provenance, &t.arch),
                     turn_limit: t.turn_limit.to_string(),
                     trajectories: Cell::count(t.trajectories).linked(records),
-                    correct: Cell::count_rate(t.correct, t.trajectories).linked(best.clone()),
+                    correct: Cell::count_rate_ci(t.correct, t.trajectories).linked(best.clone()),
                     correct_with_arch: match t.correct_with_arch {
-                        Some(c) => Cell::count_rate(c, t.trajectories),
+                        Some(c) => Cell::count_rate_ci(c, t.trajectories),
                         None => cwa_cell(t.provenance, None),
                     },
                     correct_on_target: match t.correct_on_target {
-                        Some(c) => Cell::count_rate(c, t.trajectories),
+                        Some(c) => Cell::count_rate_ci(c, t.trajectories),
                         None => measured_only(t.provenance, None),
                     },
                     mma_share: measured_only(t.provenance, t.mma_flop_share),

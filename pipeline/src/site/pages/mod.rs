@@ -181,6 +181,19 @@ impl Cell {
             ..Cell::default()
         }
     }
+
+    /// [`Cell::count_rate`] with its 95% Wilson score interval over the `n` trajectories.
+    pub fn count_rate_ci(c: u32, n: u32) -> Cell {
+        let cell = Cell::count_rate(c, n);
+        match crate::metrics::estimator::wilson95(c, n) {
+            Some([lo, hi]) => cell.with_note(format!(
+                "95% CI {}–{}",
+                format::opt_percent(Some(lo)),
+                format::opt_percent(Some(hi))
+            )),
+            None => cell,
+        }
+    }
 }
 
 /// A key and its value, for definition lists.
