@@ -198,7 +198,7 @@
       check("the reproduce steps say where the store comes from and how to audit", steps && /ptxbench import/.test(steps.textContent) && /ptxbench audit/.test(steps.textContent));
     }
     var audit = document.querySelector(".audit-store");
-    if (document.getElementById("audit")) {
+    if (document.getElementById("audit") && lede) {
       check("the audit section says where the store comes from", audit && /artifacts\//.test(audit.textContent));
     }
     var bundles = document.querySelectorAll(".audit-store a.bundle-link, .run-bundle a.bundle-link");
@@ -218,6 +218,19 @@
         if (name) {
           var r = name.getBoundingClientRect();
           check("table " + t.id + ": the entry column stays in view when scrolled", r.left >= -1 && r.right <= window.innerWidth + 1 && r.width > 40, "left " + Math.round(r.left) + ", width " + Math.round(r.width));
+          var head = t.querySelector("thead th.name-h");
+          var h = head && head.getBoundingClientRect();
+          check("table " + t.id + ": its header stays over the entry column when scrolled", h && Math.abs(h.left - r.left) <= 2, h ? "header at " + Math.round(h.left) + ", column at " + Math.round(r.left) : "no header");
+        }
+        box.scrollLeft = 0;
+      });
+      Array.prototype.forEach.call(document.querySelectorAll("table.compact"), function (t) {
+        var box = t.parentElement;
+        box.scrollLeft = box.scrollWidth;
+        var cell = t.tBodies[0].rows.length ? t.tBodies[0].rows[0].cells[0] : null, head = t.tHead.rows[0].cells[0];
+        if (cell) {
+          var c = cell.getBoundingClientRect(), h = head.getBoundingClientRect();
+          check("table " + t.id + ": its first column and header stay in view when scrolled", c.left >= -1 && Math.abs(h.left - c.left) <= 2, "column at " + Math.round(c.left) + ", header at " + Math.round(h.left));
         }
         box.scrollLeft = 0;
       });

@@ -215,7 +215,7 @@ fn issue_59_item_4_rows_name_their_arch_and_gpu() {
     let (_input, pages) = published();
     let html = page(pages, "task/mha_bwd_d128.html");
     let table = element(html, "id=\"task-results\"", "</table>");
-    assert!(table.contains(">Arch, GPU</th>"), "no arch column");
+    assert!(table.contains(">Source, arch, GPU</th>"), "no arch column");
     let rows: Vec<&str> = table
         .split("<tr data-prov")
         .skip(1)
@@ -224,7 +224,7 @@ fn issue_59_item_4_rows_name_their_arch_and_gpu() {
     assert_eq!(rows.len(), 2, "one row per arch at turn limit 1");
     let cells: Vec<&str> = rows
         .iter()
-        .map(|r| element(r, "class=\"arch-gpu\"", "</td>"))
+        .map(|r| element(r, "class=\"arch-gpu\"", "</small>"))
         .collect();
     assert!(
         cells[0].contains("sm_") && cells[0] != cells[1],
