@@ -185,10 +185,13 @@ impl Context<'_> {
         let committed = tokens.saturating_add(reserved_tokens);
         let over = match (self.limits.max_requests, self.limits.max_tokens) {
             (Some(m), _) if requests >= m => Some(format!(
-                "request cap reached ({requests} of {m} requests sent)"
+                "request cap reached: `limits.max_requests` (or --max-requests) is {m}, and {requests} requests were sent"
             )),
+            // A request reserves its reply's `max_tokens` before it is sent; its prompt's
+            // tokens are known only from the reply, so the total can pass the cap by the
+            // prompts of the requests in flight.
             (_, Some(m)) if committed >= m => Some(format!(
-                "token cap reached ({committed} of {m} tokens used or reserved)"
+                "token cap reached: `limits.max_tokens` (or --max-tokens) is {m}, and {committed} tokens were used or reserved (each request reserves its reply's max_tokens; its prompt's tokens count when it is answered, so the total can pass the cap by the prompts of the requests in flight)"
             )),
             _ => None,
         };
