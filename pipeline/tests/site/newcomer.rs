@@ -371,3 +371,39 @@ fn issue_59_item_5_rates_carry_intervals() {
         assert!(!rank.chars().any(|c| c.is_ascii_digit()), "ranked: {rank}");
     }
 }
+
+/// Item 3: a hand-written reference kernel's record names only its nvcc-made PTX; its page
+/// links the CUDA C++ the repository makes that PTX from (the `.cu` and its headers), published
+/// byte for byte.
+#[test]
+fn issue_59_item_3_reference_kernels_link_their_cuda_source() {
+    let (input, pages) = published();
+    let r = input
+        .records
+        .iter()
+        .find(|r| {
+            r.record.entry.starts_with("Hand-written")
+                && r.record.kernel_source_digest.is_none()
+                && r.record.task.starts_with("gemm_n")
+        })
+        .expect("a hand-written GEMM record without a kernel source");
+    let html = page(pages, &format!("record/{}.html", r.digest));
+    let para = element(html, "class=\"nvcc-source\"", "</p>");
+    assert!(
+        para.contains("tasks/reference/wgmma_gemm/kernel.ptx"),
+        "{para}"
+    );
+    let mut files = 0;
+    for link in para.split("<a href=\"../").skip(1) {
+        let (path, rest) = link.split_once("\">").expect("a link");
+        let name = &rest[..rest.find("</a>").expect("ends")];
+        let repo = std::fs::read_to_string(crate::root().join(name)).expect("the source file");
+        assert_eq!(page(pages, path), repo, "{name} is not published as it is");
+        files += 1;
+    }
+    assert!(files >= 2, "the .cu and its headers: {para}");
+    assert!(
+        para.contains(">tasks/reference/wgmma_gemm/gemm.cu<"),
+        "{para}"
+    );
+}
