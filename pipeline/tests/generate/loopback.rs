@@ -365,3 +365,39 @@ fn a_bad_manifest_names_the_file_and_the_field() {
         "{stderr}"
     );
 }
+
+/// Issue 59, item 12: Ctrl-C ends a run with a word on what is kept and how to go on (it ended
+/// with none).
+#[test]
+fn issue_59_ctrl_c_says_what_is_kept() {
+    let canned = canned_dir(&[(0, good_answer())], "slow 30\n");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let work = tempfile::tempdir().expect("work");
+    let child = generate_command(
+        work.path(),
+        &manifest(&server.url(), 1, "[1]", "").replace("timeout_s: 1\n", "timeout_s: 60\n"),
+        &["--no-eval"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("generate starts");
+    // Until its first completion request is in flight (held by the server for 30 s).
+    let start = std::time::Instant::now();
+    while server.served().is_empty() && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("generate ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted (Ctrl-C)") && stderr.contains("run the same command"),
+        "{stderr}"
+    );
+}
