@@ -105,7 +105,7 @@ unevaluated="$(cd "$site" && grep -l 'data-evaluated="false"' record/*.html 2>/d
 for page in "$record" $trajectory $run $unevaluated data.html; do check "$page" selftest-optional; done
 task="$(cd "$site" && find task -name '*.html' | sort | sed -n 1p)"
 # Issue 59, item 9: the per-task tables of entry and task pages and the methodology page too.
-for page in index.html "$arch" "$entry" "$task" methodology.html "$record" $trajectory $unevaluated; do check "$page" selftest-optional 400; done
+for page in index.html "$arch" "$entry" "$task" methodology.html data.html "$record" $trajectory $unevaluated; do check "$page" selftest-optional 400; done
 if [ "${REQUIRE_UNEVALUATED:-0}" = 1 ] && [ -z "$unevaluated" ]; then
   echo "FAIL: REQUIRE_UNEVALUATED is set and the site has no record that was not evaluated"; failed=1
 fi

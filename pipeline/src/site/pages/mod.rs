@@ -186,11 +186,9 @@ impl Cell {
     pub fn count_rate_ci(c: u32, n: u32) -> Cell {
         let cell = Cell::count_rate(c, n);
         match crate::metrics::estimator::wilson95(c, n) {
-            Some([lo, hi]) => cell.with_note(format!(
-                "95% CI {}–{}",
-                format::opt_percent(Some(lo)),
-                format::opt_percent(Some(hi))
-            )),
+            Some([lo, hi]) => {
+                cell.with_note(format!("95% CI {:.1}–{:.1}%", 100.0 * lo, 100.0 * hi))
+            }
             None => cell,
         }
     }
