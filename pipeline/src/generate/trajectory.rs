@@ -556,6 +556,21 @@ fn ask(
 
 /// Grades one answer: the static check, the evaluation (unless `--no-eval`), the record, and
 /// the feedback for the next turn.
+/// What a record says of an answer that could not be extracted: where the reply was cut at
+/// the token limit (`finish_reason: length`, as the endpoint reported and the exchange keeps),
+/// the reason itself rather than a guess.
+fn extraction_message(
+    e: &crate::candidate::extract::ExtractionError,
+    finish_reason: Option<&str>,
+) -> String {
+    match finish_reason {
+        Some("length") => format!(
+            "{e}: the reply was cut at its token limit (finish_reason: length; raise the model's `sampling.max_tokens` or ask for a shorter answer)"
+        ),
+        _ => e.to_string(),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn grade(
     ctx: &Context,
@@ -588,7 +603,9 @@ fn grade(
     let object =
         TaskObject::from_suite(ctx.suite, task).map_err(|e| TurnError::Failed(e.to_string()))?;
     let Prepared { report, work } = Evaluator::prepare(
-        extracted.as_ref().map_err(ToString::to_string),
+        extracted
+            .as_ref()
+            .map_err(|e| extraction_message(e, finish_reason.as_deref())),
         task,
         &object,
         &job,

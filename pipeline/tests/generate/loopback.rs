@@ -95,8 +95,9 @@ fn repair_turns_are_recorded_linked_and_fed_back() {
         "{}",
         convo[3].content
     );
+    // What happened, not a guess at why (issue 59: the reply's finish reason says that).
     assert!(
-        convo[3].content.contains("truncated"),
+        convo[3].content.contains("ends inside a code block"),
         "{}",
         convo[3].content
     );
@@ -399,5 +400,31 @@ fn issue_59_ctrl_c_says_what_is_kept() {
     assert!(
         stderr.contains("interrupted (Ctrl-C)") && stderr.contains("run the same command"),
         "{stderr}"
+    );
+}
+
+/// Issue 59, item 12: a reply cut at its token limit (`finish_reason: length`) inside a code
+/// block gets a record that says so, not a guess ("truncated output?").
+#[test]
+fn issue_59_a_reply_cut_at_the_token_limit_says_so() {
+    let cut = "Here is my kernel.\n\n```ptx\n.version 8.0\n.target sm_90a\n".to_string();
+    let canned = canned_dir(&[(0, cut)], "length\n");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let work = tempfile::tempdir().expect("work");
+    let (code, stdout, stderr) = generate(
+        work.path(),
+        &manifest(&server.url(), 1, "[1]", ""),
+        &["--no-eval"],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let journal = Journal::load(&work.path().join("out")).expect("journal");
+    let turns = journal.turns_of("canned-model/gemm_n4096_k4096/sm_90a/v1/r1");
+    assert_eq!(turns.len(), 1);
+    let store = Store::open(work.path().join("artifacts"));
+    let record: Record = store.get_json(&turns[0].record_digest).expect("record");
+    let message = &record.outcome.message;
+    assert!(
+        message.contains("finish_reason: length") && !message.contains("truncated output?"),
+        "{message}"
     );
 }
