@@ -5,19 +5,22 @@
 # except:
 #   cargo build …            with PTXBENCH set (a built binary), its folder goes on PATH instead
 #   vllm serve …             starts the canned server (pipeline/tests/support/canned.rs) on a free
-#                            port: it lists the manifest's model at GET /v1/models and answers
+#                            port, 3 s late (a server that starts slowly, as vLLM loading a model
+#                            does): it lists the manifest's model at GET /v1/models and answers
 #                            every request with Triton's TMA GEMM (tasks/candidates/
 #                            triton_gemm_tma): a kernel for the GEMM task, a plan that does not
 #                            bind for the attention tasks
+#   until curl … 8000 …      waits for the canned server's port instead of 8000
 #   cp … my-model.yaml       is followed by the edit README describes: `name: my-model` and the
 #                            endpoint's port (with --gpu also a harness-test model and entry, one
 #                            variant, one replica and turn limits [1, 2], to keep the GPU time short)
 #   ptxbench generate …      gets --no-eval, unless --gpu
 #   python3 -m http.server … is replaced by the check in headless Chromium (as site/tests/browser.sh
 #                            drives it): the built index has the model's row, named by its
-#                            display_name and marked measured, and on the CPU (where the entry is
-#                            the example's Qwen3.6-27B, which the paper also reports) a reported
-#                            row of the same name apart from it; the entry page loads
+#                            display_name: on the CPU (--no-eval) listed as not yet evaluated and
+#                            in no measured row, beside the paper's reported row of the same name
+#                            (the example's Qwen3.6-27B); with --gpu marked measured; the entry
+#                            page loads
 # Then `ptxbench generate` runs once more and must ask the server for nothing. With --gpu, a
 # second generation (my-model-later) runs with --no-eval, then without it: the kept answers are
 # evaluated in their trajectories.
@@ -105,10 +108,12 @@ while IFS= read -r line; do
         eval "$line" >>"$log" 2>&1 || fail "$line"
       fi ;;
     "vllm serve "*)
-      "$canned_server" "$work/canned" --port "$port" >>"$log" 2>&1 &
+      (sleep 3; exec "$canned_server" "$work/canned" --port "$port") >>"$log" 2>&1 &
       pids+=($!)
-      wait_port "$port" || { echo "byom-e2e: the canned server did not start" >&2; exit 1; }
-      echo "  (the canned server on 127.0.0.1:$port in its place)" | tee -a "$log" ;;
+      echo "  (the canned server on 127.0.0.1:$port in its place, starting in 3 s)" | tee -a "$log" ;;
+    "until curl "*)
+      eval "${line//127.0.0.1:8000/127.0.0.1:$port}" >>"$log" 2>&1 || fail "$line"
+      echo "  (waited for 127.0.0.1:$port)" | tee -a "$log" ;;
     "cp manifests/generate-example.yaml my-model.yaml"*)
       eval "$line"
       sed -i -e 's|^name: example |name: my-model|' \
@@ -185,10 +190,19 @@ def marked(row, word):
     return any(c.split()[:1] == [word] for c in row)
 measured = [r for r in rows if marked(r, "measured")]
 reported = [r for r in rows if marked(r, "reported")]
+pending = [tr for tr in re.findall(r'<tr class="pending-row">.*?</tr>', dom, re.S)
+           if name in html.unescape(re.sub(r"<[^>]+>", " ", tr)) and "badge unevaluated" in tr]
 for r in rows:
     print(" | ".join(r[:8]))
-if not measured:
+if gpu and not measured:
     sys.exit(f"no measured row named {name!r} on the index")
+if not gpu:
+    # --no-eval: the answers wait for a GPU; the row says so and is in no measured table.
+    if measured:
+        sys.exit(f"a measured row named {name!r} although nothing was evaluated")
+    if not pending:
+        sys.exit(f"{name!r} is not listed as not yet evaluated on the index")
+    print(f"ok: {name!r} listed as not yet evaluated")
 if not gpu and not reported:
     sys.exit(f"no reported row named {name!r} beside the measured one")
 if any(marked(r, "measured") and marked(r, "reported") for r in rows):

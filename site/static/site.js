@@ -142,6 +142,55 @@
         check("an unevaluated record shows no verdict of an evaluation", verdicts.every(function (v) { return v === "not evaluated"; }), verdicts.join(","));
       }
     }
+    // Issue 59, item 10: work that was not evaluated is its own state: each pending row says
+    // so, and no pending entry is a measured row or named in the headline.
+    var pending = Array.prototype.map.call(document.querySelectorAll("tr.pending-row"), function (tr) {
+      check("a pending row is marked not evaluated", tr.querySelector(".badge.unevaluated") && !tr.querySelector(".badge.measured"), tr.textContent.trim());
+      return tr.querySelector("td.name a").textContent.trim();
+    });
+    if (pending.length) {
+      var leaders = Array.prototype.map.call(document.querySelectorAll(".leader"), function (p) { return p.textContent; }).join(" ");
+      var named = pending.filter(function (n) { return /Best measured here/.test(leaders) && leaders.indexOf("Best measured here: " + n + ",") >= 0; });
+      check("no pending entry is the best measured", named.length === 0, named.join(", "));
+      var rows = Array.prototype.filter.call(document.querySelectorAll("table.leaderboard tbody tr[data-prov=measured]"), function (tr) {
+        var name = tr.querySelector("td.name");
+        return name && pending.indexOf(name.textContent.trim()) >= 0;
+      });
+      check("no pending entry has a measured row", rows.length === 0, rows.length + " rows");
+    }
+    // Issue 59, item 1: every reported row an entry's page shows links to the stored file and
+    // line it comes from.
+    var published = document.getElementById("published-runs");
+    if (published) {
+      var untraced = Array.prototype.filter.call(published.tBodies[0].rows, function (tr) {
+        var a = tr.querySelectorAll(".source-lines a");
+        return a.length === 0 || Array.prototype.some.call(a, function (x) { return !/objects\/[0-9a-f]{64}$/.test(x.getAttribute("href")) || !/:\d+$/.test(x.textContent); });
+      });
+      check("every reported row links to its file and line", untraced.length === 0, untraced.length + " rows without");
+    }
+    // Item 4: a task page's results hold both architectures: rows of one entry, source and
+    // turn limit are told apart by their arch and GPU.
+    var results = document.getElementById("task-results");
+    if (results) {
+      var seen = {}, clash = [];
+      Array.prototype.forEach.call(results.tBodies[0].rows, function (tr) {
+        var c = tr.cells, arch = tr.querySelector(".arch-gpu");
+        var k = [c[0].textContent.trim(), tr.getAttribute("data-prov"), tr.getAttribute("data-turn"), arch ? arch.textContent.trim() : ""].join("|");
+        if (seen[k]) clash.push(k);
+        seen[k] = true;
+      });
+      check("task rows of one entry, source and turn limit name their arch and GPU", clash.length === 0, clash.slice(0, 2).join("; "));
+    }
+    // Item 7: the page says no model was measured here exactly when no measured models' table
+    // is on it.
+    var none = document.querySelector(".no-model-measured");
+    var measuredModels = document.querySelectorAll("table.leaderboard[id^='lb-sm']");
+    if (document.querySelector("table.leaderboard") && !document.querySelector("[data-evaluated]")) {
+      var onIndexOrArch = document.querySelector("p.leader, p.legend.scope");
+      if (onIndexOrArch) {
+        check("'no model measured here' is said exactly when no model's row is measured", !!none === (measuredModels.length === 0), (none ? "said" : "not said") + ", " + measuredModels.length + " measured models' tables");
+      }
+    }
     var reproduce = document.querySelector("footer a.reproduce-link");
     check("the footer links the install and reproduce steps", reproduce && /data\.html#reproduce$/.test(reproduce.getAttribute("href")));
     if (document.getElementById("reproduce")) {
@@ -149,7 +198,7 @@
       check("the reproduce steps say where the store comes from and how to audit", steps && /ptxbench import/.test(steps.textContent) && /ptxbench audit/.test(steps.textContent));
     }
     var audit = document.querySelector(".audit-store");
-    if (document.getElementById("audit")) {
+    if (document.getElementById("audit") && lede) {
       check("the audit section says where the store comes from", audit && /artifacts\//.test(audit.textContent));
     }
     var bundles = document.querySelectorAll(".audit-store a.bundle-link, .run-bundle a.bundle-link");
@@ -169,6 +218,19 @@
         if (name) {
           var r = name.getBoundingClientRect();
           check("table " + t.id + ": the entry column stays in view when scrolled", r.left >= -1 && r.right <= window.innerWidth + 1 && r.width > 40, "left " + Math.round(r.left) + ", width " + Math.round(r.width));
+          var head = t.querySelector("thead th.name-h");
+          var h = head && head.getBoundingClientRect();
+          check("table " + t.id + ": its header stays over the entry column when scrolled", h && Math.abs(h.left - r.left) <= 2, h ? "header at " + Math.round(h.left) + ", column at " + Math.round(r.left) : "no header");
+        }
+        box.scrollLeft = 0;
+      });
+      Array.prototype.forEach.call(document.querySelectorAll("table.compact"), function (t) {
+        var box = t.parentElement;
+        box.scrollLeft = box.scrollWidth;
+        var cell = t.tBodies[0].rows.length ? t.tBodies[0].rows[0].cells[0] : null, head = t.tHead.rows[0].cells[0];
+        if (cell) {
+          var c = cell.getBoundingClientRect(), h = head.getBoundingClientRect();
+          check("table " + t.id + ": its first column and header stay in view when scrolled", c.left >= -1 && Math.abs(h.left - c.left) <= 2, "column at " + Math.round(c.left) + ", header at " + Math.round(h.left));
         }
         box.scrollLeft = 0;
       });
@@ -233,10 +295,13 @@
       // Scrolled into the table, its header stays at the top of the window (no box around it
       // that scrolls on its own).
       var top = table.getBoundingClientRect().top + window.pageYOffset;
-      window.scrollTo(0, top + 200);
-      var at = table.tHead.rows[0].cells[0].getBoundingClientRect().top;
-      check("the table header sticks", Math.abs(at) < 2, "header at " + at + " px");
-      window.scrollTo(0, 0);
+      // (Only where the page scrolls that far: a short page ends before the header can stick.)
+      if (document.documentElement.scrollHeight - window.innerHeight >= top + 200) {
+        window.scrollTo(0, top + 200);
+        var at = table.tHead.rows[0].cells[0].getBoundingClientRect().top;
+        check("the table header sticks", Math.abs(at) < 2, "header at " + at + " px");
+        window.scrollTo(0, 0);
+      }
     }
     // Every row of every table has as many columns as its header.
     var span = function (row) { return Array.prototype.reduce.call(row.cells, function (n, c) { return n + c.colSpan; }, 0); };

@@ -49,12 +49,11 @@ done
 cat >"$work/gen.yaml" <<YAML
 generate: 1
 name: no-eval-example
-tasks: [gemm_n4096_k4096]
+tasks: [gemm_n4096_k4096, mha_with_lse_d128]
 archs: [sm_90a]
 variants: [1]
 replicas: 2
 turn_limits: [1]
-seed: 20261204
 models:
   - name: canned-simt
     display_name: Qwen3.6-27B

@@ -250,6 +250,9 @@ pub fn run_manifest(
             base_path: base.site.base_path.clone(),
             repository: base.site.repository.clone(),
             paper: None,
+            code_release: None,
+            citation: None,
+            date: base.site.date.clone(),
         },
     };
     let yaml = serde_saphyr::to_string(&m).map_err(|e| BundleError::RunManifest {

@@ -48,7 +48,9 @@ pub enum ExtractionError {
     NoKernel(usize),
     #[error("the response has no launch-plan block (```yaml with a top-level `launches:` list)")]
     NoPlan,
-    #[error("the response ends inside a code block opened on line {line} (truncated output?)")]
+    // No guess at why: `generate` knows the reply's finish reason and says when it was the
+    // token limit.
+    #[error("the response ends inside a code block opened on line {line}")]
     Unterminated { line: usize },
     #[error("the kernel block is empty")]
     EmptyKernel,

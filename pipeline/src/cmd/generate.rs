@@ -71,6 +71,7 @@ pub fn run(a: GenerateArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             swept.len()
         );
     }
+    on_interrupt(&out)?;
     let generation = Generation::prepare(GenerateOptions {
         manifest: a.manifest.clone(),
         suite_dir,
@@ -183,4 +184,24 @@ fn print_report(r: &Report) {
             p.generation
         );
     }
+}
+
+/// Ctrl-C (or a TERM) ends the run with a word on what is kept and how to go on: every finished
+/// turn and every charge is already in the journal, written atomically, so nothing is lost.
+fn on_interrupt(out: &std::path::Path) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("installing the Ctrl-C handler")?;
+    let out = out.to_path_buf();
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            eprintln!(
+                "\ninterrupted ({}): the finished turns and the spend so far are kept in {}; run the same command to go on (no finished turn is asked again)",
+                if sig == SIGINT { "Ctrl-C" } else { "SIGTERM" },
+                out.display()
+            );
+            std::process::exit(130);
+        }
+    });
+    Ok(())
 }

@@ -152,6 +152,8 @@ pub struct ChatClient {
     agent: ureq::Agent,
     url: String,
     api_key: Option<String>,
+    /// The whole-request timeout of a completion.
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for ChatClient {
@@ -163,6 +165,9 @@ impl std::fmt::Debug for ChatClient {
             .finish()
     }
 }
+
+/// The longest `GET …/models` waits (less when the model's own request timeout is shorter).
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl ChatClient {
     /// A client with a whole-request timeout.
@@ -178,6 +183,7 @@ impl ChatClient {
             agent,
             url,
             api_key,
+            timeout,
         }
     }
 
@@ -256,7 +262,14 @@ impl ChatClient {
             .url
             .strip_suffix("/chat/completions")
             .unwrap_or(&self.url);
-        let mut req = self.agent.get(format!("{base}/models"));
+        // A server that is up answers its listing at once; one still loading its model (or
+        // one that never answers) should not hold the preflight for a whole request timeout.
+        let mut req = self
+            .agent
+            .get(format!("{base}/models"))
+            .config()
+            .timeout_global(Some(LIST_TIMEOUT.min(self.timeout)))
+            .build();
         if let Some(k) = &self.api_key {
             req = req.header("Authorization", format!("Bearer {k}"));
         }

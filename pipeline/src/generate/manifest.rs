@@ -507,6 +507,16 @@ mod tests {
             m.models.iter().all(|x| x.api_key_env.is_none()),
             "optional; a local vLLM needs none"
         );
+        // Issue 59, item 11: a sampling seed in `extra` would send byte-identical requests for
+        // every replica of a task and variant, so replicas and pass@k would mean little.
+        assert!(m.replicas > 1);
+        assert!(
+            m.models
+                .iter()
+                .all(|x| !x.sampling.extra.contains_key("seed")),
+            "the example fixes the sampling seed of every replica"
+        );
+        assert_eq!(m.seed, None, "the evaluation seed is drawn at run time");
     }
 
     const MINIMAL: &str = "generate: 1\nname: t\ntasks: [gemm_n4096_k4096]\narchs: [sm_90a]\nmodels:\n  - {name: m, endpoint: \"http://127.0.0.1:1/v1\"}\n";

@@ -54,10 +54,23 @@ pub fn check(
                     served.join(", ")
                 }
             )),
+            // vLLM, SGLang and hosted APIs serve under `/v1`: without it the listing and every
+            // completion are 404s, which would be retried by every later run.
+            Err(AttemptError::Status { status: 404, .. }) if !under_v1(&m.endpoint) => {
+                problems.push(format!(
+                    "{at}: GET …/models is a 404 and the endpoint's path has no /v1; OpenAI-compatible servers (vLLM, SGLang, hosted APIs) serve under /v1: set `models[{i}].endpoint` to `{}/v1`",
+                    m.endpoint.trim_end_matches('/')
+                ))
+            }
             Err(AttemptError::Status {
                 status: 404 | 405, ..
             }) => notes.push(format!(
                 "{at}: the endpoint has no model listing (GET …/models), so the model could not be confirmed"
+            )),
+            Err(e @ AttemptError::Timeout(_)) => problems.push(format!(
+                "{at}: no answer to GET …/models ({e}); a server still loading its model answers only when it is ready: wait until `curl {}/models` lists `{}`, then run again",
+                m.endpoint.trim_end_matches('/'),
+                m.name
             )),
             Err(AttemptError::Status {
                 status: status @ (401 | 403),
@@ -70,9 +83,9 @@ pub fn check(
                     ""
                 }
             )),
-            Err(e @ (AttemptError::Connection(_) | AttemptError::Timeout(_))) => {
+            Err(e @ AttemptError::Connection(_)) => {
                 problems.push(format!(
-                    "{at}: not reachable ({e}); is the server running? (vLLM: `vllm serve MODEL --port 8000`; SGLang: `python -m sglang.launch_server --model-path MODEL --port 8000`)"
+                    "{at}: not reachable ({e}); is the server running, or still starting? (vLLM: `vllm serve MODEL --port 8000`; SGLang: `python -m sglang.launch_server --model-path MODEL --port 8000`; wait until `curl …/models` lists the model)"
                 ))
             }
             Err(e) => problems.push(format!("{at}: listing its models failed: {e}")),
@@ -83,6 +96,16 @@ pub fn check(
     } else {
         Err(problems)
     }
+}
+
+/// Whether an endpoint's path ends in `/v1` (or a later version), as OpenAI-compatible
+/// servers serve.
+fn under_v1(endpoint: &str) -> bool {
+    let path = endpoint.trim_end_matches('/');
+    path.rsplit('/')
+        .next()
+        .and_then(|last| last.strip_prefix('v'))
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// NVRTC (CUDA C++ answers) and ptxas (every answer's PTX is compiled for the target).

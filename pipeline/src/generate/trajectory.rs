@@ -185,10 +185,13 @@ impl Context<'_> {
         let committed = tokens.saturating_add(reserved_tokens);
         let over = match (self.limits.max_requests, self.limits.max_tokens) {
             (Some(m), _) if requests >= m => Some(format!(
-                "request cap reached ({requests} of {m} requests sent)"
+                "request cap reached: `limits.max_requests` (or --max-requests) is {m}, and {requests} requests were sent"
             )),
+            // A request reserves its reply's `max_tokens` before it is sent; its prompt's
+            // tokens are known only from the reply, so the total can pass the cap by the
+            // prompts of the requests in flight.
             (_, Some(m)) if committed >= m => Some(format!(
-                "token cap reached ({committed} of {m} tokens used or reserved)"
+                "token cap reached: `limits.max_tokens` (or --max-tokens) is {m}, and {committed} tokens were used or reserved (each request reserves its reply's max_tokens; its prompt's tokens count when it is answered, so the total can pass the cap by the prompts of the requests in flight)"
             )),
             _ => None,
         };
@@ -553,6 +556,21 @@ fn ask(
 
 /// Grades one answer: the static check, the evaluation (unless `--no-eval`), the record, and
 /// the feedback for the next turn.
+/// What a record says of an answer that could not be extracted: where the reply was cut at
+/// the token limit (`finish_reason: length`, as the endpoint reported and the exchange keeps),
+/// the reason itself rather than a guess.
+fn extraction_message(
+    e: &crate::candidate::extract::ExtractionError,
+    finish_reason: Option<&str>,
+) -> String {
+    match finish_reason {
+        Some("length") => format!(
+            "{e}: the reply was cut at its token limit (finish_reason: length; raise the model's `sampling.max_tokens` or ask for a shorter answer)"
+        ),
+        _ => e.to_string(),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn grade(
     ctx: &Context,
@@ -585,7 +603,9 @@ fn grade(
     let object =
         TaskObject::from_suite(ctx.suite, task).map_err(|e| TurnError::Failed(e.to_string()))?;
     let Prepared { report, work } = Evaluator::prepare(
-        extracted.as_ref().map_err(ToString::to_string),
+        extracted
+            .as_ref()
+            .map_err(|e| extraction_message(e, finish_reason.as_deref())),
         task,
         &object,
         &job,

@@ -22,7 +22,9 @@
 //!                      release_date: 2026-01-31, link: null }
 //!   Qwen3.6-27B-s0: { ..., ablation_of: Qwen3.6-27B }  # optional: shown apart, unranked
 //! site: { title: PTXBench leaderboard, base_path: /,
-//!         repository: "https://…", paper: "https://…" }    # both optional
+//!         repository: "https://…", paper: "https://…",      # optional
+//!         code_release: "https://…", citation: "…",         # optional
+//!         date: "YYYY-MM-DD" }                             # optional: the site's date
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -114,6 +116,17 @@ pub struct SiteOptions {
     /// The paper the reported data comes from (an http(s) link).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paper: Option<String>,
+    /// The paper's code and data release, where the reported data comes from (an http(s)
+    /// link).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_release: Option<String>,
+    /// How to cite what the site shows (plain text, shown as given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citation: Option<String>,
+    /// The site's date, `YYYY-MM-DD`: the publishing workflow sets the date of the commit it
+    /// builds, so a site is rebuilt byte for byte from its manifest (never the clock's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
 }
 
 /// Why a manifest cannot be used; always names the file.
@@ -252,6 +265,7 @@ impl Manifest {
         for (name, l) in [
             ("repository", &self.site.repository),
             ("paper", &self.site.paper),
+            ("code_release", &self.site.code_release),
         ] {
             if let Some(l) = l
                 && !(l.starts_with("https://") || l.starts_with("http://"))
@@ -261,6 +275,14 @@ impl Manifest {
                     format!("`{l}` is not an http(s) link"),
                 ));
             }
+        }
+        if let Some(d) = &self.site.date
+            && !is_date(d)
+        {
+            return Err(invalid(
+                "site.date".into(),
+                format!("`{d}` is not a date YYYY-MM-DD"),
+            ));
         }
         let b = &self.site.base_path;
         if !b.starts_with('/') || !b.ends_with('/') || b.contains("//") || b.contains("..") {
@@ -439,6 +461,25 @@ mod tests {
         let plain = Manifest::parse(&text(""), Path::new("m.yaml")).expect("valid");
         let yaml = serde_saphyr::to_string(&plain).expect("serialises");
         assert!(!yaml.contains("generations"), "{yaml}");
+    }
+
+    /// Issue 59, item 2: the site's date is a real day, named in the error otherwise.
+    #[test]
+    fn issue_59_the_site_date_is_a_real_day() {
+        let with = |date: &str| {
+            let t = text("").replace(
+                "site: { title: T, base_path: / }",
+                &format!("site: {{ title: T, base_path: /, date: \"{date}\" }}"),
+            );
+            Manifest::parse(&t, Path::new("x.yaml"))
+        };
+        let e = with("2026-13-01").expect_err("no 13th month");
+        assert!(e.to_string().contains("site.date"), "{e}");
+        assert!(with("yesterday").is_err());
+        assert_eq!(
+            with("2026-12-05").expect("a day").site.date.as_deref(),
+            Some("2026-12-05")
+        );
     }
 
     #[test]

@@ -126,3 +126,48 @@ fn sample(c: &Columns, row: &[String], grouping: Grouping) -> Result<Sample, Str
         peak_fraction: None,
     })
 }
+
+/// A published per-run row whose correct-with-arch count the paper's own per-turn data does
+/// not reproduce (no rule over the turns gives all of them): the row as published, and the
+/// count its per-turn data gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchDisagreement {
+    pub row: crate::store::reported::ReportedResult,
+    pub per_turn: Option<u32>,
+}
+
+/// The published rows of `data` whose correct-with-arch count differs from what its per-turn
+/// data gives, in the published rows' order (empty when there is no per-turn table).
+pub fn arch_disagreements(data: &ReportedData) -> Result<Vec<ArchDisagreement>, MetricsError> {
+    let published = data.results().map_err(|e| MetricsError::Reported {
+        file: data.import_digest.to_string(),
+        row: 0,
+        message: e.to_string(),
+    })?;
+    let Some(samples) = reported_samples(data, Grouping::Run)? else {
+        return Ok(Vec::new());
+    };
+    let mut all = super::Samples::default();
+    all.extend(samples);
+    let m = super::compute(all)?;
+    let mut out = Vec::new();
+    for row in published {
+        let Some((arch, _)) = reported_arch(&row.arch) else {
+            continue;
+        };
+        let per_turn = m
+            .tasks
+            .iter()
+            .find(|t| {
+                t.entry == row.model
+                    && t.arch == arch
+                    && t.task == row.run
+                    && t.turn_limit == row.turn_limit
+            })
+            .and_then(|t| t.correct_with_arch);
+        if per_turn != row.correct_with_arch {
+            out.push(ArchDisagreement { row, per_turn });
+        }
+    }
+    Ok(out)
+}

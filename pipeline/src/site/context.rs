@@ -35,6 +35,18 @@ pub enum EntryKind {
     EngineCheck,
 }
 
+impl EntryKind {
+    /// The word the downloads use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Model => "model",
+            EntryKind::Ablation => "ablation",
+            EntryKind::Reference => "reference",
+            EntryKind::EngineCheck => "engine-check",
+        }
+    }
+}
+
 /// The name prefix of the engine's simple kernels ([`EntryKind::EngineCheck`]).
 pub const ENGINE_CHECK_PREFIX: &str = "simt-";
 
@@ -42,6 +54,22 @@ pub const ENGINE_CHECK_PREFIX: &str = "simt-";
 /// never run (stage `not-evaluated`); they count in no table and no plot.
 pub fn is_evaluated(r: &Record) -> bool {
     r.outcome.stage != crate::record::Stage::NotEvaluated
+}
+
+/// The work of one entry on one architecture that is not evaluated yet: `generate --no-eval`
+/// kept some of its answers checked, never run. Until every answer is evaluated, none of the
+/// pair's records is a rate: the graded ones alone (answers that failed the static check) would
+/// read as the model's result, with pending answers counted nowhere and turn limits that never
+/// ran shown as if they had.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// Answers checked and kept, never run (stage `not-evaluated`).
+    pub unevaluated: usize,
+    /// Answers of the same entry and arch that got a verdict (the static check failed them),
+    /// held back with the rest.
+    pub graded: usize,
+    /// The tasks of those answers.
+    pub tasks: BTreeSet<String>,
 }
 
 /// A submission on the leaderboard: a model of the reported data or an entry of the records.
@@ -56,6 +84,8 @@ pub struct EntryInfo {
     pub provenances: BTreeSet<Provenance>,
     /// GPUs seen, per (provenance, arch).
     pub gpus: BTreeMap<(Provenance, String), BTreeSet<String>>,
+    /// Its work that is not evaluated yet, by arch ([`Pending`]); such work is in no rate.
+    pub pending: BTreeMap<String, Pending>,
 }
 
 /// The peak proxy of one (arch, precision): the best library throughput seen in any record.
@@ -100,6 +130,9 @@ pub struct Context<'a> {
     pub harness: Vec<usize>,
     /// Indices into `input.records` of records that were not evaluated ([`is_evaluated`]).
     pub unevaluated: Vec<usize>,
+    /// Indices into `input.records` of the records of (entry, arch) pairs with work not
+    /// evaluated yet ([`Pending`]), evaluated or not: in no table, plot or rate.
+    pub pending: Vec<usize>,
     /// Indices into `input.records` of role `entry`, by (entry, arch, task).
     pub cell_records: BTreeMap<(String, String, String), Vec<usize>>,
     /// The paper's own per-run aggregates, per reported data set (as published).
@@ -305,18 +338,7 @@ impl<'a> Context<'a> {
                          prov: Provenance,
                          arch: &str,
                          gpu: &str| {
-            let e = entries
-                .entry(name.to_string())
-                .or_insert_with(|| EntryInfo {
-                    kind: EntryKind::Reference,
-                    name: name.to_string(),
-                    slug: String::new(),
-                    display_name: name.to_string(),
-                    organisation: None,
-                    release_date: None,
-                    provenances: BTreeSet::new(),
-                    gpus: BTreeMap::new(),
-                });
+            let e = entry_info(entries, name);
             e.provenances.insert(prov);
             if prov == Provenance::Reported {
                 e.kind = EntryKind::Model;
@@ -328,12 +350,43 @@ impl<'a> Context<'a> {
         };
 
         let roots = trajectory_roots(records);
+        let pending_pairs: BTreeSet<(&str, String)> = records
+            .iter()
+            .filter(|r| !is_evaluated(&r.record) && !r.record.is_harness_test())
+            .map(|r| (r.record.entry.as_str(), r.record.arch.to_string()))
+            .collect();
+        let mut pending = Vec::new();
         for (i, r) in records.iter().enumerate() {
-            if !is_evaluated(&r.record) {
+            let arch = r.record.arch.to_string();
+            let evaluated = is_evaluated(&r.record);
+            if !evaluated {
                 unevaluated.push(i);
+            }
+            if !r.record.is_harness_test()
+                && pending_pairs.contains(&(r.record.entry.as_str(), arch.clone()))
+            {
+                // Not a rate until every answer of the pair is evaluated ([`Pending`]).
+                pending.push(i);
+                archs.insert(arch.clone());
+                let e = entry_info(&mut entries, &r.record.entry);
+                if r.record.model.is_some() {
+                    e.kind = EntryKind::Model;
+                }
+                let p = e.pending.entry(arch.clone()).or_default();
+                if evaluated {
+                    p.graded += 1;
+                } else {
+                    p.unevaluated += 1;
+                }
+                p.tasks.insert(r.record.task.clone());
+                entry_records
+                    .entry(r.record.entry.clone())
+                    .or_default()
+                    .push(i);
+            }
+            if !evaluated {
                 continue;
             }
-            let arch = r.record.arch.to_string();
             tasks.insert(r.record.task.clone());
             task_records
                 .entry(r.record.task.clone())
@@ -344,7 +397,7 @@ impl<'a> Context<'a> {
                 continue;
             }
             // A given seed fixed every input in advance: the record has its page, no rank.
-            if r.record.seed_given {
+            if r.record.seed_given || pending.last() == Some(&i) {
                 continue;
             }
             archs.insert(arch.clone());
@@ -460,6 +513,7 @@ impl<'a> Context<'a> {
             task_records,
             harness,
             unevaluated,
+            pending,
             cell_records,
             published,
             suite_digest: suite.digest(),
@@ -586,6 +640,18 @@ impl<'a> Context<'a> {
         self.entries.get(name)
     }
 
+    /// Whether a metric row of `entry` at `turn_limit` is shown in the per-task tables and
+    /// the downloads: never one of the engine's simple kernels (listed with the harness tests),
+    /// and a reference kernel (one attempt) at the first turn limit only, where the others
+    /// would repeat it.
+    pub fn listed(&self, entry: &str, turn_limit: u32) -> bool {
+        match self.entry(entry).map(|e| e.kind) {
+            Some(EntryKind::EngineCheck) => false,
+            Some(EntryKind::Reference) => turn_limit == crate::metrics::TURN_LIMITS[0],
+            _ => true,
+        }
+    }
+
     pub fn peak(&self, arch: &str, precision: &str) -> Option<&Peak> {
         self.peaks
             .iter()
@@ -600,6 +666,23 @@ impl<'a> Context<'a> {
             .map(|g| g.iter().cloned().collect::<Vec<_>>().join(", "))
             .unwrap_or_default()
     }
+}
+
+/// The entry named `name`, made (a reference until something says otherwise) when new.
+fn entry_info<'e>(entries: &'e mut BTreeMap<String, EntryInfo>, name: &str) -> &'e mut EntryInfo {
+    entries
+        .entry(name.to_string())
+        .or_insert_with(|| EntryInfo {
+            kind: EntryKind::Reference,
+            name: name.to_string(),
+            slug: String::new(),
+            display_name: name.to_string(),
+            organisation: None,
+            release_date: None,
+            provenances: BTreeSet::new(),
+            gpus: BTreeMap::new(),
+            pending: BTreeMap::new(),
+        })
 }
 
 /// [`Context::list_rank`] of `records`.
@@ -639,6 +722,11 @@ pub fn objects(input: &SiteInput) -> BTreeSet<Digest> {
         out.insert(run.run.list_digest);
     }
     out.extend(input.manifest.suites.iter().copied());
+    // The reported data's import object and its files, so every reported row traces to bytes.
+    for rep in &input.reported {
+        out.insert(rep.data.import_digest);
+        out.extend(rep.data.files.iter().map(|f| f.content_digest));
+    }
     out
 }
 

@@ -9,7 +9,7 @@ use polars_io::SerWriter;
 use polars_io::json::{JsonFormat, JsonWriter};
 
 use super::SiteError;
-use super::context::{Context, workload_rates};
+use super::context::{Context, is_evaluated, workload_rates};
 use super::input::LoadedRecord;
 use super::paths;
 use crate::metrics::export::{Format, write_frame};
@@ -60,7 +60,7 @@ pub fn path(stem: &str, ext: &str) -> String {
     format!("data/{stem}.{ext}")
 }
 
-const RECORD_COLUMNS: [ColumnDoc; 21] = [
+const RECORD_COLUMNS: [ColumnDoc; 23] = [
     (
         "record",
         "hex",
@@ -72,6 +72,11 @@ const RECORD_COLUMNS: [ColumnDoc; 21] = [
         "the entry (model or reference kernel) as the record names it",
     ),
     ("role", "text", "entry or harness-test"),
+    (
+        "kind",
+        "text",
+        "what wrote the kernel: model, ablation (a paper's study of one model's settings), reference (hand-written or compiler-made), engine-check (the engine's simple kernels, listed with the harness tests) or harness-test",
+    ),
     (
         "model",
         "text",
@@ -100,7 +105,16 @@ const RECORD_COLUMNS: [ColumnDoc; 21] = [
         "hex",
         "the record of the previous turn of the same trajectory",
     ),
-    ("verdict", "text", "correct, or the stage that failed"),
+    (
+        "verdict",
+        "text",
+        "correct, the class of failure, or not_evaluated (generate --no-eval: checked, never run)",
+    ),
+    (
+        "stage",
+        "text",
+        "the stage that decided the verdict (static, correctness, timing, ...; not-evaluated)",
+    ),
     ("expected", "text", "the verdict a harness test expects"),
     (
         "min_speedup",
@@ -192,6 +206,12 @@ fn metric_meaning(name: &str) -> &'static str {
         "task" => "task id; * on rows over all the entry's tasks",
         "turn_limit" => "a trajectory counts its turns 0..limit",
         "trajectories" => "trajectories counted",
+        "tasks_solved" => {
+            "tasks with a correct trajectory below the turn limit (1 or 0 on task rows; the leaderboards' \"tasks solved\" on * rows)"
+        }
+        "kind" => {
+            "what the entry is: model, ablation (a paper's study of one model's settings, not a model) or reference (hand-written or compiler-made kernels)"
+        }
         "correct" => "trajectories with a correct turn below the limit",
         "correctness_rate" => "correct / trajectories (macro average over tasks on * rows)",
         "correct_with_arch" | "correct_with_arch_rate" => {
@@ -235,7 +255,37 @@ fn gpu(r: &LoadedRecord) -> Option<String> {
     r.record.gpu_name().map(str::to_string)
 }
 
-fn records_frame(records: &[&LoadedRecord]) -> Result<DataFrame, MetricsError> {
+/// What wrote a record's kernel ([`EntryKind`](crate::site::context::EntryKind) or the harness test it is), as `kind` says.
+fn record_kind(ctx: &Context<'_>, r: &Record) -> &'static str {
+    if r.is_harness_test() {
+        "harness-test"
+    } else {
+        ctx.entry(&r.entry).map_or(
+            if r.model.is_some() {
+                "model"
+            } else {
+                "reference"
+            },
+            |e| e.kind.as_str(),
+        )
+    }
+}
+
+/// The verdict column: `not_evaluated` for a candidate never run (its stored verdict is
+/// `other`, the harness-failure class).
+fn verdict_word(r: &Record) -> &'static str {
+    if is_evaluated(r) {
+        r.verdict.as_str()
+    } else {
+        "not_evaluated"
+    }
+}
+
+/// `records` with their [`record_kind`] (in the same order).
+fn records_frame(
+    records: &[&LoadedRecord],
+    kinds: &[&'static str],
+) -> Result<DataFrame, MetricsError> {
     let text = |f: &dyn Fn(&LoadedRecord) -> String| -> Vec<String> {
         records.iter().map(|r| f(r)).collect()
     };
@@ -254,6 +304,7 @@ fn records_frame(records: &[&LoadedRecord]) -> Result<DataFrame, MetricsError> {
             Column::new("record".into(), text(&|x| x.digest.to_string())),
             Column::new("entry".into(), text(&|x| x.record.entry.clone())),
             Column::new("role".into(), text(&|x| x.record.role.as_str().to_string())),
+            Column::new("kind".into(), kinds.to_vec()),
             Column::new("model".into(), opt(&|x| x.record.model.clone())),
             Column::new("task".into(), text(&|x| x.record.task.clone())),
             Column::new(
@@ -276,7 +327,11 @@ fn records_frame(records: &[&LoadedRecord]) -> Result<DataFrame, MetricsError> {
             ),
             Column::new(
                 "verdict".into(),
-                text(&|x| x.record.verdict.as_str().to_string()),
+                text(&|x| verdict_word(&x.record).to_string()),
+            ),
+            Column::new(
+                "stage".into(),
+                text(&|x| x.record.outcome.stage.as_str().to_string()),
             ),
             Column::new(
                 "expected".into(),
@@ -367,12 +422,63 @@ fn with_gpu_column(ctx: &Context<'_>, frame: &mut DataFrame) -> Result<(), SiteE
             ctx.gpus(&entry[i], p, &arch[i])
         })
         .collect();
+    insert_after(frame, "arch", Column::new("gpu".into(), gpu))
+}
+
+/// Inserts `column` after column `after` (last when there is none).
+fn insert_after(frame: &mut DataFrame, after: &str, column: Column) -> Result<(), SiteError> {
     let at = frame
-        .get_column_index("arch")
+        .get_column_index(after)
         .map_or(frame.width(), |i| i + 1);
     frame
-        .insert_column(at, Column::new("gpu".into(), gpu))
+        .insert_column(at, column)
         .map_err(MetricsError::from)?;
+    Ok(())
+}
+
+/// Adds the `kind` column after `entry`: what each row's entry is ([`EntryKind`](crate::site::context::EntryKind)), so the
+/// paper's ablations and the reference kernels are never read as models.
+fn with_kind_column(ctx: &Context<'_>, frame: &mut DataFrame) -> Result<(), SiteError> {
+    let entries = frame.column("entry").map_err(MetricsError::from)?;
+    let entries = entries.str().map_err(MetricsError::from)?;
+    let kind: Vec<&str> = (0..entries.len())
+        .map(|i| {
+            let name = entries.get(i).unwrap_or_default();
+            ctx.entry(name).map_or("model", |e| e.kind.as_str())
+        })
+        .collect();
+    insert_after(frame, "entry", Column::new("kind".into(), kind))
+}
+
+/// How many rows readers that infer a table's types from its first rows look at (Polars'
+/// `read_json` default).
+pub const TYPED_ROWS: usize = 100;
+
+/// Moves to the front, in their order, the rows where a column has its first value, when
+/// that is past the first [`TYPED_ROWS`] rows; every other row keeps its order after them. A
+/// reader that infers types from the first rows (Polars' `read_json`) otherwise takes such a
+/// column for all-null and fails on its first value.
+fn lead_with_every_type(frame: &mut DataFrame) -> Result<(), SiteError> {
+    let mut first: Vec<usize> = frame
+        .columns()
+        .iter()
+        .filter_map(|c| c.first_non_null())
+        .filter(|&i| i >= TYPED_ROWS)
+        .collect();
+    if first.is_empty() {
+        return Ok(());
+    }
+    first.sort_unstable();
+    first.dedup();
+    let lead: std::collections::BTreeSet<usize> = first.iter().copied().collect();
+    let order: Vec<polars::prelude::IdxSize> = first
+        .iter()
+        .copied()
+        .chain((0..frame.height()).filter(|i| !lead.contains(i)))
+        .map(|i| i as polars::prelude::IdxSize)
+        .collect();
+    let order = polars::prelude::IdxCa::from_vec("order".into(), order);
+    *frame = frame.take(&order).map_err(MetricsError::from)?;
     Ok(())
 }
 
@@ -391,8 +497,42 @@ pub fn tables(
 ) -> Result<(), SiteError> {
     let mut records: Vec<&LoadedRecord> = ctx.input.records.iter().collect();
     records.sort_by_key(|r| r.digest);
-    let mut results = crate::metrics::export::results_frame(&ctx.metrics)?;
+    // The engine's simple kernels are harness tests; a reference kernel's one attempt is
+    // the same at every turn limit ([`Context::listed`]).
+    let listed = crate::metrics::Metrics {
+        tasks: ctx
+            .metrics
+            .tasks
+            .iter()
+            .filter(|t| ctx.listed(&t.entry, t.turn_limit))
+            .cloned()
+            .collect(),
+        overall: ctx
+            .metrics
+            .overall
+            .iter()
+            .filter(|o| ctx.listed(&o.entry, o.turn_limit))
+            .cloned()
+            .collect(),
+        speedups: Vec::new(),
+    };
+    let mut results = crate::metrics::export::results_frame(&listed)?;
+    // Tasks with a correct trajectory: the task rows (1 or 0), then the rows over all tasks,
+    // in the frame's order (task rows, then overall rows, each in metrics order).
+    let solved: Vec<u32> = listed
+        .tasks
+        .iter()
+        .map(|t| u32::from(t.correct > 0))
+        .chain(listed.overall.iter().map(|o| o.tasks_solved))
+        .collect();
+    insert_after(
+        &mut results,
+        "trajectories",
+        Column::new("tasks_solved".into(), solved),
+    )?;
     with_gpu_column(ctx, &mut results)?;
+    with_kind_column(ctx, &mut results)?;
+    lead_with_every_type(&mut results)?;
     let results_columns = results
         .columns()
         .iter()
@@ -407,23 +547,35 @@ pub fn tables(
     each(Table::new(
         "results",
         "Metrics",
-        "One row per (source, entry, architecture, task, turn limit), then one per (source, entry, architecture, turn limit) over all its tasks: the numbers of the leaderboards.",
+        "One row per (source, entry, architecture, task, turn limit), then one per (source, entry, architecture, turn limit) over all its tasks: the numbers of the leaderboards. A reference kernel (one attempt) has turn limit 1 only; the engine's simple kernels are harness tests and have no row (see the records).",
         results_columns,
         results,
     ))?;
     each(Table::new(
         "records",
         "Records",
-        "Every record of the site (harness tests included), one row each, in digest order.",
+        "Every record of the site (harness tests included), one row each, in digest order (see the note on row order).",
         owned(&RECORD_COLUMNS),
-        records_frame(&records).map_err(SiteError::from)?,
+        {
+            let kinds: Vec<&'static str> = records
+                .iter()
+                .map(|r| record_kind(ctx, &r.record))
+                .collect();
+            let mut frame = records_frame(&records, &kinds).map_err(SiteError::from)?;
+            lead_with_every_type(&mut frame)?;
+            frame
+        },
     ))?;
     each(Table::new(
         "workloads",
         "Per-workload timings",
         "One row per timed workload of every record: the medians, the paired speedup with its 95% interval, and throughputs.",
         owned(&WORKLOAD_COLUMNS),
-        workloads_frame(ctx, &records).map_err(SiteError::from)?,
+        {
+            let mut frame = workloads_frame(ctx, &records).map_err(SiteError::from)?;
+            lead_with_every_type(&mut frame)?;
+            frame
+        },
     ))
 }
 
@@ -536,7 +688,7 @@ mod tests {
     /// The records download and its schema on the data page name the same columns, in order.
     #[test]
     fn the_records_schema_documents_every_column() {
-        let frame = records_frame(&[]).expect("an empty frame");
+        let frame = records_frame(&[], &[]).expect("an empty frame");
         let names: Vec<&str> = frame
             .get_column_names()
             .iter()
@@ -606,7 +758,7 @@ mod tests {
             String::from_utf8(polars_json(&mut frame)).expect("UTF-8")
         );
 
-        let mut empty = records_frame(&[]).expect("an empty frame");
+        let mut empty = records_frame(&[], &[]).expect("an empty frame");
         let mut ours = Vec::new();
         assert!(json_rows(&empty, &mut ours).expect("written"));
         assert_eq!(ours, polars_json(&mut empty));

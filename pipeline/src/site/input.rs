@@ -40,6 +40,9 @@ pub struct SiteInput {
     /// there (they are read, and re-hashed, as they are written, not held in memory); the run
     /// bundles are made from it too.
     pub store: Store,
+    /// The sources of the repository's nvcc-made PTX ([`super::sources`]), found beside the
+    /// suite's folder.
+    pub sources: super::sources::KernelSources,
 }
 
 #[derive(Debug, Clone)]
@@ -254,7 +257,11 @@ impl SiteInput {
                 data,
             });
         }
+        let sources = super::sources::KernelSources::load(
+            suite.dir.parent().unwrap_or_else(|| Path::new(".")),
+        )?;
         Ok(SiteInput {
+            sources,
             manifest,
             manifest_name,
             manifest_digest,

@@ -28,6 +28,7 @@ pub mod output;
 pub mod pages;
 pub mod paths;
 pub mod plots;
+pub mod sources;
 pub mod trajectory;
 
 use std::collections::BTreeMap;
@@ -359,6 +360,24 @@ fn render_site_pages(
             html(&arch::ArchPage { page: &page, v: &v }, &path)?,
         )?;
     }
+    // The repository's kernel sources of the records' nvcc-made PTX, once each.
+    let mut published = std::collections::BTreeSet::new();
+    for r in &ctx.input.records {
+        if r.record.kernel_source_digest.is_some() {
+            continue;
+        }
+        for f in ctx
+            .input
+            .sources
+            .of(r.record.ptx_digest)
+            .map(|s| s.files.as_slice())
+            .unwrap_or_default()
+        {
+            if published.insert(f.digest) {
+                emit(paths::source_file(&f.digest), f.text.as_bytes().to_vec())?;
+            }
+        }
+    }
     let v = index::view(ctx);
     let page = Page::new(ctx, paths::INDEX, "Overview");
     emit(
@@ -366,7 +385,7 @@ fn render_site_pages(
         html(&index::IndexPage { page: &page, v: &v }, paths::INDEX)?,
     )?;
 
-    let v = methodology::view(ctx);
+    let v = methodology::view(ctx)?;
     let page = Page::new(ctx, paths::METHODOLOGY, "Methodology");
     emit(
         paths::METHODOLOGY.into(),

@@ -159,6 +159,12 @@ pub fn unique_slugs<'a>(names: impl IntoIterator<Item = &'a str>) -> BTreeMap<St
         .collect()
 }
 
+/// The site path of a kernel source file published from the repository
+/// ([`super::sources`]): plain text, named by its digest.
+pub fn source_file(d: &Digest) -> String {
+    format!("source/{}.txt", d.hex())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -196,6 +196,16 @@ pub struct ReportedResult {
     pub correct_with_arch: Option<u32>,
     pub correct_with_arch_rate: Option<f64>,
     pub tag_evidence: Option<String>,
+    /// Where the row comes from: the file and 1-based line (the header is line 1) of each
+    /// of the joined tables' rows, in the order named above.
+    pub lines: Vec<SourceLine>,
+}
+
+/// One line of an imported file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceLine {
+    pub file: String,
+    pub line: usize,
 }
 
 impl ReportedData {
@@ -288,6 +298,15 @@ impl ReportedData {
                     .map(|a| arch.float(a, "correct_with_arch_rate"))
                     .transpose()?,
                 tag_evidence: a.map(|a| arch.text(a, "tag_evidence")).transpose()?,
+                lines: [(&base, Some(r)), (&speed, s), (&arch, a)]
+                    .into_iter()
+                    .filter_map(|(t, row)| {
+                        row.map(|row| SourceLine {
+                            file: t.file.clone(),
+                            line: row + 2,
+                        })
+                    })
+                    .collect(),
             });
         }
         out.sort_by(|x, y| {

@@ -71,6 +71,12 @@ fn issue_15_usage_of_2_63_tokens_does_not_defeat_max_tokens() {
     );
     assert_eq!(code, 3, "{stdout}\n{stderr}");
     assert!(stderr.contains("token cap reached"), "{stderr}");
+    // Issue 59, item 12: which cap, and that prompts are not reserved ahead.
+    assert!(
+        stderr.contains("`limits.max_tokens` (or --max-tokens) is 100000")
+            && stderr.contains("prompt's tokens count when it is answered"),
+        "{stderr}"
+    );
     assert_eq!(
         server.served().len(),
         1,

@@ -95,8 +95,9 @@ fn repair_turns_are_recorded_linked_and_fed_back() {
         "{}",
         convo[3].content
     );
+    // What happened, not a guess at why (issue 59: the reply's finish reason says that).
     assert!(
-        convo[3].content.contains("truncated"),
+        convo[3].content.contains("ends inside a code block"),
         "{}",
         convo[3].content
     );
@@ -363,5 +364,67 @@ fn a_bad_manifest_names_the_file_and_the_field() {
     assert!(
         stderr.contains("gen.yaml") && stderr.contains("models[0].endpoint"),
         "{stderr}"
+    );
+}
+
+/// Issue 59, item 12: Ctrl-C ends a run with a word on what is kept and how to go on (it ended
+/// with none).
+#[test]
+fn issue_59_ctrl_c_says_what_is_kept() {
+    let canned = canned_dir(&[(0, good_answer())], "slow 30\n");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let work = tempfile::tempdir().expect("work");
+    let child = generate_command(
+        work.path(),
+        &manifest(&server.url(), 1, "[1]", "").replace("timeout_s: 1\n", "timeout_s: 60\n"),
+        &["--no-eval"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("generate starts");
+    // Until its first completion request is in flight (held by the server for 30 s).
+    let start = std::time::Instant::now();
+    while server.served().is_empty() && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("generate ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted (Ctrl-C)") && stderr.contains("run the same command"),
+        "{stderr}"
+    );
+}
+
+/// Issue 59, item 12: a reply cut at its token limit (`finish_reason: length`) inside a code
+/// block gets a record that says so, not a guess ("truncated output?").
+#[test]
+fn issue_59_a_reply_cut_at_the_token_limit_says_so() {
+    let cut = "Here is my kernel.\n\n```ptx\n.version 8.0\n.target sm_90a\n".to_string();
+    let canned = canned_dir(&[(0, cut)], "length\n");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let work = tempfile::tempdir().expect("work");
+    let (code, stdout, stderr) = generate(
+        work.path(),
+        &manifest(&server.url(), 1, "[1]", ""),
+        &["--no-eval"],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let journal = Journal::load(&work.path().join("out")).expect("journal");
+    let turns = journal.turns_of("canned-model/gemm_n4096_k4096/sm_90a/v1/r1");
+    assert_eq!(turns.len(), 1);
+    let store = Store::open(work.path().join("artifacts"));
+    let record: Record = store.get_json(&turns[0].record_digest).expect("record");
+    let message = &record.outcome.message;
+    assert!(
+        message.contains("finish_reason: length") && !message.contains("truncated output?"),
+        "{message}"
     );
 }

@@ -161,3 +161,38 @@ fn issue_43_help_points_to_the_readme_section() {
         );
     }
 }
+
+/// Issue 59, item 12: an endpoint without `/v1` whose listing is a 404 (as vLLM's and
+/// SGLang's root is) stops the run before any request, saying where the API is; it was a note,
+/// then a completion request that got a 404 and "will be retried by the next run".
+#[test]
+fn issue_59_an_endpoint_without_v1_is_named_before_any_request() {
+    let canned = canned_dir(&[(0, good_answer())], "");
+    std::fs::remove_file(canned.path().join("models.txt")).expect("no listing: a 404");
+    let server = CannedServer::start(canned.path(), 0).expect("server");
+    let root = server.url().trim_end_matches("/v1").to_string();
+    let work = tempfile::tempdir().expect("work");
+    let (code, stdout, stderr) =
+        generate(work.path(), &manifest(&root, 1, "[1]", ""), &["--no-eval"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains(&format!("`{root}/v1`")), "{stderr}");
+    assert!(server.served().is_empty(), "a completion was requested");
+}
+
+/// Issue 59, item 12: a server that accepts the connection and never answers (one still
+/// loading its model) holds the preflight at most 15 s, not the model's request timeout, and
+/// the message says to wait until it lists the model.
+#[test]
+fn issue_59_a_silent_server_is_named_within_seconds() {
+    // Bound and listening, never accepting: connections complete, nothing is answered.
+    let silent = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("a port");
+    let url = format!("http://{}/v1", silent.local_addr().expect("addr"));
+    let work = tempfile::tempdir().expect("work");
+    let text = manifest(&url, 1, "[1]", "").replace("timeout_s: 1\n", "timeout_s: 120\n");
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = generate(work.path(), &text, &["--no-eval"]);
+    let took = started.elapsed();
+    assert_eq!(code, 2, "{stderr}");
+    assert!(took < std::time::Duration::from_secs(40), "{took:?}");
+    assert!(stderr.contains("wait until `curl"), "{stderr}");
+}

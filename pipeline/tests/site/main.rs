@@ -15,6 +15,7 @@ mod intervals;
 mod links;
 mod loading;
 mod metrics;
+mod newcomer;
 mod readers;
 mod record_lists;
 mod snapshots;
@@ -26,7 +27,7 @@ mod trajectories;
 use std::path::{Path, PathBuf};
 
 use ptxbench::digest::Digest;
-use ptxbench::site::SiteInput;
+use ptxbench::site::{Pages, SiteInput, build};
 use ptxbench::store::Store;
 use ptxbench::store::closure::{Root, closure};
 use ptxbench::task::Suite;
@@ -122,4 +123,31 @@ pub fn fixture_input() -> (tempfile::TempDir, SiteInput) {
 
 pub fn bless() -> bool {
     std::env::var_os("PTXBENCH_BLESS").is_some_and(|v| v == "1")
+}
+
+/// The published leaderboard (the default manifest, the committed store and suite), built
+/// once for the tests that read it.
+pub fn published() -> &'static (SiteInput, Pages) {
+    static SITE: std::sync::OnceLock<(SiteInput, Pages)> = std::sync::OnceLock::new();
+    SITE.get_or_init(|| {
+        let path = root().join("manifests/leaderboard.yaml");
+        let suite = Suite::load(&root().join("tasks")).expect("suite loads");
+        let input = SiteInput::load(&path, &committed_store(), suite).expect("loads");
+        let pages = build(&input).expect("builds");
+        (input, pages)
+    })
+}
+
+pub fn page<'a>(pages: &'a Pages, path: &str) -> &'a str {
+    pages.text(path).unwrap_or_else(|| panic!("no page {path}"))
+}
+
+/// Makes `r` what `generate --no-eval` stores: checked, never run (stage `not-evaluated`,
+/// stored verdict `other`, no workloads, no evidence).
+pub fn mark_unevaluated(r: &mut ptxbench::record::Record) {
+    r.verdict = ptxbench::record::Verdict::Other;
+    r.outcome.verdict = ptxbench::record::Verdict::Other;
+    r.outcome.stage = ptxbench::record::Stage::NotEvaluated;
+    r.outcome.workloads.clear();
+    r.outcome.dynamic = None;
 }

@@ -9,6 +9,7 @@
 //! - `faults.txt` (optional): one directive per incoming request, in arrival order, then every
 //!   request is answered normally: `ok`, `429 <retry-after seconds>`, `500`,
 //!   `slow <seconds>` (answer after a delay), `drop` (send half the reply, then close),
+//!   `length` (answer, with `finish_reason: length`),
 //!   `redirect <url>` (a 302 to the URL), `usage <n>` (answer, reporting `n` prompt and `n`
 //!   completion tokens), `echo-key-error` (a 500 quoting the request's `Authorization`),
 //!   `echo-key-ok` (answer, with the `Authorization` plain in an extra field and JSON-escaped
@@ -48,6 +49,8 @@ pub enum Directive {
     Usage {
         tokens: u64,
     },
+    /// The answer, with `finish_reason: length` (cut at the token limit).
+    Length,
     /// A 500 whose body holds the request's `Authorization` value.
     EchoKeyError,
     /// The answer, with the request's `Authorization` value in the reply: plain in an extra
@@ -80,10 +83,11 @@ impl Directive {
                     .to_string(),
             }),
             Some("usage") => Ok(Directive::Usage { tokens: num(1)? }),
+            Some("length") => Ok(Directive::Length),
             Some("echo-key-error") => Ok(Directive::EchoKeyError),
             Some("echo-key-ok") => Ok(Directive::EchoKeyOk),
             _ => Err(format!(
-                "`{line}`: expected ok, 429 <s>, 500, slow <s>, drop, redirect <url>, usage <n>, echo-key-error or echo-key-ok"
+                "`{line}`: expected ok, 429 <s>, 500, slow <s>, drop, redirect <url>, usage <n>, length, echo-key-error or echo-key-ok"
             )),
         }
     }
@@ -369,6 +373,13 @@ fn handle_connection(state: &State, mut stream: TcpStream) -> std::io::Result<()
     .map_err(std::io::Error::other)?;
     match directive {
         Directive::Ok => respond(&mut stream, 200, &[], &ok_body),
+        Directive::Length => {
+            let mut v: serde_json::Value =
+                serde_json::from_slice(&ok_body).map_err(std::io::Error::other)?;
+            v["choices"][0]["finish_reason"] = "length".into();
+            let body = serde_json::to_vec(&v).map_err(std::io::Error::other)?;
+            respond(&mut stream, 200, &[], &body)
+        }
         Directive::Redirect { location } => respond(
             &mut stream,
             302,

@@ -31,12 +31,18 @@ pub struct ArchView {
     pub matrix: Matrix,
     pub plots: Vec<PlotView>,
     pub undated: Vec<String>,
+    /// Entries on this arch whose work is not evaluated yet.
+    pub pending: Option<super::pending::PendingView>,
+    /// Said when no model has a measured row on this arch (empty otherwise).
+    pub no_model_measured: String,
 }
 
 /// Best speedup (at the largest turn limit) for every entry and task.
 #[derive(Debug)]
 pub struct Matrix {
     pub id: String,
+    /// What the reported and the measured numbers are, and on which GPUs (empty: one source).
+    pub note: String,
     pub limit: u32,
     pub tasks: Vec<Link>,
     pub rows: Vec<MatrixRow>,
@@ -149,7 +155,7 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         if name.contains("best-speedup") {
             "Each point is the best speedup of an entry on a task over all its correct trajectories (correct trajectories only; a task with none has no point). The line at 1× is the library."
         } else if name.contains("fast-p") {
-            "fast_p for p from 0 to 2: per model, the fraction of its trajectories (macro average over its tasks) that are correct and whose speedup, the smallest over the workloads, exceeds p; at p = 0 every correct trajectory counts. The vertical line at p = 1 is the library; dotted lines are the reference kernels. The numbers at p = 0.5, 1.0 and 1.5 are the leaderboard's fast columns. Hover a point for its value."
+            "fast_p for p from 0 to 2: per model, the fraction of its trajectories (macro average over its tasks) that are correct and whose speedup, the smallest over the workloads, exceeds p; at p = 0 every correct trajectory counts. The vertical line at p = 1 is the library; dotted lines are the reference kernels. The leaderboard's fast column is fast1.0 (faster than the library on every workload); the per-task tables and the results download give fast0.5, fast0.8, fast1.0 and fast1.5. Hover a point for its value."
         } else if name.contains("rates-by-turn-limit") {
             "Macro average over tasks. A trajectory is correct at turn limit L when any of its first L turns is correct. Entries whose target evidence was not measured have no correct-with-arch line."
         } else if name.contains("release-date") {
@@ -177,6 +183,8 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
             .map(|x| x.gpus().to_string())
             .unwrap_or_default(),
         leader: super::leaderboard::leader_statement(ctx, arch),
+        pending: super::pending::PendingView::of(ctx, Some(arch), None, &from, "pending"),
+        no_model_measured: super::index::no_model_measured(ctx, Some(arch)),
         primary: super::leaderboard::PRIMARY_STATEMENT,
         leaderboards: super::leaderboard::tables(ctx, arch, &from),
         core: super::leaderboard::core_statement(ctx, arch),
@@ -188,6 +196,7 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         full_anchor: FULL_SUITE_ANCHOR,
         ceilings: CeilingSummary::new(ctx, arch, &from),
         matrix: Matrix {
+            note: unlike_sources(ctx, arch),
             id: format!("matrix-{arch}"),
             limit,
             tasks: tasks
@@ -205,4 +214,39 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
             .collect(),
         undated,
     }
+}
+
+/// Where reported and measured numbers share a table of `arch`: they are not the same
+/// quantity, and the sentence that says so (empty when only one source has rows).
+pub fn unlike_sources(ctx: &Context<'_>, arch: &str) -> String {
+    let gpus = |p: Provenance| {
+        let set: BTreeSet<String> = ctx
+            .entries
+            .values()
+            .filter_map(|e| e.gpus.get(&(p, arch.to_string())))
+            .flatten()
+            .cloned()
+            .collect();
+        set.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    let has = |p: Provenance| {
+        ctx.entries
+            .values()
+            .any(|e| e.gpus.contains_key(&(p, arch.to_string())))
+    };
+    if !has(Provenance::Reported) || !has(Provenance::Measured) {
+        return String::new();
+    }
+    let or_unrecorded = |g: String| {
+        if g.is_empty() {
+            "GPU not recorded".to_string()
+        } else {
+            g
+        }
+    };
+    format!(
+        "Reported and measured numbers here are not the same quantity: a reported number is the paper's speedup at its one headline workload per task, on its GPU ({}); a measured one is the smallest speedup over the task's performance workloads (2 to 5), on the GPU its record names ({}). Each is against the library on its own GPU.",
+        or_unrecorded(gpus(Provenance::Reported)),
+        or_unrecorded(gpus(Provenance::Measured)),
+    )
 }

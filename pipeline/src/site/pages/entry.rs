@@ -26,6 +26,10 @@ pub struct EntryView {
     pub published: Vec<PublishedRow>,
     pub published_sources: String,
     pub record_tables: Vec<RecordsTable>,
+    /// Its work not evaluated yet, on every arch.
+    pub pending: Option<super::pending::PendingView>,
+    /// Whether any of its records was measured (the records heading's badge).
+    pub measured: bool,
 }
 
 #[derive(Debug)]
@@ -49,6 +53,8 @@ pub struct PublishedRow {
     pub best_speedup: String,
     pub correct_with_arch: String,
     pub evidence: String,
+    /// The file and line of each table the row joins, linked to the file's stored bytes.
+    pub source: Vec<Link>,
 }
 
 #[derive(Debug, Template)]
@@ -97,7 +103,10 @@ pub fn view(ctx: &Context<'_>, e: &EntryInfo) -> EntryView {
                     ctx.metrics
                         .tasks
                         .iter()
-                        .filter(|t| t.entry == e.name && &t.arch == *a),
+                        .filter(|t| t.entry == e.name && &t.arch == *a)
+                        .filter(|t| {
+                            e.kind == EntryKind::EngineCheck || ctx.listed(&t.entry, t.turn_limit)
+                        }),
                     &from,
                     &format!("tasks-{a}"),
                     TaskTableOn::EntryPage,
@@ -132,6 +141,22 @@ pub fn view(ctx: &Context<'_>, e: &EntryInfo) -> EntryView {
                     _ => format::NONE.to_string(),
                 },
                 evidence: r.tag_evidence.clone().unwrap_or_default(),
+                source: r
+                    .lines
+                    .iter()
+                    .map(|l| Link {
+                        text: format!("{}:{}", l.file, l.line),
+                        href: rep
+                            .data
+                            .files
+                            .iter()
+                            .find(|f| f.name == l.file)
+                            .map(|f| {
+                                paths::link_parts(&from, &[paths::OBJECTS, &f.content_digest.hex()])
+                            })
+                            .unwrap_or_default(),
+                    })
+                    .collect(),
             });
         }
     }
@@ -153,7 +178,16 @@ pub fn view(ctx: &Context<'_>, e: &EntryInfo) -> EntryView {
             .get(&e.name)
             .and_then(|m| m.ablation_of.clone())
             .unwrap_or_default(),
-        badges: e.provenances.iter().map(|p| badge(*p)).collect(),
+        badges: e
+            .provenances
+            .iter()
+            .map(|p| badge(*p))
+            .chain((!e.pending.is_empty()).then_some("unevaluated"))
+            .collect(),
+        pending: super::pending::PendingView::of(ctx, None, Some(&e.name), &from, "pending"),
+        measured: e
+            .provenances
+            .contains(&crate::metrics::Provenance::Measured),
         sections,
         published,
         published_sources: sources.join("; "),

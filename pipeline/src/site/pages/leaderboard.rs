@@ -235,7 +235,10 @@ impl LeaderboardView {
                 let n = at_limit.entry(o.turn_limit).or_default();
                 *n += 1;
                 let mut r = row(ctx, o, from);
-                r.rank = n.to_string();
+                // The paper's ablations run over different task sets: listed, never ranked.
+                if kind != EntryKind::Ablation {
+                    r.rank = n.to_string();
+                }
                 if one_attempt {
                     r.turn_limit = String::new();
                 }
@@ -581,6 +584,8 @@ pub struct TaskTableView {
     /// Whether the Task and Entry columns are shown.
     pub task_column: bool,
     pub entry_column: bool,
+    /// Whether the Arch, GPU column is shown (a task page holds both architectures' rows).
+    pub arch_column: bool,
     pub rows: Vec<TaskRow>,
     pub turn_default: &'static str,
     pub pass_headers: Vec<String>,
@@ -594,6 +599,9 @@ pub struct TaskRow {
     pub task: Link,
     pub entry: Link,
     pub provenance: &'static str,
+    pub arch: String,
+    /// The GPUs the row's numbers come from (empty: not recorded).
+    pub gpu: String,
     pub turn_limit: String,
     pub text: String,
     pub trajectories: Cell,
@@ -643,22 +651,24 @@ impl TaskTableView {
                 };
                 TaskRow {
                     anchor,
-                    text: format!("{} {}", entry.text.to_lowercase(), t.task),
+                    text: format!("{} {} {}", entry.text.to_lowercase(), t.task, t.arch),
                     task: Link {
                         text: t.task.clone(),
                         href: paths::link(from, &paths::task(&t.task)),
                     },
                     entry,
                     provenance: badge(t.provenance),
+                    arch: t.arch.clone(),
+                    gpu: ctx.gpus(&t.entry, t.provenance, &t.arch),
                     turn_limit: t.turn_limit.to_string(),
                     trajectories: Cell::count(t.trajectories).linked(records),
-                    correct: Cell::count_rate(t.correct, t.trajectories).linked(best.clone()),
+                    correct: Cell::count_rate_ci(t.correct, t.trajectories).linked(best.clone()),
                     correct_with_arch: match t.correct_with_arch {
-                        Some(c) => Cell::count_rate(c, t.trajectories),
+                        Some(c) => Cell::count_rate_ci(c, t.trajectories),
                         None => cwa_cell(t.provenance, None),
                     },
                     correct_on_target: match t.correct_on_target {
-                        Some(c) => Cell::count_rate(c, t.trajectories),
+                        Some(c) => Cell::count_rate_ci(c, t.trajectories),
                         None => measured_only(t.provenance, None),
                     },
                     mma_share: measured_only(t.provenance, t.mma_flop_share),
@@ -678,6 +688,7 @@ impl TaskTableView {
             id: id.to_string(),
             task_column: on != TaskTableOn::TaskPage,
             entry_column: on != TaskTableOn::EntryPage,
+            arch_column: on == TaskTableOn::TaskPage,
             rows,
             turn_default: DEFAULT_TURN,
             pass_headers: pass_headers(),

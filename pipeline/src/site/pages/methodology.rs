@@ -13,6 +13,29 @@ use crate::site::context::Context;
 use crate::site::format;
 use crate::site::paths;
 
+/// One reported data set: its import object and files, each linked to its stored bytes, and
+/// the published rows its own per-turn data does not reproduce.
+#[derive(Debug)]
+pub struct ReportedSource {
+    pub label: String,
+    pub source: String,
+    pub object: Link,
+    pub files: Vec<Link>,
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// A published row whose correct-with-arch count the per-turn data does not give.
+#[derive(Debug)]
+pub struct Disagreement {
+    pub model: String,
+    pub run: String,
+    pub turn_limit: String,
+    pub published: String,
+    pub per_turn: String,
+    /// The published row's file and line, linked to the file's bytes.
+    pub lines: Vec<Link>,
+}
+
 #[derive(Debug)]
 pub struct MethodologyView {
     pub suite: Vec<Fact>,
@@ -24,7 +47,7 @@ pub struct MethodologyView {
     pub protocols: Vec<ProtocolRow>,
     pub default_protocol: String,
     pub peaks: Vec<PeakRow>,
-    pub reported: Vec<String>,
+    pub reported: Vec<ReportedSource>,
     /// How many measured records carry dynamic evidence.
     pub evidence_coverage: String,
     /// The suites the measured records were made against.
@@ -76,7 +99,7 @@ pub struct MethodologyPage<'a> {
     pub v: &'a MethodologyView,
 }
 
-pub fn view(ctx: &Context<'_>) -> MethodologyView {
+pub fn view(ctx: &Context<'_>) -> Result<MethodologyView, crate::metrics::MetricsError> {
     let from = paths::METHODOLOGY;
     let suite = &ctx.input.suite;
     let tasks = suite
@@ -156,7 +179,7 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
                 .is_some_and(|e| e.families.iter().any(|f| f.dynamic_count.is_some()))
         })
         .count();
-    MethodologyView {
+    Ok(MethodologyView {
         suite: vec![
             Fact {
                 key: "version".into(),
@@ -230,17 +253,68 @@ pub fn view(ctx: &Context<'_>) -> MethodologyView {
             .input
             .reported
             .iter()
-            .map(|r| {
-                format!(
-                    "{}: import object {} ({}, {} files, provenance reported)",
-                    r.label,
-                    r.data.import_digest,
-                    r.data.source,
-                    r.data.files.len()
-                )
+            .map(|r| reported_source(r, from))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+/// What the page says of one reported data set, linked from page `from`.
+fn reported_source(
+    r: &crate::site::input::LoadedReported,
+    from: &str,
+) -> Result<ReportedSource, crate::metrics::MetricsError> {
+    let bytes = |d: &crate::digest::Digest| paths::link_parts(from, &[paths::OBJECTS, &d.hex()]);
+    let file = |name: &str| {
+        r.data
+            .files
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| bytes(&f.content_digest))
+            .unwrap_or_default()
+    };
+    let disagreements = crate::metrics::reported::arch_disagreements(&r.data)?
+        .into_iter()
+        .map(|d| Disagreement {
+            model: d.row.model.clone(),
+            run: d.row.run.clone(),
+            turn_limit: d.row.turn_limit.to_string(),
+            published: d
+                .row
+                .correct_with_arch
+                .map_or_else(|| format::NONE.to_string(), |c| c.to_string()),
+            per_turn: d
+                .per_turn
+                .map_or_else(|| format::NONE.to_string(), |c| c.to_string()),
+            lines: d
+                .row
+                .lines
+                .iter()
+                .filter(|l| l.file.starts_with("arch_instruction"))
+                .map(|l| Link {
+                    text: format!("{}:{}", l.file, l.line),
+                    href: file(&l.file),
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(ReportedSource {
+        label: r.label.clone(),
+        source: r.data.source.clone(),
+        object: Link {
+            text: r.data.import_digest.to_string(),
+            href: bytes(&r.data.import_digest),
+        },
+        files: r
+            .data
+            .files
+            .iter()
+            .map(|f| Link {
+                text: format!("{} ({} bytes)", f.name, f.size),
+                href: bytes(&f.content_digest),
             })
             .collect(),
-    }
+        disagreements,
+    })
 }
 
 /// The suites of the measured records, newest first by version text, then by hash.

@@ -12,6 +12,7 @@ pub mod harness;
 pub mod index;
 pub mod leaderboard;
 pub mod methodology;
+pub mod pending;
 pub mod record;
 pub mod run;
 pub mod task;
@@ -36,6 +37,10 @@ pub struct Page {
     /// The manifest's `site.repository` and `site.paper` links (empty: not given).
     pub repository: String,
     pub paper: String,
+    /// The manifest's `site.code_release`, `site.citation` and `site.date` (empty: not given).
+    pub code_release: String,
+    pub citation: String,
+    pub date: String,
     /// The data page's "install and reproduce" section, from this page.
     pub reproduce: String,
 }
@@ -88,6 +93,15 @@ impl Page {
                 .clone()
                 .unwrap_or_default(),
             paper: ctx.input.manifest.site.paper.clone().unwrap_or_default(),
+            code_release: ctx
+                .input
+                .manifest
+                .site
+                .code_release
+                .clone()
+                .unwrap_or_default(),
+            citation: ctx.input.manifest.site.citation.clone().unwrap_or_default(),
+            date: ctx.input.manifest.site.date.clone().unwrap_or_default(),
             reproduce: paths::link(path, &format!("{}#reproduce", paths::DATA)),
         }
     }
@@ -165,6 +179,17 @@ impl Cell {
             text: format::count_rate(c, n),
             v: format::sort_key((n > 0).then(|| f64::from(c) / f64::from(n))),
             ..Cell::default()
+        }
+    }
+
+    /// [`Cell::count_rate`] with its 95% Wilson score interval over the `n` trajectories.
+    pub fn count_rate_ci(c: u32, n: u32) -> Cell {
+        let cell = Cell::count_rate(c, n);
+        match crate::metrics::estimator::wilson95(c, n) {
+            Some([lo, hi]) => {
+                cell.with_note(format!("95% CI {:.1}–{:.1}%", 100.0 * lo, 100.0 * hi))
+            }
+            None => cell,
         }
     }
 }

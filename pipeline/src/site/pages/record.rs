@@ -92,6 +92,15 @@ pub fn shown_verdict(doc: &crate::record::Record) -> &'static str {
     }
 }
 
+/// Where a record's nvcc-made PTX comes from in the repository ([`crate::site::sources`]).
+#[derive(Debug)]
+pub struct NvccSourceView {
+    /// The committed PTX file.
+    pub ptx: String,
+    /// The `.cu` and the headers it includes, each linked to its published text.
+    pub files: Vec<Link>,
+}
+
 /// How pages name a record that was not evaluated.
 pub const NOT_EVALUATED: &str = "not evaluated";
 
@@ -275,6 +284,8 @@ pub struct TrajectoryNav {
 
 #[derive(Debug)]
 pub struct RecordView<'a> {
+    /// The repository's source of its nvcc-made PTX, where it names none itself.
+    pub nvcc_source: Option<NvccSourceView>,
     pub digest: String,
     pub entry: Link,
     pub is_harness: bool,
@@ -962,6 +973,20 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         .collect();
 
     RecordView {
+        nvcc_source: (doc.kernel_source_digest.is_none())
+            .then(|| ctx.input.sources.of(doc.ptx_digest))
+            .flatten()
+            .map(|s| NvccSourceView {
+                ptx: s.ptx.clone(),
+                files: s
+                    .files
+                    .iter()
+                    .map(|f| Link {
+                        text: f.path.clone(),
+                        href: paths::link(&from, &paths::source_file(&f.digest)),
+                    })
+                    .collect(),
+            }),
         digest: r.digest.to_string(),
         entry: head.entry,
         is_harness: doc.is_harness_test(),

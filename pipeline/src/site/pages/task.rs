@@ -234,7 +234,10 @@ pub fn view(ctx: &Context<'_>, id: &str) -> TaskView {
         targets,
         task_tables: vec![TaskTableView::new(
             ctx,
-            ctx.metrics.tasks.iter().filter(|t| t.task == id),
+            ctx.metrics
+                .tasks
+                .iter()
+                .filter(|t| t.task == id && ctx.listed(&t.entry, t.turn_limit)),
             &from,
             "task-results",
             TaskTableOn::TaskPage,
