@@ -291,7 +291,7 @@ fn issue_59_item_1_reported_rows_trace_to_file_and_line() {
     }
 }
 
-/// Item 2: the pages name the paper's code release as such (not as the paper), how to cite,
+/// Item 2: the pages name the paper and its code release, each as such, how to cite,
 /// and the site's date and repository where the manifest gives them (the publishing workflow
 /// adds both); without them the pages claim neither.
 #[test]
@@ -304,8 +304,13 @@ fn issue_59_item_2_the_site_names_its_sources_and_date() {
             .contains("class=\"code-release-link\" href=\"https://github.com/zhang677/PTXBench\""),
         "{footer}"
     );
+    // The paper and its code release, each under its own name.
     assert!(
-        !footer.contains("class=\"paper-link\""),
+        footer.contains("class=\"paper-link\" href=\"https://arxiv.org/abs/2608.17379\""),
+        "{footer}"
+    );
+    assert!(
+        !footer.contains("class=\"paper-link\" href=\"https://github.com"),
         "the code release named as the paper"
     );
     assert!(footer.contains("data.html#cite"));
