@@ -101,6 +101,19 @@ fn issue_59_item_10_a_partly_evaluated_model_is_pending_not_measured() {
             "{p}: {table}"
         );
     }
+    // Its trajectories that did get a verdict (the static check) say the model is pending.
+    let name = &e.display_name;
+    let trajectories: Vec<&str> = pages
+        .files
+        .keys()
+        .filter(|p| p.starts_with("trajectory/"))
+        .filter_map(|p| pages.text(p))
+        .filter(|t| t.contains(&format!(">{name}</a>")) && t.contains("data-evaluated=\"true\""))
+        .collect();
+    assert!(!trajectories.is_empty(), "a graded trajectory of {name}");
+    for t in trajectories {
+        assert!(t.contains("Not evaluated yet: "), "no pending note");
+    }
     let rec = page(&pages, &format!("record/{}.html", kept[0]));
     let note = element(rec, "unevaluated-note", "</p>");
     assert!(

@@ -342,6 +342,17 @@ pub fn view<'c>(ctx: &'c Context<'_>, t: &Trajectory) -> TrajectoryView<'c> {
         },
     };
     let mut notes = Vec::new();
+    let arch = doc.arch.to_string();
+    if let Some(p) = ctx
+        .entry(&doc.entry)
+        .and_then(|e| e.pending.get(&arch))
+        .filter(|p| p.unevaluated > 0)
+    {
+        notes.push(format!(
+            "Not evaluated yet: {} of this model's answers on {arch} were checked and kept without running (generate --no-eval); until they run, none of its trajectories on {arch}, this one included, is in a rate or a ranking.",
+            p.unevaluated
+        ));
+    }
     if let Some(p) = doc.previous_digest {
         notes.push(format!(
             "The first record here is turn {} and names a previous record, {}, that this site does not hold: the turns before it are not shown.",
