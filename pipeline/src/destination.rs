@@ -102,7 +102,7 @@ pub fn check(path: &Path) -> Result<(), DestinationError> {
 /// written there could replace an object with other bytes. A folder that does not resolve is
 /// in no store (writing into it fails anyway).
 fn store_around(dir: &Path) -> Option<PathBuf> {
-    use crate::store::{LAYOUT_DIR, OBJECTS_DIR};
+    use crate::store::layout::{LAYOUT_DIR, OBJECTS_DIR};
     let dir = fs::canonicalize(dir).ok()?;
     dir.ancestors()
         .find(|a| a.file_name() == Some(LAYOUT_DIR.as_ref()) && a.join(OBJECTS_DIR).is_dir())
@@ -113,7 +113,7 @@ fn store_around(dir: &Path) -> Option<PathBuf> {
 /// The store `dir` is in anywhere below its root (`<store>/…`, where `<store>/v1/blake3/` is),
 /// if any: a whole output (a site) is never written there.
 pub fn store_containing(dir: &Path) -> Option<PathBuf> {
-    use crate::store::{LAYOUT_DIR, OBJECTS_DIR};
+    use crate::store::layout::{LAYOUT_DIR, OBJECTS_DIR};
     let dir = fs::canonicalize(dir).ok()?;
     dir.ancestors()
         .find(|a| a.join(LAYOUT_DIR).join(OBJECTS_DIR).is_dir())

@@ -25,6 +25,7 @@
 
 pub mod closure;
 mod error;
+pub mod layout;
 pub mod object;
 pub mod reported;
 pub mod table;
@@ -40,19 +41,11 @@ use serde::de::DeserializeOwned;
 use crate::digest::Digest;
 
 pub use error::StoreError;
+pub use layout::{LAYOUT_DIR, OBJECTS_DIR, TEMP_DIR, TEMP_PREFIX};
 pub use object::{Content, Object, ObjectKind, Reference, Schema};
 
 /// Top-level shard folders (name, path) and the strays beside them.
 type TopShards = (Vec<(String, PathBuf)>, Vec<PathBuf>);
-
-/// The layout folder under the store root.
-pub const LAYOUT_DIR: &str = "v1";
-/// Where objects live under the layout folder.
-pub const OBJECTS_DIR: &str = "blake3";
-/// Where in-flight writes live under the layout folder.
-pub const TEMP_DIR: &str = "tmp";
-/// The name prefix of in-flight writes.
-pub const TEMP_PREFIX: &str = ".tmp-";
 
 /// A store rooted at a folder (usually `artifacts/`). Cheap to clone; holds no open files.
 #[derive(Debug, Clone)]
