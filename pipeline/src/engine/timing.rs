@@ -281,7 +281,10 @@ impl Bench<'_> {
 /// [`hardware::SWITCH`]): the profiler, the launches it measures, what it read, and the
 /// measured launches' outputs, checked after the loop like the reservoir's.
 struct Measurement {
-    profiler: Option<Profiler>,
+    /// One profiler per metric group that fits a pass (see [`MetricPlan::groups`]), with the
+    /// group's indices into the plan; measured launch `i` uses group `i % groups`.
+    profilers: Vec<(Vec<usize>, Profiler)>,
+    measured: usize,
     launches: Vec<u32>,
     check: HardwareCheck,
     kept: Vec<Kept>,
@@ -319,25 +322,39 @@ impl Measurement {
             method: "cupti-range-profiler".into(),
             ..HardwareCheck::default()
         };
-        let profiler = crate::cuda::profiler::base_metrics(gpu)
+        let profilers = crate::cuda::profiler::base_metrics(gpu)
             .map(|offered| MetricPlan::choose(&offered))
             .and_then(|plan| {
                 check.plan = plan;
-                Profiler::new(gpu, &check.plan.names())
+                let names = check.plan.names();
+                match Profiler::new(gpu, &names) {
+                    Ok(p) => Ok(vec![((0..names.len()).collect(), p)]),
+                    Err(ProfilerError::Passes { .. }) => check
+                        .plan
+                        .groups()
+                        .into_iter()
+                        .map(|g| {
+                            let group: Vec<String> = g.iter().map(|&i| names[i].clone()).collect();
+                            Profiler::new(gpu, &group).map(|p| (g, p))
+                        })
+                        .collect(),
+                    Err(e) => Err(e),
+                }
             });
-        let profiler = match profiler {
-            Ok(p) if !check.plan.metrics.is_empty() => Some(p),
+        let profilers = match profilers {
+            Ok(p) if !check.plan.metrics.is_empty() => p,
             Ok(_) => {
                 check.error = Some("the device offers none of the metrics".into());
-                None
+                Vec::new()
             }
             Err(e) => {
                 check.error = Some(e.to_string());
-                None
+                Vec::new()
             }
         };
         Ok(Some(Measurement {
-            profiler,
+            profilers,
+            measured: 0,
             launches,
             check,
             kept: Vec::new(),
@@ -445,12 +462,19 @@ pub fn time_workload(
         copy_from_set(gpu, task, &set, &drawn)?;
         if let Some(m) = measurement.as_mut()
             && m.launches.contains(&n)
-            && let Some(profiler) = m.profiler.as_mut()
+            && !m.profilers.is_empty()
         {
             let outputs = output_copies(gpu, task, &set)?;
+            let slot = m.measured % m.profilers.len();
+            m.measured += 1;
+            let (group, profiler) = &mut m.profilers[slot];
             match bench.measured(n, profiler, &outputs)? {
                 Ok((values, ms)) => {
-                    m.check.launches.push(m.check.plan.read(n, &values));
+                    let mut all = vec![f64::NAN; m.check.plan.metrics.len()];
+                    for (&i, v) in group.iter().zip(values) {
+                        all[i] = v;
+                    }
+                    m.check.launches.push(m.check.plan.read(n, &all));
                     m.check.measured_ms.push(ms);
                     m.kept.push(Kept {
                         launch: n,
@@ -460,7 +484,7 @@ pub fn time_workload(
                 }
                 Err(e) => {
                     m.check.error = Some(e.to_string());
-                    m.profiler = None;
+                    m.profilers.clear();
                 }
             }
             continue;
@@ -517,7 +541,7 @@ pub fn time_workload(
     drop(keep_maps);
     let (measured_kept, hardware) = match measurement {
         Some(mut m) => {
-            drop(m.profiler.take());
+            m.profilers.clear();
             (m.kept, Some(m.check))
         }
         None => (Vec::new(), None),

@@ -101,6 +101,18 @@ impl MetricPlan {
         self.metrics.iter().map(|(n, _)| n.clone()).collect()
     }
 
+    /// The metrics split into groups that each fit one pass where all of them do not (the
+    /// H200 needs two passes for all six): the tensor-pipe and TMA metrics, then the arithmetic
+    /// pipes. Indices into `metrics`.
+    pub fn groups(&self) -> Vec<Vec<usize>> {
+        let (pipes, rest): (Vec<usize>, Vec<usize>) = (0..self.metrics.len())
+            .partition(|&i| matches!(self.metrics[i].1, Quantity::PipeInstructions { .. }));
+        [rest, pipes]
+            .into_iter()
+            .filter(|g| !g.is_empty())
+            .collect()
+    }
+
     /// The quantities from one launch's values (in the order of `metrics`).
     pub fn read(&self, launch: u32, values: &[f64]) -> HardwareCounts {
         let mut c = HardwareCounts {
@@ -114,7 +126,8 @@ impl MetricPlan {
             ..HardwareCounts::default()
         };
         let mut other = None;
-        for ((_, q), v) in self.metrics.iter().zip(values) {
+        // A metric this launch's group did not collect reads NaN: not measured.
+        for ((_, q), v) in self.metrics.iter().zip(values).filter(|(_, v)| !v.is_nan()) {
             match q {
                 Quantity::WgmmaInstructions => c.wgmma_instructions = Some(*v),
                 Quantity::TmaLoadBytes => c.tma_load_bytes = Some(*v),
@@ -288,6 +301,26 @@ mod tests {
         let none = MetricPlan::choose(&[]);
         assert!(none.metrics.is_empty());
         assert_eq!(none.missing.len(), 3);
+    }
+
+    #[test]
+    fn groups_split_the_pipes_from_the_rest_and_nan_is_not_measured() {
+        let plan = MetricPlan::choose(&offered(&[
+            "sm__inst_executed_pipe_tensor_op_gmma",
+            "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld",
+            "sm__inst_executed_pipe_fma",
+            "sm__inst_executed_pipe_alu",
+        ]));
+        assert_eq!(plan.groups(), vec![vec![0, 1], vec![2, 3]]);
+        let c = plan.read(1, &[400.0, 1e6, f64::NAN, f64::NAN]);
+        assert_eq!(c.wgmma_instructions, Some(400.0));
+        assert_eq!(c.other_flops_bound, None);
+        let c = plan.read(2, &[f64::NAN, f64::NAN, 1.0, 1.0]);
+        assert_eq!((c.wgmma_instructions, c.tma_load_bytes), (None, None));
+        assert_eq!(c.other_flops_bound, Some(96.0));
+        // Only what the launch read is compared.
+        let d = counted(1, 1.0, 1.0);
+        assert_eq!(compare(&c, &d, 1e6).len(), 1);
     }
 
     #[test]

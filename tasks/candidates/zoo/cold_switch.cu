@@ -6,8 +6,10 @@
 // counted trials, run right after the harness wrote the inputs, found A in L2 and ran wgmma (the
 // counted copy graded on target), while every timed launch ran the FMA path.
 //   -> correct. Under one set of conditions (a flush before every launch, checked, counted and
-//      timed alike) every launch is cold: the counted copy counts the FMA path, no wgmma executes
-//      (not correct with arch) and the other-arithmetic share is about 1 (not on target).
+//      timed alike) a counted trial that finds the line cold counts the FMA path (no wgmma: not
+//      correct with arch; other share about 1: not on target). On the H200 the probe found its
+//      line warm in the counted trial even after the flush, and the grade came from wgmma; what
+//      it runs when timed is read by the GPU's counters on timed launches.
 // Built by nvcc (tasks/ptx-sources.txt) into cold_switch.ptx.
 #include "gemm.cu"
 
