@@ -58,7 +58,7 @@ a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 torch.cuda.synchronize(); c = a @ b; torch.cuda.synchronize(); print(float(c.float().abs().mean()))
 PY
-timeout 60 ncu --clock-control none --csv --page raw --metrics "$metrics" --launch-skip 1 --launch-count 1 python3 "$log/mm.py" > "$log/ncu-cublas.csv" 2> "$log/ncu-cublas.stderr.txt"
+timeout 60 ncu --clock-control none --csv --page raw --metrics "$metrics" --kernel-name regex:'.*(nvjet|gemm|xmma).*' --launch-count 1 python3 "$log/mm.py" > "$log/ncu-cublas.csv" 2> "$log/ncu-cublas.stderr.txt"
 echo "exit $?" >> "$log/ncu-cublas.stderr.txt"
 
 limit=$(( limit * 2 / 3 ))
