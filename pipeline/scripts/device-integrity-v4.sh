@@ -5,11 +5,13 @@
 # Nsight Compute lists and reads them; then the integrity v4 run lists: the zoo's new members
 # and the honest kernels under the complete count. Packs the store objects the runs made, their
 # logs and evidence tables into OUT.
-# Usage: pipeline/scripts/device-integrity-v4.sh PTXBENCH_BINARY LIMIT_S [OUT]
+# Usage: pipeline/scripts/device-integrity-v4.sh PTXBENCH_BINARY LIMIT_S [OUT [counters]]
+# With `counters`, only the counter run (its run list, evidence and counter tables).
 set -uo pipefail
 bin=$(realpath "$1")
 limit="$2"
 out="${3:-${OUT:-out}}"
+only="${4:-}"
 log="$out/log"
 mkdir -p "$log"
 marker=$(mktemp)
@@ -43,8 +45,8 @@ run_list hardware-counters-sm90a PTXBENCH_HARDWARE_COUNTERS=cupti
 digest=$(grep -o 'run object [0-9a-f]*' "$log/hardware-counters-sm90a.txt" | awk '{print $3}')
 [ -n "$digest" ] && python3 pipeline/scripts/hardware_table.py "$digest" artifacts > "$log/hardware-counters-counts.md" 2>&1
 
-# The counters as Nsight Compute names and reads them: on cuBLAS's bf16 GEMM (2*4096^3 FLOPs)
-# and on the hand-written wgmma GEMM launched by the harness in its worker.
+if [ "$only" != counters ]; then
+# The counters as Nsight Compute names and reads them: on cuBLAS's bf16 GEMM (2*4096^3 FLOPs).
 {
   command -v ncu && ncu --version
   ncu --query-metrics --chip gh100 > "$log/ncu-query-metrics.txt" 2>&1
@@ -64,6 +66,7 @@ echo "exit $?" >> "$log/ncu-cublas.stderr.txt"
 limit=$(( limit * 2 / 3 ))
 run_list zoo-v4-sm90a
 run_list integrity-v4-sm90a
+fi
 find artifacts -type f -newer "$marker" > "$log/new-files.txt"
 tar czf "$out/artifacts.tgz" -T "$log/new-files.txt"
 tar czf "$out/logs.tgz" -C "$out" log
