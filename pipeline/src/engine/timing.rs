@@ -248,6 +248,7 @@ impl Bench<'_> {
         &self,
         salt: u32,
         profiler: &mut Profiler,
+        group: usize,
         keep: &[(String, DeviceBuffer)],
     ) -> Result<Result<(Vec<f64>, f64), ProfilerError>, Stop> {
         let Bench {
@@ -259,7 +260,7 @@ impl Bench<'_> {
             ..
         } = *self;
         conditions.before_launch(gpu, task, set, salt)?;
-        let values = profiler.measure(|| -> Result<(), Stop> {
+        let values = profiler.measure(group, || -> Result<(), Stop> {
             self.launch_candidate()?;
             gpu.sync()?;
             Ok(())
@@ -281,9 +282,11 @@ impl Bench<'_> {
 /// [`hardware::SWITCH`]): the profiler, the launches it measures, what it read, and the
 /// measured launches' outputs, checked after the loop like the reservoir's.
 struct Measurement {
-    /// One profiler per metric group that fits a pass (see [`MetricPlan::groups`]), with the
-    /// group's indices into the plan; measured launch `i` uses group `i % groups`.
-    profilers: Vec<(Vec<usize>, Profiler)>,
+    /// One profiler on the context, with one configuration per metric group that fits a pass
+    /// (see [`MetricPlan::groups`]); `groups` holds each group's indices into the plan, and
+    /// measured launch `i` uses group `i % groups`. `None` once the profiler has failed.
+    profiler: Option<Profiler>,
+    groups: Vec<Vec<usize>>,
     measured: usize,
     launches: Vec<u32>,
     check: HardwareCheck,
@@ -322,38 +325,39 @@ impl Measurement {
             method: "cupti-range-profiler".into(),
             ..HardwareCheck::default()
         };
-        let profilers = crate::cuda::profiler::base_metrics(gpu)
+        let made = crate::cuda::profiler::base_metrics(gpu)
             .map(|offered| MetricPlan::choose(&offered))
             .and_then(|plan| {
                 check.plan = plan;
                 let names = check.plan.names();
-                match Profiler::new(gpu, &names) {
-                    Ok(p) => Ok(vec![((0..names.len()).collect(), p)]),
-                    Err(ProfilerError::Passes { .. }) => check
-                        .plan
-                        .groups()
-                        .into_iter()
-                        .map(|g| {
-                            let group: Vec<String> = g.iter().map(|&i| names[i].clone()).collect();
-                            Profiler::new(gpu, &group).map(|p| (g, p))
-                        })
-                        .collect(),
+                let all: Vec<usize> = (0..names.len()).collect();
+                match Profiler::new(gpu, std::slice::from_ref(&names)) {
+                    Ok(p) => Ok((p, vec![all])),
+                    Err(ProfilerError::Passes { .. }) => {
+                        let groups = check.plan.groups();
+                        let named: Vec<Vec<String>> = groups
+                            .iter()
+                            .map(|g| g.iter().map(|&i| names[i].clone()).collect())
+                            .collect();
+                        Profiler::new(gpu, &named).map(|p| (p, groups))
+                    }
                     Err(e) => Err(e),
                 }
             });
-        let profilers = match profilers {
-            Ok(p) if !check.plan.metrics.is_empty() => p,
+        let (profiler, groups) = match made {
+            Ok(made) if !check.plan.metrics.is_empty() => (Some(made.0), made.1),
             Ok(_) => {
                 check.error = Some("the device offers none of the metrics".into());
-                Vec::new()
+                (None, Vec::new())
             }
             Err(e) => {
                 check.error = Some(e.to_string());
-                Vec::new()
+                (None, Vec::new())
             }
         };
         Ok(Some(Measurement {
-            profilers,
+            profiler,
+            groups,
             measured: 0,
             launches,
             check,
@@ -462,16 +466,15 @@ pub fn time_workload(
         copy_from_set(gpu, task, &set, &drawn)?;
         if let Some(m) = measurement.as_mut()
             && m.launches.contains(&n)
-            && !m.profilers.is_empty()
+            && let Some(profiler) = m.profiler.as_mut()
         {
             let outputs = output_copies(gpu, task, &set)?;
-            let slot = m.measured % m.profilers.len();
+            let slot = m.measured % m.groups.len();
             m.measured += 1;
-            let (group, profiler) = &mut m.profilers[slot];
-            match bench.measured(n, profiler, &outputs)? {
+            match bench.measured(n, profiler, slot, &outputs)? {
                 Ok((values, ms)) => {
                     let mut all = vec![f64::NAN; m.check.plan.metrics.len()];
-                    for (&i, v) in group.iter().zip(values) {
+                    for (&i, v) in m.groups[slot].iter().zip(values) {
                         all[i] = v;
                     }
                     m.check.launches.push(m.check.plan.read(n, &all));
@@ -484,7 +487,7 @@ pub fn time_workload(
                 }
                 Err(e) => {
                     m.check.error = Some(e.to_string());
-                    m.profilers.clear();
+                    m.profiler = None;
                 }
             }
             continue;
@@ -541,7 +544,7 @@ pub fn time_workload(
     drop(keep_maps);
     let (measured_kept, hardware) = match measurement {
         Some(mut m) => {
-            m.profilers.clear();
+            m.profiler = None;
             (m.kept, Some(m.check))
         }
         None => (Vec::new(), None),
