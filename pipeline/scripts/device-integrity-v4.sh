@@ -5,13 +5,16 @@
 # Nsight Compute lists and reads them; then the integrity v4 run lists: the zoo's new members
 # and the honest kernels under the complete count. Packs the store objects the runs made, their
 # logs and evidence tables into OUT.
-# Usage: pipeline/scripts/device-integrity-v4.sh PTXBENCH_BINARY LIMIT_S [OUT [counters]]
-# With `counters`, only the counter run (its run list, evidence and counter tables).
+# Usage: pipeline/scripts/device-integrity-v4.sh PTXBENCH_BINARY LIMIT_S [OUT [PARTS]]
+# PARTS, comma-separated (default counters,ncu,zoo,integrity): counters (the counter run list,
+# its evidence and counter tables), ncu (Nsight Compute's names and reads of the counters), zoo,
+# integrity (the v4 run lists), suite-v3 (suite 1.4.0's run list).
 set -uo pipefail
 bin=$(realpath "$1")
 limit="$2"
 out="${3:-${OUT:-out}}"
-only="${4:-}"
+parts=",${4:-counters,ncu,zoo,integrity},"
+want() { [[ "$parts" == *",$1,"* ]]; }
 log="$out/log"
 mkdir -p "$log"
 marker=$(mktemp)
@@ -41,11 +44,13 @@ run_list() {
   digest=$(grep -o 'run object [0-9a-f]*' "$log/$list.txt" | awk '{print $3}')
   [ -n "$digest" ] && python3 pipeline/scripts/evidence_table.py "$digest" artifacts > "$log/$list-table.md" 2>&1
 }
+if want counters; then
 run_list hardware-counters-sm90a PTXBENCH_HARDWARE_COUNTERS=cupti
 digest=$(grep -o 'run object [0-9a-f]*' "$log/hardware-counters-sm90a.txt" | awk '{print $3}')
 [ -n "$digest" ] && python3 pipeline/scripts/hardware_table.py "$digest" artifacts > "$log/hardware-counters-counts.md" 2>&1
+fi
 
-if [ "$only" != counters ]; then
+if want ncu; then
 # The counters as Nsight Compute names and reads them: on cuBLAS's bf16 GEMM (2*4096^3 FLOPs).
 {
   command -v ncu && ncu --version
@@ -62,11 +67,12 @@ torch.cuda.synchronize(); c = a @ b; torch.cuda.synchronize(); print(float(c.flo
 PY
 timeout 60 ncu --clock-control none --csv --page raw --metrics "$metrics" --kernel-name regex:'.*(nvjet|gemm|xmma).*' --launch-count 1 python3 "$log/mm.py" > "$log/ncu-cublas.csv" 2> "$log/ncu-cublas.stderr.txt"
 echo "exit $?" >> "$log/ncu-cublas.stderr.txt"
-
-limit=$(( limit * 2 / 3 ))
-run_list zoo-v4-sm90a
-run_list integrity-v4-sm90a
 fi
+
+want suite-v3 && run_list suite-v3-sm90a
+limit=$(( limit * 2 / 3 ))
+want zoo && run_list zoo-v4-sm90a
+want integrity && run_list integrity-v4-sm90a
 find artifacts -type f -newer "$marker" > "$log/new-files.txt"
 tar czf "$out/artifacts.tgz" -T "$log/new-files.txt"
 tar czf "$out/logs.tgz" -C "$out" log

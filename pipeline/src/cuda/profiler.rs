@@ -592,7 +592,10 @@ mod tests {
             (
                 "Profiler_Host_EvaluateToGpuValues",
                 sys::Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE,
-                header_size!(CUpti_Profiler_Host_EvaluateToGpuValues_Params, pMetricValues),
+                header_size!(
+                    CUpti_Profiler_Host_EvaluateToGpuValues_Params,
+                    pMetricValues
+                ),
             ),
             (
                 "RangeProfiler_Enable",
@@ -602,7 +605,10 @@ mod tests {
             (
                 "RangeProfiler_GetCounterDataSize",
                 sys::RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE,
-                header_size!(CUpti_RangeProfiler_GetCounterDataSize_Params, counterDataSize),
+                header_size!(
+                    CUpti_RangeProfiler_GetCounterDataSize_Params,
+                    counterDataSize
+                ),
             ),
             (
                 "RangeProfiler_SetConfig",

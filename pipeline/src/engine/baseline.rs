@@ -15,7 +15,9 @@ use super::verdict::Stop;
 use super::{BaselineInfo, Outcome, OutputCheck, Verdict};
 use crate::candidate::plan::LaunchPlan;
 use crate::cuda::cublaslt::{Gemm, GemmInput};
-use crate::cuda::cudnn::{BoundSdpa, PagedDecodeShape, Sdpa, SdpaPass, SdpaShape};
+use crate::cuda::cudnn::{
+    BoundSdpa, PagedDecodeShape, PagedKv, PrefillShape, Sdpa, SdpaPass, SdpaShape,
+};
 use crate::cuda::driver::{DeviceBuffer, Gpu};
 use crate::expr::Bindings;
 use crate::task::{Op, Task, Workload};
@@ -99,12 +101,9 @@ pub(super) fn baseline_for(
         Op::AttentionBwd { causal } => {
             return sdpa_baseline(gpu, task, env, set, planned, SdpaPass::Backward, causal);
         }
-        Op::AttentionFwdFp8 { .. } | Op::AttentionDecode { .. } => {
+        Op::AttentionFwdFp8 { .. } | Op::AttentionDecode { .. } | Op::AttentionPrefill { .. } => {
             return planned_baseline(gpu, support, task, env, set, planned);
         }
-        // The cuDNN graphs with ragged offsets and paged K/V for prefill are not built yet:
-        // records carry no baseline (and no speedup) until they are.
-        Op::AttentionPrefill { .. } => return Ok(None),
     };
     let (m, n, k) = (axis("M"), axis("N"), axis("K"));
     let mut gemm = Gemm::new(gpu, input, m, n, k).map_err(|e| baseline_error(" setup", e))?;
@@ -232,9 +231,51 @@ fn sdpa_baseline(
     bind_sdpa(gpu, task, set, sdpa, Vec::new(), planned)
 }
 
-/// The cuDNN graphs of the suite-1.2 ops (fp8 forward, paged decode), planned once per
-/// workload and bound to `set`. The decode graph reads a dense page table, converted here
-/// from the task's CSR table (kept while timing) once per tensor set, outside the timed launch.
+/// An int32 row pointer of `set` (`qo_indptr`, `kv_indptr`: `entries` values), read back.
+fn indptr(gpu: &Gpu, set: &TensorSet, name: &str, entries: usize) -> Result<Vec<i32>, Stop> {
+    let (buf, ..) = &set.tensors[name];
+    let raw = gpu.download(buf, super::inputs::GUARD, entries * 4)?;
+    Ok(raw
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect())
+}
+
+/// `values` in a fresh device buffer.
+fn uploaded(gpu: &Gpu, values: &[i32]) -> Result<DeviceBuffer, Stop> {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let buf = gpu.alloc(bytes.len().max(4))?;
+    gpu.upload(&buf, 0, &bytes)?;
+    Ok(buf)
+}
+
+/// Each entry of a row pointer times `per_row` (cuDNN's ragged offsets count elements), or
+/// why it does not fit an int32.
+fn scaled(indptr: &[i32], per_row: u64) -> Result<Vec<i32>, String> {
+    indptr
+        .iter()
+        .map(|&r| {
+            u64::try_from(r)
+                .ok()
+                .and_then(|r| r.checked_mul(per_row))
+                .and_then(|e| i32::try_from(e).ok())
+                .ok_or_else(|| {
+                    format!("row pointer {r} times {per_row} elements does not fit an int32 offset")
+                })
+        })
+        .collect()
+}
+
+/// Sequence lengths from a row pointer.
+fn lengths(indptr: &[i32]) -> Vec<i32> {
+    indptr.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+/// The cuDNN graphs of the suite-1.2 and 1.4 ops (fp8 forward, paged decode, prefill),
+/// planned once per workload and bound to `set`. The paged graphs read a dense page table,
+/// converted here from the task's CSR table (kept while timing) once per tensor set, outside
+/// the timed launch; the prefill graphs read ragged offsets and sequence lengths derived from
+/// the row pointers the same way.
 fn planned_baseline(
     gpu: &Gpu,
     support: &Support,
@@ -249,15 +290,9 @@ fn planned_baseline(
     let sdpa = match task.op {
         Op::AttentionDecode { .. } => {
             let d = problem.decode().map_err(|e| setup(&e))?;
-            let (indptr_buf, ..) = &set.tensors["kv_indptr"];
-            let raw = gpu.download(indptr_buf, super::inputs::GUARD, (d.batch as usize + 1) * 4)?;
-            let indptr: Vec<i32> = raw
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")))
-                .collect();
-            let max_len = indptr
-                .windows(2)
-                .map(|w| w[1] - w[0])
+            let kv = indptr(gpu, set, "kv_indptr", d.batch as usize + 1)?;
+            let max_len = lengths(&kv)
+                .into_iter()
                 .max()
                 .unwrap_or(1)
                 .max(1);
@@ -290,6 +325,78 @@ fn planned_baseline(
                 Some(s) => Rc::clone(s),
                 None => {
                     let s = Rc::new(Sdpa::paged_decode(gpu, shape).map_err(|e| setup(&e))?);
+                    planned.sdpa = Some(Rc::clone(&s));
+                    s
+                }
+            }
+        }
+        Op::AttentionPrefill { paged, .. } => {
+            let p = problem.prefill().map_err(|e| setup(&e))?;
+            let entries = p.indptr as usize;
+            let qo = indptr(gpu, set, "qo_indptr", entries)?;
+            let kv = indptr(gpu, set, "kv_indptr", entries)?;
+            let (q_lens, kv_lens) = (lengths(&qo), lengths(&kv));
+            let longest = |l: &[i32]| l.iter().copied().max().unwrap_or(1).max(1);
+            let (max_q, max_kv) = (longest(&q_lens), longest(&kv_lens));
+            let (hq, hkv, d) = (p.heads, p.kv_heads, p.head_dim);
+            let b = p.batch() as i32;
+            derived.push(("seq_len_q", uploaded(gpu, &q_lens)?));
+            derived.push((
+                "q_offsets",
+                uploaded(gpu, &scaled(&qo, hq * d).map_err(|e| setup(&e))?)?,
+            ));
+            derived.push((
+                "lse_offsets",
+                uploaded(gpu, &scaled(&qo, hq).map_err(|e| setup(&e))?)?,
+            ));
+            let kv_cache = if paged {
+                let (pages, page_size) = p.paged.unwrap_or((0, 1));
+                if page_size != 1 {
+                    return Err(setup(&format!(
+                        "page size {page_size}: the page table is built for one token per page"
+                    )));
+                }
+                let table = gpu.alloc((b as usize) * (max_kv as usize) * 4)?;
+                let seq_len = gpu.alloc((b as usize) * 4)?;
+                support.csr_to_table(
+                    gpu,
+                    set.ptr("kv_indptr").expect("validated"),
+                    set.ptr("kv_indices").expect("validated"),
+                    b,
+                    max_kv,
+                    table.ptr(),
+                    seq_len.ptr(),
+                )?;
+                gpu.sync()?;
+                derived.push(("page_table", table));
+                derived.push(("seq_len_kv", seq_len));
+                Some(PagedKv {
+                    num_pages: pages as i64,
+                    max_pages_per_seq: i64::from(max_kv),
+                    block_size: 1,
+                })
+            } else {
+                derived.push(("seq_len_kv", uploaded(gpu, &kv_lens)?));
+                derived.push((
+                    "kv_offsets",
+                    uploaded(gpu, &scaled(&kv, hkv * d).map_err(|e| setup(&e))?)?,
+                ));
+                None
+            };
+            // The padded lengths depend on the longest sequences, fixed per workload.
+            match &planned.sdpa {
+                Some(s) => Rc::clone(s),
+                None => {
+                    let shape = PrefillShape {
+                        b: i64::from(b),
+                        h_q: hq as i64,
+                        h_kv: hkv as i64,
+                        d: d as i64,
+                        max_q: i64::from(max_q),
+                        max_kv: i64::from(max_kv),
+                        paged: kv_cache,
+                    };
+                    let s = Rc::new(Sdpa::prefill(gpu, shape).map_err(|e| setup(&e))?);
                     planned.sdpa = Some(Rc::clone(&s));
                     s
                 }
@@ -336,6 +443,8 @@ fn bind_sdpa(
     for name in sdpa.tensors() {
         let key = match *name {
             "page_table_k" | "page_table_v" => "page_table",
+            "v_offsets" => "kv_offsets",
+            "o_offsets" => "q_offsets",
             other => other,
         };
         if let Some((_, buf)) = derived.iter().find(|(n, _)| *n == key) {
@@ -501,4 +610,19 @@ pub fn time_baseline(
         stats,
         tflops,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{lengths, scaled};
+
+    #[test]
+    fn ragged_offsets_count_elements_and_refuse_what_overflows_an_int32() {
+        let qo = [0, 1, 18, 148];
+        assert_eq!(lengths(&qo), vec![1, 17, 130]);
+        assert_eq!(scaled(&qo, 32 * 128).expect("fits"), vec![0, 4096, 73728, 606208]);
+        assert_eq!(scaled(&qo, 32).expect("fits"), vec![0, 32, 576, 4736]);
+        let err = scaled(&[0, 1 << 20], 1 << 12).expect_err("overflows");
+        assert!(err.contains("1048576") && err.contains("int32"), "{err}");
+    }
 }

@@ -58,6 +58,20 @@ impl Builder {
         is_virtual: bool,
         by_value: bool,
     ) -> Result<Tensor, DnnError> {
+        self.tensor_desc_ragged(dims, strides, dtype, is_virtual, by_value, None)
+    }
+
+    /// A tensor descriptor; with `ragged`, its batch starts are read from that int32
+    /// `[B+1,1,1,1]` tensor of element offsets (packed sequences) instead of its batch stride.
+    fn tensor_desc_ragged(
+        &mut self,
+        dims: [i64; 4],
+        strides: [i64; 4],
+        dtype: Dt,
+        is_virtual: bool,
+        by_value: bool,
+        ragged: Option<Tensor>,
+    ) -> Result<Tensor, DnnError> {
         let uid = self.next_uid;
         self.next_uid += 1;
         let d = Desc::new(self.api, D::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
@@ -86,6 +100,12 @@ impl Builder {
                 &[true],
             )?;
         }
+        if let Some(offsets) = ragged {
+            d.set_desc(
+                A::CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC,
+                &[&self.tensors[offsets.index]],
+            )?;
+        }
         d.finalize("tensor")?;
         self.tensors.push(d);
         Ok(Tensor {
@@ -102,6 +122,17 @@ impl Builder {
         dtype: Dt,
     ) -> Result<Tensor, DnnError> {
         self.tensor_desc(dims, strides, dtype, false, false)
+    }
+
+    /// A tensor in memory holding packed sequences: batch `b` starts at element `offsets[b]`.
+    pub(super) fn io_ragged(
+        &mut self,
+        dims: [i64; 4],
+        strides: [i64; 4],
+        dtype: Dt,
+        offsets: Tensor,
+    ) -> Result<Tensor, DnnError> {
+        self.tensor_desc_ragged(dims, strides, dtype, false, false, Some(offsets))
     }
 
     /// An intermediate that never reaches memory, row-major.
@@ -382,6 +413,48 @@ impl Builder {
             Pw::CUDNN_POINTWISE_CMP_GE,
             Dt::CUDNN_DATA_BOOLEAN,
             &[row, col],
+            keep,
+            None,
+        )?;
+        self.keep_or_neg_inf(s, keep, dims)
+    }
+
+    /// The causal mask aligned to the last key on scores `s` `[B,H,Sq,Skv]` (the frontend's
+    /// bottom-right diagonal band before cuDNN 9.21): keep key j for query i of batch b when
+    /// `i + seq_len_kv[b] - seq_len_q[b] >= j`, else -inf.
+    pub(super) fn causal_mask_bottom_right(
+        &mut self,
+        s: Tensor,
+        dims: [i64; 4],
+        seq_len_q: Tensor,
+        seq_len_kv: Tensor,
+    ) -> Result<Tensor, DnnError> {
+        let i32t = Dt::CUDNN_DATA_INT32;
+        let row = self.virt(dims, i32t)?;
+        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], row, Some(2))?;
+        let col = self.virt(dims, i32t)?;
+        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], col, Some(3))?;
+        let plus_kv = self.virt(dims, i32t)?;
+        self.pointwise(
+            Pw::CUDNN_POINTWISE_ADD,
+            i32t,
+            &[row, seq_len_kv],
+            plus_kv,
+            Some(3),
+        )?;
+        let shifted = self.virt(dims, i32t)?;
+        self.pointwise(
+            Pw::CUDNN_POINTWISE_SUB,
+            i32t,
+            &[plus_kv, seq_len_q],
+            shifted,
+            Some(3),
+        )?;
+        let keep = self.virt(dims, Dt::CUDNN_DATA_BOOLEAN)?;
+        self.pointwise(
+            Pw::CUDNN_POINTWISE_CMP_GE,
+            Dt::CUDNN_DATA_BOOLEAN,
+            &[shifted, col],
             keep,
             None,
         )?;

@@ -51,9 +51,11 @@ mod forward;
 mod forward_fp8;
 mod paged_decode;
 mod plan;
+mod prefill;
 mod sdpa;
 
 pub use paged_decode::PagedDecodeShape;
+pub use prefill::{PagedKv, PrefillShape};
 pub use sdpa::{BoundSdpa, Sdpa, SdpaKind, SdpaPass, SdpaShape};
 
 #[derive(Debug, thiserror::Error)]

@@ -15,6 +15,7 @@ use super::forward::forward_graph;
 use super::forward_fp8::forward_fp8_graph;
 use super::paged_decode::{PagedDecodeShape, paged_decode_graph};
 use super::plan::{Plan, candidate_plans};
+use super::prefill::{PrefillShape, prefill_graph};
 use super::{Api, Desc, DnnError, Handle, api};
 use crate::cuda::driver::{DeviceBuffer, Gpu};
 
@@ -74,6 +75,10 @@ pub enum SdpaKind {
     PagedDecode,
     /// fp8 (e4m3) forward with LSE ([`Sdpa::forward_fp8`]).
     ForwardFp8,
+    /// bf16 causal GQA prefill over packed sequences, keys packed too ([`Sdpa::prefill`]).
+    Prefill,
+    /// bf16 causal GQA prefill over packed sequences, keys in a paged cache ([`Sdpa::prefill`]).
+    PagedPrefill,
 }
 
 impl From<SdpaPass> for SdpaKind {
@@ -100,6 +105,12 @@ impl SdpaKind {
     /// - `ForwardFp8`: Q, K, V e4m3 `[B,H,S,D]`; descale_q, descale_k, descale_v f32 `[1]`;
     ///   O e4m3 `[B,H,S,D]`, LSE f32 `[B,H,S]`. descale_s, scale_s, scale_o (1.0) and the
     ///   amax_s, amax_o outputs are internal buffers.
+    /// - `Prefill`: q bf16 `[total_q,Hq,D]`; k, v bf16 `[total_kv,Hkv,D]`; kv_offsets and
+    ///   v_offsets (one buffer may serve both: `kv_indptr * Hkv * D`), q_offsets and o_offsets
+    ///   (`qo_indptr * Hq * D`), lse_offsets (`qo_indptr * Hq`) int32 `[B+1]`; seq_len_q,
+    ///   seq_len_kv int32 `[B]`; output bf16 `[total_q,Hq,D]`, lse f32 `[total_q,Hq]`.
+    /// - `PagedPrefill`: as `Prefill`, with k_cache, v_cache and the page tables of
+    ///   `PagedDecode` in place of k, v and their offsets.
     pub fn tensors(self) -> &'static [&'static str] {
         match self {
             SdpaKind::Forward => &["Q", "K", "V", "O", "LSE"],
@@ -124,6 +135,34 @@ impl SdpaKind {
                 "O",
                 "LSE",
             ],
+            SdpaKind::Prefill => &[
+                "q",
+                "k",
+                "v",
+                "kv_offsets",
+                "v_offsets",
+                "q_offsets",
+                "o_offsets",
+                "lse_offsets",
+                "seq_len_q",
+                "seq_len_kv",
+                "output",
+                "lse",
+            ],
+            SdpaKind::PagedPrefill => &[
+                "q",
+                "k_cache",
+                "v_cache",
+                "page_table_k",
+                "page_table_v",
+                "q_offsets",
+                "o_offsets",
+                "lse_offsets",
+                "seq_len_q",
+                "seq_len_kv",
+                "output",
+                "lse",
+            ],
         }
     }
 
@@ -132,7 +171,9 @@ impl SdpaKind {
         match self {
             SdpaKind::Forward | SdpaKind::ForwardFp8 => &["O", "LSE"],
             SdpaKind::Backward => &["dQ", "dK", "dV"],
-            SdpaKind::PagedDecode => &["output", "lse"],
+            SdpaKind::PagedDecode | SdpaKind::Prefill | SdpaKind::PagedPrefill => {
+                &["output", "lse"]
+            }
         }
     }
 
@@ -143,6 +184,8 @@ impl SdpaKind {
             SdpaKind::Backward => "backward",
             SdpaKind::PagedDecode => "paged GQA decode with LSE",
             SdpaKind::ForwardFp8 => "fp8 forward with LSE",
+            SdpaKind::Prefill => "causal ragged GQA prefill with LSE",
+            SdpaKind::PagedPrefill => "causal paged GQA prefill with LSE",
         }
     }
 
@@ -152,6 +195,8 @@ impl SdpaKind {
             SdpaKind::Backward => "backward",
             SdpaKind::PagedDecode => "paged decode",
             SdpaKind::ForwardFp8 => "fp8 forward",
+            SdpaKind::Prefill => "ragged prefill",
+            SdpaKind::PagedPrefill => "paged prefill",
         }
     }
 }
@@ -256,6 +301,25 @@ impl Sdpa {
             v != 91000
         })?;
         Sdpa::build(gpu, kind, shape.d, |b| forward_fp8_graph(b, shape))
+    }
+
+    /// Builds the causal GQA prefill graph (bf16, packed queries with ragged offsets, keys
+    /// packed or paged, padding and bottom-right causal masks from the sequence lengths, scale
+    /// 1/sqrt(d), packed LSE) and picks an engine. Needs cuDNN >= 9.6 (ragged tensors with
+    /// fewer KV heads than query heads). Tensors: [`SdpaKind::Prefill`]'s or
+    /// [`SdpaKind::PagedPrefill`]'s [`SdpaKind::tensors`].
+    pub fn prefill(gpu: &Gpu, shape: PrefillShape) -> Result<Sdpa, DnnError> {
+        let kind = if shape.paged.is_some() {
+            SdpaKind::PagedPrefill
+        } else {
+            SdpaKind::Prefill
+        };
+        shape.validate().map_err(|why| DnnError::Shape {
+            graph: kind.graph_name(),
+            why,
+        })?;
+        require_version(kind, 90600, "9.6.0 or newer", |_| true)?;
+        Sdpa::build(gpu, kind, shape.d, |b| prefill_graph(b, shape))
     }
 
     fn build(
