@@ -8,7 +8,8 @@
 # Usage: pipeline/scripts/device-integrity-v4.sh PTXBENCH_BINARY LIMIT_S [OUT [PARTS]]
 # PARTS, comma-separated (default counters,ncu,zoo,integrity): counters (the counter run list,
 # its evidence and counter tables), ncu (Nsight Compute's names and reads of the counters), zoo,
-# integrity (the v4 run lists), suite-v3 (suite 1.4.0's run list).
+# integrity (the v4 run lists), suite-v3 (suite 1.4.0's library baselines alone, then its run
+# list).
 set -uo pipefail
 bin=$(realpath "$1")
 limit="$2"
@@ -69,7 +70,14 @@ timeout 60 ncu --clock-control none --csv --page raw --metrics "$metrics" --kern
 echo "exit $?" >> "$log/ncu-cublas.stderr.txt"
 fi
 
-want suite-v3 && run_list suite-v3-sm90a
+if want suite-v3; then
+  for f in tasks/attention_prefill/*.yaml; do
+    t=$(basename "$f" .yaml)
+    timeout 120 "$bin" baseline --task "$t" --json > "$log/baseline-$t.jsonl" 2> "$log/baseline-$t.stderr.txt"
+    echo "exit $?" >> "$log/baseline-$t.stderr.txt"
+  done
+  run_list suite-v3-sm90a
+fi
 limit=$(( limit * 2 / 3 ))
 want zoo && run_list zoo-v4-sm90a
 want integrity && run_list integrity-v4-sm90a
