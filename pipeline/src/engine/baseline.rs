@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use super::Stats;
 use super::conditions::Conditions;
-use super::inputs::{POISON_BYTE, TensorSet, allocate, fill_inputs};
+use super::inputs::{POISON_BYTE, TensorSet, allocate, fill_inputs, refresh_inputs, seed_for};
 use super::judge::check_stored;
 use super::reference::{Reference, compute_reference};
 use super::support::Support;
@@ -291,11 +291,7 @@ fn planned_baseline(
         Op::AttentionDecode { .. } => {
             let d = problem.decode().map_err(|e| setup(&e))?;
             let kv = indptr(gpu, set, "kv_indptr", d.batch as usize + 1)?;
-            let max_len = lengths(&kv)
-                .into_iter()
-                .max()
-                .unwrap_or(1)
-                .max(1);
+            let max_len = lengths(&kv).into_iter().max().unwrap_or(1).max(1);
             let (b, maxp) = (d.batch as i32, max_len);
             let table = gpu.alloc((b as usize) * (maxp as usize) * 4)?;
             let seq_len = gpu.alloc((b as usize) * 4)?;
@@ -556,10 +552,12 @@ pub struct BaselineRun {
     pub tflops: Option<f64>,
 }
 
-/// Times the library baseline alone on one workload, with the same protocol as
-/// [`time_workload`] (fresh inputs, poisoned-output check against the fp32 reference, L2
-/// flushed before each launch, events around each): `ptxbench baseline` uses it to measure
-/// the baseline without a candidate.
+/// Times the library baseline alone on one workload, with the protocol of
+/// [`time_workload`]'s library launches: the outputs checked once against the fp32
+/// reference (poisoned first), then before every timed launch fresh inputs drawn from the
+/// workload's stream of seeds (what the task keeps while timing, such as a page table, kept),
+/// L2 flushed, events around the launch. `ptxbench baseline` uses it to measure the baseline
+/// without a candidate.
 pub fn time_baseline(
     gpu: &Gpu,
     support: &Support,
@@ -593,8 +591,10 @@ pub fn time_baseline(
     gpu.sync()?;
     let conditions = Conditions::new(gpu)?;
     let events = [gpu.event()?, gpu.event()?];
+    let stream = format!("baseline:{}", w.name);
     let mut samples = Vec::new();
     for i in 0..p.iterations.max(1) {
+        refresh_inputs(gpu, support, task, &set, seed_for(seed, &stream, i + 1))?;
         conditions.flush_l2(gpu, i ^ 0x5a5a)?;
         gpu.record(&events[0])?;
         baseline.launch(gpu)?;
@@ -620,7 +620,10 @@ mod tests {
     fn ragged_offsets_count_elements_and_refuse_what_overflows_an_int32() {
         let qo = [0, 1, 18, 148];
         assert_eq!(lengths(&qo), vec![1, 17, 130]);
-        assert_eq!(scaled(&qo, 32 * 128).expect("fits"), vec![0, 4096, 73728, 606208]);
+        assert_eq!(
+            scaled(&qo, 32 * 128).expect("fits"),
+            vec![0, 4096, 73728, 606208]
+        );
         assert_eq!(scaled(&qo, 32).expect("fits"), vec![0, 32, 576, 4736]);
         let err = scaled(&[0, 1 << 20], 1 << 12).expect_err("overflows");
         assert!(err.contains("1048576") && err.contains("int32"), "{err}");

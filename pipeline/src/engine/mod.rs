@@ -17,6 +17,7 @@ pub mod floor;
 mod host_reference;
 pub mod inputs;
 pub mod judge;
+pub mod key;
 pub mod launch;
 pub mod reference;
 pub mod stages;

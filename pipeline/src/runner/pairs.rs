@@ -11,6 +11,7 @@ use crate::candidate::{Candidate, CandidateError, KernelLang};
 use crate::digest::Digest;
 pub use crate::engine::evaluator::Work;
 use crate::engine::evaluator::{Evaluator, Job, Prepared};
+use crate::engine::key::{EvaluationKey, Submitted};
 use crate::record::task::SuiteObjects;
 use crate::record::{Protocol, Role, Verdict};
 use crate::task::{Suite, Task, glob_match};
@@ -100,28 +101,27 @@ pub enum PairError {
     },
 }
 
-/// The evaluation key (see [`Pair::key`]): a digest of the fields as one JSON object (no
-/// joined strings, so no two selections share a key), with the engine's revision.
+/// The evaluation key of a pair (see [`Pair::key`]): [`EvaluationKey`], the service's key
+/// too, with the run's settled seed.
 pub fn key(
-    ptx: Option<Digest>,
-    plan: Digest,
+    candidate: Submitted,
     task: Digest,
     settings: &Settings,
     workloads: &[String],
     no_timing: bool,
+    entry: &str,
 ) -> Digest {
-    let key = serde_json::json!({
-        "engine": crate::engine::ENGINE_REVISION,
-        "ptx": ptx,
-        "plan": plan,
-        "task": task,
-        "arch": settings.arch,
-        "seed": settings.seed,
-        "protocol": settings.protocol,
-        "workloads": workloads,
-        "no_timing": no_timing,
-    });
-    Digest::of(key.to_string().as_bytes())
+    EvaluationKey {
+        candidate,
+        task,
+        arch: settings.arch,
+        seed: Some(settings.seed),
+        protocol: &settings.protocol,
+        workloads,
+        no_timing,
+        entry,
+    }
+    .digest()
 }
 
 /// Every pair of `list` (whose file is `list_path`), in list order, then task order.
@@ -188,15 +188,14 @@ pub fn expand(
                 no_timing: e.no_timing,
             };
             let Prepared { report, work } = Evaluator::prepare(Ok(&cand), task, object, &job);
-            let plan_digest = Digest::of(cand.plan.as_bytes());
             Pair {
                 key: key(
-                    report.ptx_digest,
-                    plan_digest,
+                    Submitted::kernel(cand.lang == KernelLang::Cuda, &cand.kernel, &cand.plan),
                     task.digest(),
                     settings,
                     &e.workloads,
                     e.no_timing,
+                    e.entry(),
                 ),
                 evaluation: e.name.clone(),
                 entry: e.entry().to_string(),
@@ -297,13 +296,26 @@ mod tests {
             protocol: Protocol::default(),
         };
         let d = Digest::of(b"p");
-        let k = key(Some(d), d, d, &s, &[], false);
+        let c = || Submitted::kernel(false, "ptx", "plan");
+        let k = key(c(), d, &s, &[], false, "e");
         let other_seed = Settings {
             seed: 2,
             ..s.clone()
         };
-        assert_ne!(k, key(Some(d), d, d, &other_seed, &[], false));
-        assert_ne!(k, key(Some(d), d, d, &s, &["M1".into()], false));
-        assert_eq!(k, key(Some(d), d, d, &s, &[], false));
+        assert_ne!(k, key(c(), d, &other_seed, &[], false, "e"));
+        assert_ne!(k, key(c(), d, &s, &["M1".into()], false, "e"));
+        // Two kernels that do not compile (no PTX) are two keys: the key is the submitted bytes.
+        assert_ne!(
+            k,
+            key(
+                Submitted::kernel(false, "ptx 2", "plan"),
+                d,
+                &s,
+                &[],
+                false,
+                "e"
+            )
+        );
+        assert_eq!(k, key(c(), d, &s, &[], false, "e"));
     }
 }

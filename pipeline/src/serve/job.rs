@@ -12,6 +12,7 @@ use crate::candidate::{Candidate, KernelLang};
 use crate::check::CheckReport;
 use crate::digest::Digest;
 use crate::engine::evaluator::{Evaluator, Job, Prepared, Work};
+use crate::engine::key::{self, EvaluationKey};
 use crate::engine::{Outcome, Protocol, Verdict};
 use crate::record::measured::Measured;
 use crate::record::task::SuiteObjects;
@@ -251,30 +252,21 @@ impl Submission {
     /// the store; a new engine revision answers none of the old ones. The deadline is the
     /// client's, not the evaluation's: it is not part of the key.
     pub fn key(&self, task: Digest, protocol: &Protocol) -> Digest {
-        #[derive(Serialize)]
-        struct Key<'a> {
-            engine: &'static str,
-            candidate: &'a Submitted,
-            task: Digest,
-            arch: Arch,
-            seed: Option<u64>,
-            protocol: &'a Protocol,
-            workloads: &'a [String],
-            correctness_only: bool,
-            entry: &'a str,
-        }
-        let key = Key {
-            engine: crate::engine::ENGINE_REVISION,
-            candidate: &self.candidate,
+        let candidate = match &self.candidate {
+            Submitted::Response(text) => key::Submitted::response(text),
+            Submitted::Kernel { cuda, kernel, plan } => key::Submitted::kernel(*cuda, kernel, plan),
+        };
+        EvaluationKey {
+            candidate,
             task,
             arch: self.arch,
             seed: self.seed,
             protocol,
             workloads: &self.workloads,
-            correctness_only: self.correctness_only,
+            no_timing: self.correctness_only,
             entry: &self.entry,
-        };
-        Digest::of(&serde_json::to_vec(&key).expect("strings and numbers serialise"))
+        }
+        .digest()
     }
 }
 
@@ -733,5 +725,33 @@ mod tests {
             no_deadline.key(d, &p),
             "the deadline is the client's, not the evaluation's"
         );
+    }
+
+    #[test]
+    fn a_run_and_the_service_key_one_evaluation_alike() {
+        let v = json!({"task": "t", "kernel": "k", "plan": "p", "seed": 7, "entry": "e"});
+        let s = Submission::from_json(&v, "").expect("valid");
+        let p = Protocol::default();
+        let d = Digest::of(b"task");
+        let settings = crate::runner::pairs::Settings {
+            arch: s.arch,
+            seed: 7,
+            seed_given: true,
+            protocol: p.clone(),
+        };
+        let run = crate::runner::pairs::key(
+            key::Submitted::kernel(false, "k", "p"),
+            d,
+            &settings,
+            &[],
+            false,
+            "e",
+        );
+        assert_eq!(s.key(d, &p), run);
+        let other_entry = Submission {
+            entry: "f".into(),
+            ..s.clone()
+        };
+        assert_ne!(other_entry.key(d, &p), run);
     }
 }
