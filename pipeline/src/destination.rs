@@ -143,18 +143,32 @@ pub fn temp_for(path: &Path, prefix: &str) -> Result<tempfile::NamedTempFile, De
     new_file_temp(dir, prefix).map_err(io)
 }
 
-/// Renames the written temp file over `path`, which is checked again ([`check`]) first.
+/// Flushes the written temp file to the disk, renames it over `path` (checked again first,
+/// [`check`]) and flushes the folder, so that after a crash `path` holds the old content or
+/// the new, whole: the one way this crate replaces a file.
 pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<(), DestinationError> {
+    tmp.as_file()
+        .sync_all()
+        .map_err(|source| DestinationError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
     check(path)?;
     tmp.persist(path).map_err(|e| DestinationError::Io {
         path: path.to_path_buf(),
         source: e.error,
     })?;
-    Ok(())
+    let dir = folder_of(path);
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|source| DestinationError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
 }
 
-/// Writes `bytes` to `path` whole: into a temp file beside it, flushed to the disk, then
-/// renamed over it ([`temp_for`], [`persist`]): a reader sees the old file or the new one.
+/// Writes `bytes` to `path` whole: into a temp file beside it, then [`persist`]ed over it: a
+/// reader sees the old file or the new one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DestinationError> {
     use std::io::Write as _;
     let mut tmp = temp_for(path, ".ptxbench-write-")?;
@@ -163,7 +177,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DestinationError> {
         source,
     };
     tmp.write_all(bytes).map_err(write)?;
-    tmp.as_file().sync_all().map_err(write)?;
     persist(tmp, path)
 }
 

@@ -150,7 +150,6 @@ pub fn write_bundle(
     let tmp = buffered
         .into_inner()
         .map_err(|e| write_failed(e.into_error()))?;
-    tmp.as_file().sync_all().map_err(write_failed)?;
     crate::destination::persist(tmp, out)?;
     Ok(BundleSummary {
         objects: closure.objects.len(),

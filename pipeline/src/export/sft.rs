@@ -373,9 +373,6 @@ pub fn write_examples(examples: &[Example], path: &Path) -> anyhow::Result<()> {
     written?;
     flushed.with_context(|| format!("writing {}", path.display()))?;
     drop(w);
-    tmp.as_file()
-        .sync_all()
-        .with_context(|| format!("writing {}", path.display()))?;
     crate::destination::persist(tmp, path)?;
     Ok(())
 }

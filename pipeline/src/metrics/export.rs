@@ -152,10 +152,6 @@ pub const TEMP_PREFIX: &str = ".ptxbench-export-";
 /// Writes the results table of `metrics` to the file `path` (replaced atomically; see
 /// [`crate::destination`]).
 pub fn write_results(metrics: &Metrics, format: Format, path: &Path) -> Result<(), MetricsError> {
-    let io = |source| MetricsError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
     let mut frame = results_frame(metrics)?;
     let mut tmp = crate::destination::temp_for(path, TEMP_PREFIX)?;
     write_frame_to(
@@ -164,7 +160,6 @@ pub fn write_results(metrics: &Metrics, format: Format, path: &Path) -> Result<(
         std::io::BufWriter::new(tmp.as_file_mut()),
         path,
     )?;
-    tmp.as_file().sync_all().map_err(io)?;
     crate::destination::persist(tmp, path)?;
     Ok(())
 }
