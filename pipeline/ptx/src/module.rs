@@ -90,6 +90,10 @@ pub struct Function {
     pub labels: Vec<String>,
     /// Line of the first token of the header (linkage or `.entry`/`.func`).
     pub line: u32,
+    /// The body's bytes in the source: from just after its `{` to its closing `}` (`None`
+    /// for prototypes), so that a tool can insert text at a body's ends.
+    #[serde(skip)]
+    pub body: Option<std::ops::Range<usize>>,
 }
 
 impl Function {
@@ -301,6 +305,10 @@ pub struct PerfDirective {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Instruction {
     pub line: u32,
+    /// Byte offset in the source where the instruction starts: its guard's `@`, else its
+    /// opcode (after any labels and `.loc` lines), so that a tool can insert text before it.
+    #[serde(skip)]
+    pub start: usize,
     /// Guard predicate as written, `%p1` or `!%p1` (without the `@`).
     pub predicate: Option<String>,
     /// Full dotted opcode, e.g. `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16`.

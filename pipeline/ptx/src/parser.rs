@@ -392,6 +392,7 @@ impl<'a> Parser<'a> {
             declarations: Vec::new(),
             labels: Vec::new(),
             line,
+            body: None,
         };
         let t = self.peek();
         if t.is_punct(';') {
@@ -729,6 +730,7 @@ impl<'a> Parser<'a> {
     /// A function body, from its `{` to the matching `}`.
     fn body(&mut self, f: &mut Function) -> PResult<()> {
         let mut open: Vec<Token<'a>> = vec![self.bump()];
+        let inside = open[0].end;
         loop {
             let t = self.peek();
             let depth = u32::try_from(open.len().saturating_sub(1)).unwrap_or(u32::MAX);
@@ -746,6 +748,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     open.pop();
                     if open.is_empty() {
+                        f.body = Some(inside..t.start);
                         return Ok(());
                     }
                 }
@@ -761,7 +764,7 @@ impl<'a> Parser<'a> {
                     } else {
                         p.text.to_string()
                     };
-                    let ins = self.instruction(Some(pred), t.line, depth)?;
+                    let ins = self.instruction(Some(pred), t.line, depth, t.start)?;
                     f.instructions.push(ins);
                 }
                 TokenKind::Word if t.text.starts_with('.') => match t.text {
@@ -820,7 +823,7 @@ impl<'a> Parser<'a> {
                     }
                 }
                 TokenKind::Word => {
-                    let ins = self.instruction(None, t.line, depth)?;
+                    let ins = self.instruction(None, t.line, depth, t.start)?;
                     f.instructions.push(ins);
                 }
                 _ => {
@@ -843,6 +846,7 @@ impl<'a> Parser<'a> {
         predicate: Option<String>,
         line: u32,
         depth: u32,
+        at: usize,
     ) -> PResult<Instruction> {
         let op = self.peek();
         if op.kind != TokenKind::Word || !op.text.starts_with(|c: char| c.is_ascii_alphabetic()) {
@@ -898,6 +902,7 @@ impl<'a> Parser<'a> {
         self.bump(); // the `;`
         Ok(Instruction {
             line,
+            start: at,
             predicate,
             opcode: op.text.to_string(),
             operands,

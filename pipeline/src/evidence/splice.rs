@@ -88,11 +88,7 @@ pub enum SpliceError {
         found: u64,
     },
     #[error(
-        "the scanner found {found} function bodies where the parser has {expected}; refusing a copy that would miscount"
-    )]
-    Bodies { expected: u64, found: u64 },
-    #[error(
-        "counting other arithmetic in `{function}`: the scanner found {found} instructions where the parser counts {expected}; refusing a copy that would miscount"
+        "counting other arithmetic in {function}: the spliced copy has {found} additions where {expected} were inserted; refusing a copy that would miscount"
     )]
     WorkMismatch {
         function: String,
@@ -178,7 +174,7 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
         })
         .collect();
 
-    let Scan { sites, bodies } = scan(ptx, &order);
+    let Scan { sites, bodies } = scan(&module, &order);
     let mut found = vec![0u64; order.len()];
     for s in &sites {
         found[s.family] += 1;
@@ -378,197 +374,38 @@ struct Scan {
     bodies: Vec<Body>,
 }
 
-/// Finds the counted instructions and the function bodies: walks statements (ended by `;`),
-/// skipping comments and strings, telling scope braces (where a statement may start) from
-/// vector-operand braces.
-fn scan(ptx: &str, order: &[Family]) -> Scan {
-    let b = ptx.as_bytes();
+/// The counted instructions and the function bodies, from the parser's byte spans.
+fn scan(module: &ptxbench_ptx::Module, order: &[Family]) -> Scan {
     let mut sites = Vec::new();
-    let mut bodies: Vec<Body> = Vec::new();
-    let mut depth = 0u32;
-    let mut in_body = false;
-    let mut i = 0usize;
-    let mut start: Option<usize> = None;
-    let mut vector_depth = 0u32;
-    while i < b.len() {
-        match b[i] {
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
-                    i += 1;
-                }
-                i += 2;
-                continue;
-            }
-            b'"' => {
-                start.get_or_insert(i);
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += 1;
-                }
-            }
-            b';' => {
-                if let Some(s) = start.take()
-                    && let Some(st) = statement(ptx, s, i)
-                {
-                    if let Some(family) = order.iter().position(|f| counted(*f, &st.opcode)) {
-                        sites.push(Site {
-                            at: st.at,
-                            predicate: st.predicate.clone(),
-                            family,
-                            opcode: st.opcode.clone(),
-                        });
-                    }
-                    if in_body && let Some(body) = bodies.last_mut() {
-                        body.statements.push(st);
-                    }
-                }
-                vector_depth = 0;
-            }
-            b'{' => {
-                let (scope, header) = match start {
-                    None => (true, false),
-                    Some(s) => {
-                        // A `{` after `.loc` lines opens a scope only if what follows them does.
-                        let s = skip_labels_and_loc(&b[..i], s);
-                        let pending = ptx[s..i].trim_start();
-                        let header = pending.contains(".entry") || pending.contains(".func");
-                        (pending.starts_with('.') || only_labels(&ptx[s..i]), header)
-                    }
-                };
-                if scope && vector_depth == 0 {
-                    if depth == 0 && header {
-                        in_body = true;
-                        bodies.push(Body {
-                            open: i + 1,
-                            close: i + 1,
-                            statements: Vec::new(),
-                        });
-                    }
-                    depth += 1;
-                    start = None;
-                } else {
-                    vector_depth += 1;
-                }
-            }
-            b'}' => {
-                if vector_depth > 0 {
-                    vector_depth -= 1;
-                } else {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 && in_body {
-                        in_body = false;
-                        if let Some(body) = bodies.last_mut() {
-                            body.close = i;
-                        }
-                    }
-                    start = None;
-                }
-            }
-            c if c.is_ascii_whitespace() => {}
-            _ => {
-                start.get_or_insert(i);
+    let mut bodies = Vec::new();
+    for f in &module.functions {
+        let Some(span) = &f.body else { continue };
+        let statements: Vec<Statement> = f
+            .instructions
+            .iter()
+            .map(|i| Statement {
+                at: i.start,
+                predicate: i.predicate.clone(),
+                opcode: i.opcode.clone(),
+            })
+            .collect();
+        for st in &statements {
+            if let Some(family) = order.iter().position(|fam| counted(*fam, &st.opcode)) {
+                sites.push(Site {
+                    at: st.at,
+                    predicate: st.predicate.clone(),
+                    family,
+                    opcode: st.opcode.clone(),
+                });
             }
         }
-        i += 1;
+        bodies.push(Body {
+            open: span.start,
+            close: span.end,
+            statements,
+        });
     }
     Scan { sites, bodies }
-}
-
-fn is_ident(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'%' | b'.')
-}
-
-/// Skips whitespace and comments from `i`.
-fn skip_blank(b: &[u8], mut i: usize) -> usize {
-    loop {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if b.get(i) == Some(&b'/') && b.get(i + 1) == Some(&b'/') {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if b.get(i) == Some(&b'/') && b.get(i + 1) == Some(&b'*') {
-            i += 2;
-            while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
-                i += 1;
-            }
-            i = (i + 2).min(b.len());
-        } else {
-            return i;
-        }
-    }
-}
-
-/// Skips labels (`name:` not followed by another `:`) from `i`.
-fn skip_labels(b: &[u8], mut i: usize) -> usize {
-    loop {
-        i = skip_blank(b, i);
-        let mut j = i;
-        while j < b.len() && is_ident(b[j]) {
-            j += 1;
-        }
-        if j > i && b.get(j) == Some(&b':') && b.get(j + 1) != Some(&b':') {
-            i = j + 1;
-        } else {
-            return i;
-        }
-    }
-}
-
-/// Skips labels and `.loc` lines from `i`: `.loc` (debug line info, as Triton writes it before
-/// most instructions) has no `;`, so the instruction after it belongs to the same statement.
-fn skip_labels_and_loc(b: &[u8], mut i: usize) -> usize {
-    loop {
-        i = skip_labels(b, i);
-        if !(b[i..].starts_with(b".loc") && b.get(i + 4).is_some_and(u8::is_ascii_whitespace)) {
-            return i;
-        }
-        while i < b.len() && b[i] != b'\n' {
-            i += 1;
-        }
-    }
-}
-
-fn only_labels(text: &str) -> bool {
-    let b = text.as_bytes();
-    skip_labels(b, 0) >= b.len()
-}
-
-/// Reads one statement `ptx[s..end]`: `None` for a directive or an empty statement.
-fn statement(ptx: &str, s: usize, end: usize) -> Option<Statement> {
-    let b = &ptx.as_bytes()[..end];
-    let at = skip_labels_and_loc(b, s);
-    let mut i = at;
-    let mut predicate = None;
-    if b.get(i) == Some(&b'@') {
-        let p0 = i + 1;
-        while i < b.len() && !b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        predicate = Some(ptx[p0..i].to_string());
-        i = skip_blank(b, i);
-    }
-    let o0 = i;
-    while i < b.len() && (is_ident(b[i]) || b[i] == b':') {
-        i += 1;
-    }
-    let opcode = &ptx[o0..i];
-    if opcode.is_empty() || opcode.starts_with('.') {
-        return None;
-    }
-    Some(Statement {
-        at,
-        predicate,
-        opcode: opcode.to_string(),
-    })
 }
 
 #[cfg(test)]
