@@ -291,11 +291,7 @@ fn planned_baseline(
         Op::AttentionDecode { .. } => {
             let d = problem.decode().map_err(|e| setup(&e))?;
             let kv = indptr(gpu, set, "kv_indptr", d.batch as usize + 1)?;
-            let max_len = lengths(&kv)
-                .into_iter()
-                .max()
-                .unwrap_or(1)
-                .max(1);
+            let max_len = lengths(&kv).into_iter().max().unwrap_or(1).max(1);
             let (b, maxp) = (d.batch as i32, max_len);
             let table = gpu.alloc((b as usize) * (maxp as usize) * 4)?;
             let seq_len = gpu.alloc((b as usize) * 4)?;
@@ -620,7 +616,10 @@ mod tests {
     fn ragged_offsets_count_elements_and_refuse_what_overflows_an_int32() {
         let qo = [0, 1, 18, 148];
         assert_eq!(lengths(&qo), vec![1, 17, 130]);
-        assert_eq!(scaled(&qo, 32 * 128).expect("fits"), vec![0, 4096, 73728, 606208]);
+        assert_eq!(
+            scaled(&qo, 32 * 128).expect("fits"),
+            vec![0, 4096, 73728, 606208]
+        );
         assert_eq!(scaled(&qo, 32).expect("fits"), vec![0, 32, 576, 4736]);
         let err = scaled(&[0, 1 << 20], 1 << 12).expect_err("overflows");
         assert!(err.contains("1048576") && err.contains("int32"), "{err}");

@@ -248,7 +248,11 @@ mod tests {
             h_kv: 5,
             ..ragged()
         };
-        assert!(gqa.validate().expect_err("h_kv").contains("multiple of h_kv"));
+        assert!(
+            gqa.validate()
+                .expect_err("h_kv")
+                .contains("multiple of h_kv")
+        );
         let empty = PrefillShape {
             max_q: 0,
             ..ragged()
@@ -262,6 +266,11 @@ mod tests {
             }),
             ..ragged()
         };
-        assert!(paged.validate().expect_err("pages").contains("max_pages_per_seq"));
+        assert!(
+            paged
+                .validate()
+                .expect_err("pages")
+                .contains("max_pages_per_seq")
+        );
     }
 }
