@@ -924,6 +924,151 @@ def prefill_task(paged, h, hkv):
 PREFILL_TASKS = [(True, 32, 8), (True, 32, 4), (True, 24, 8), (False, 32, 8), (False, 32, 4)]
 
 
+# ---------------------------------------------------------------- MLA decode (suite 1.4)
+MLA_DESC = """\
+Multi-head latent attention (DeepSeek-V2/V3's MLA) decode over a paged latent cache, with the
+projection weights absorbed into the query (FlashInfer's mla_paged_decode): the paper's code
+release's mla_paged_decode_h16_ckv512_kpe64_ps1 (FlashInfer-Trace; 16 query heads, one GPU's
+share of DeepSeek-V3's 128 under 8-way tensor parallelism). Each of batch_size sequences has one
+new query token; every query head reads the same single latent KV head. A cached token is a
+latent row ckv of 512 (the compressed keys and values) and a rotary key row kpe of 64; a query
+head comes as q_nope (512, already multiplied by the absorbed key up-projection) and q_pe (64).
+Sequence b owns the pages kv_indices[kv_indptr[b] .. kv_indptr[b+1]) (a CSR page table; page
+size 1, so a page is one token), in that order. With sm_scale = 1/sqrt(128 + 64) = 1/sqrt(192)
+(a constant here: DeepSeek's query-key head dim before absorption, qk_nope_head_dim 128 plus the
+rotary 64, not the 576 a kernel multiplies over; upstream passes sm_scale):
+  s_j = sm_scale * (q_nope[b,h,:] . ckv_cache[p_j,0,:] + q_pe[b,h,:] . kpe_cache[p_j,0,:])
+  lse[b,h] = log(sum_j exp(s_j))  (natural log; upstream's lse is base 2: lse2 = lse / ln 2)
+  output[b,h,:] = sum_j exp(s_j - lse[b,h]) * ckv_cache[p_j,0,:]  (the values are the latent rows)
+
+q_nope and output are bf16 [batch_size, 16, 512], q_pe bf16 [batch_size, 16, 64]; ckv_cache is
+bf16 [num_pages, 1, 512] and kpe_cache bf16 [num_pages, 1, 64]; kv_indptr is int32 [len_indptr]
+(batch_size + 1) and kv_indices int32 [num_kv_indices]. The harness draws a fresh page table per
+trial: distinct pages in random order, with as many spare pages (owned by no sequence) as used
+ones, so a kernel cannot assume a sequence's pages are consecutive. Every sequence has at least
+one token.
+
+Workloads: the release names one workload of this definition (uuid {uuid}) but ships none of
+its sizes, and upstream's traces are not public, so the workloads here are written by hand in
+tasks/generate.py. Correctness: a single token, lengths that are not multiples of any tile (17,
+65, 130), and six sequences of different lengths from 1 to 97. Performance: {perf_words}, KV
+lengths drawn once from a log-normal spread with a fixed seed and kept. Headline: {headline}
+(the most bytes).
+
+MLA decode is memory-bound even though the 16 heads share every cached row: per KV token 1152
+bytes are read for 16 * 2 * (576 + 512) FLOPs, about 30 FLOPs per byte, far below Hopper's
+ridge point. The 16 heads of a sequence are the rows of a matrix product against the latent
+rows, so the Hopper target is FlashMLA's: both products (Q [q_nope | q_pe] against [ckv | kpe]
+and P against ckv) on the warpgroup MMA unit, the ckv and kpe rows brought in by TMA (one load
+per page row, or a tiled map over the cache with a box row per token).
+
+FLOPs: 2 * num_kv_indices * 16 * (2 * 512 + 64) (per KV token and head a logit of 512 + 64
+terms and an output row of 512, 2 FLOPs per term). Bytes: the ckv and kpe rows of every KV token
+read once, q_nope and q_pe read, output and lse written, the page table read.
+
+Tolerances: output allclose, rtol 2e-2 and atol 2e-2 (a convex combination of bf16 latent rows
+rounded to bf16: a few units at most under these inputs, and with logits of standard deviation
+about sqrt(3) a few hundredths at the performance lengths, where the elementwise rule is loose)
+and relative L2 error at most 8e-3 (as paged decode, where honest bf16 kernels measured at most
+2.3e-3; the norm is what fails a lower-precision P V product when the elements are small); lse allclose, rtol 1e-3 and atol 1e-3 (fp32 scores; a base-2 lse fails by
+a factor ln 2, the scale 1/sqrt(576) by a factor sqrt(3) on the logits). Baseline: no library
+has MLA decode. A baseline composed from cuBLASLt (the two products, batched over sequences)
+and harness kernels (the softmax), recorded as library "composed" and never pooled with the
+speedups over a library's own kernel, is not built in this suite version: records of this task
+carry no baseline time and no speedup until it is.
+"""
+
+
+def mla_workload(name, kind, lens):
+    tokens = sum(lens)
+    # As paged decode: twice the pages in use, so that reading pages in CSR order instead of
+    # through kv_indices reads mostly pages of no sequence.
+    axes = {"batch_size": len(lens), "num_pages": 2 * tokens + 3, "len_indptr": len(lens) + 1,
+            "num_kv_indices": tokens}
+    ax = ", ".join(f"{k}: {v}" for k, v in axes.items())
+    return f"  - {{name: {name}, kind: {kind}, axes: {{{ax}}}, kv_lens: [{', '.join(map(str, lens))}]}}\n"
+
+
+MLA_UUID = "939f995a-1ab2-4d19-8d94-50f07e73542d"
+
+
+def mla_task():
+    import math
+    import random
+    tid = "mla_paged_decode_h16_ckv512_kpe64_ps1"
+    h, dc, dp = 16, 512, 64
+    correctness = [[1], [17, 65, 130], [1, 64, 2, 97, 33, 40]]
+    rng = random.Random(20261220)
+    perf = []
+    for batch, median in ((1, 16384), (64, 2048), (128, 4096)):
+        lens = [max(1, min(32768, int(round(median * math.exp(rng.gauss(0.0, 0.8))))))
+                for _ in range(batch)] if batch > 1 else [median]
+        perf.append(lens)
+    name = lambda lens: f"B{len(lens)}_T{sum(lens)}"  # noqa: E731
+    head = max(perf, key=sum)
+    perf_words = ("; ".join(name(x) for x in perf)
+                  + " (one long sequence, where the work must be split along the KV axis to fill "
+                    "the GPU; then batches of 64 and 128 with a median length of 2048 and 4096)")
+    desc = MLA_DESC.format(uuid=MLA_UUID, perf_words=perf_words, headline=name(head))
+    out = [HEADER]
+    out.append(f"schema: 1\nid: {tid}\nfamily: attention_mla_decode\n")
+    out.append(f"title: {q(f'Paged MLA decode, bf16, {h} query heads, latent {dc} + rotary {dp}, page size 1')}\n")
+    out.append("description: " + block(desc))
+    out.append(
+        "axes:\n"
+        '  batch_size: {type: var, description: "sequences, one query token each"}\n'
+        f'  num_qo_heads: {{type: const, value: {h}, description: "query heads (all read the one latent KV head)"}}\n'
+        f'  head_dim_ckv: {{type: const, value: {dc}, description: "latent (compressed KV) dimension"}}\n'
+        f'  head_dim_kpe: {{type: const, value: {dp}, description: "rotary key dimension"}}\n'
+        '  page_size: {type: const, value: 1, description: "tokens per page"}\n'
+        '  num_pages: {type: var, description: "pages of the latent cache"}\n'
+        '  len_indptr: {type: var, description: "batch_size + 1"}\n'
+        '  num_kv_indices: {type: var, description: "KV tokens over the batch (= kv_indptr[batch_size])"}\n'
+        "inputs:\n"
+        '  q_nope: {dtype: bf16, shape: [batch_size, num_qo_heads, head_dim_ckv], description: "the new query of each sequence, latent part (key up-projection absorbed)"}\n'
+        '  q_pe: {dtype: bf16, shape: [batch_size, num_qo_heads, head_dim_kpe], description: "the new query of each sequence, rotary part"}\n'
+        '  ckv_cache: {dtype: bf16, shape: [num_pages, page_size, head_dim_ckv], description: "latent rows by page (keys and values)"}\n'
+        '  kpe_cache: {dtype: bf16, shape: [num_pages, page_size, head_dim_kpe], description: "rotary key rows by page"}\n'
+        '  kv_indptr: {dtype: i32, shape: [len_indptr], description: "CSR row pointers into kv_indices (computed by the harness)"}\n'
+        '  kv_indices: {dtype: i32, shape: [num_kv_indices], description: "the pages of each sequence, in order (drawn by the harness)"}\n'
+        "outputs:\n"
+        "  output:\n"
+        "    dtype: bf16\n"
+        "    shape: [batch_size, num_qo_heads, head_dim_ckv]\n"
+        '    description: "attention output per query head, in the latent space"\n'
+        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02, relnorm_max: 0.008}\n"
+        "  lse:\n"
+        "    dtype: f32\n"
+        "    shape: [batch_size, num_qo_heads]\n"
+        '    description: "natural-log log-sum-exp of the scaled logits"\n'
+        "    tolerance: {metric: allclose, rtol: 0.001, atol: 0.001}\n"
+        "op: {kind: attention_mla_decode, paged: true}\n"
+        "reference: "
+        + q("sm_scale = 1/sqrt(192); for sequence b and query head h, over its pages p_j:"
+            " s_j = sm_scale * (q_nope[b,h,:] . ckv_cache[p_j,0,:] + q_pe[b,h,:] . kpe_cache[p_j,0,:]);"
+            " lse[b,h] = log(sum_j exp(s_j)); output[b,h,:] = sum_j exp(s_j - lse[b,h]) * ckv_cache[p_j,0,:];"
+            " all in fp32 from the bf16 inputs")
+        + "\n"
+        "distribution: {kind: randn, std: 1.0}\n"
+        'baseline: {library: composed, operation: "cuBLASLt for the two products (batched over sequences) with harness kernels for the softmax; not built yet"}\n'
+        'flops: "2*num_kv_indices*num_qo_heads*(2*head_dim_ckv+head_dim_kpe)"\n'
+        'bytes: "2*num_kv_indices*(head_dim_ckv+head_dim_kpe) + 2*batch_size*num_qo_heads*(2*head_dim_ckv+head_dim_kpe) + 4*batch_size*num_qo_heads + 4*len_indptr + 4*num_kv_indices"\n'
+        "workloads:\n"
+    )
+    for lens in correctness:
+        out.append(mla_workload(name(lens), "correctness", lens))
+    for lens in perf:
+        out.append(mla_workload(name(lens), "performance", lens))
+    out.append(targets(
+        "both products (the logits of the 16 heads against the [ckv | kpe] rows, and P against "
+        "the ckv rows) run on the warpgroup MMA unit (wgmma.mma_async, SASS HGMMA), the heads of a "
+        "sequence as the rows of the tile, and the cached rows arrive by TMA (cp.async.bulk.tensor, "
+        "SASS UTMALDG). mma.sync (HMMA) alone does not count.",
+        ATT_B,
+    ))
+    return tid, "".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
@@ -979,13 +1124,15 @@ def main():
     for paged, h, hkv in PREFILL_TASKS:
         tid, text = prefill_task(paged, h, hkv)
         files[f"attention_prefill/{tid}.yaml"] = text
+    tid, text = mla_task()
+    files[f"attention_mla_decode/{tid}.yaml"] = text
 
     if args.check:
         stale = [rel for rel, text in sorted(files.items())
                  if not (HERE / rel).is_file() or (HERE / rel).read_text() != text]
         extra = sorted(str(p.relative_to(HERE)) for fam in ("gemm", "attention_fwd", "attention_bwd",
                                                           "attention_fwd_fp8", "attention_decode",
-                                                          "attention_prefill")
+                                                          "attention_prefill", "attention_mla_decode")
                        for p in (HERE / fam).glob("*.yaml") if str(p.relative_to(HERE)) not in files)
         for rel in stale:
             print(f"differs from what tasks/generate.py makes: tasks/{rel}")

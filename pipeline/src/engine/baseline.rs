@@ -104,6 +104,11 @@ pub(super) fn baseline_for(
         Op::AttentionFwdFp8 { .. } | Op::AttentionDecode { .. } | Op::AttentionPrefill { .. } => {
             return planned_baseline(gpu, support, task, env, set, planned);
         }
+        // No library has MLA decode. Its baseline would be composed from cuBLASLt (the two
+        // products) and harness kernels (the softmax), recorded as library `composed` and never
+        // pooled with library speedups; it is not built yet, so records carry no baseline (and
+        // no speedup) until it is.
+        Op::AttentionMlaDecode { .. } => return Ok(None),
     };
     let (m, n, k) = (axis("M"), axis("N"), axis("K"));
     let mut gemm = Gemm::new(gpu, input, m, n, k).map_err(|e| baseline_error(" setup", e))?;

@@ -325,3 +325,225 @@ fn prefill_reference_matches_an_independent_cpu_implementation() {
     let (e, _) = worst(&o_of[0], &o_of[2]);
     assert!(e > 1e-2, "the causal mask changed nothing ({e:e})");
 }
+
+/// Reads an MLA decode problem as unsigned integers (f32 values as their bits, the scale
+/// last), runs `mla_decode_row<1>` over every (sequence, head) row, prints `O` then `LSE` as
+/// bits.
+const MLA_DRIVER: &str = r#"#include "support.cu"
+#include <cstdio>
+#include <cstring>
+#include <vector>
+static unsigned next() { unsigned v = 0; if (scanf("%u", &v) != 1) { fprintf(stderr, "short input\n"); exit(2); } return v; }
+static std::vector<int> ints(size_t n) { std::vector<int> v(n); for (auto& x : v) x = (int)next(); return v; }
+static std::vector<float> floats(size_t n) { std::vector<float> v(n); for (auto& x : v) { unsigned b = next(); memcpy(&x, &b, 4); } return v; }
+int main() {
+  int B = next(), H = next(), DC = next(), DP = next();
+  size_t pages = next(), tokens = next();
+  std::vector<int> indptr = ints(B + 1), idx = ints(tokens);
+  std::vector<float> QN = floats((size_t)B * H * DC), QP = floats((size_t)B * H * DP);
+  std::vector<float> CKV = floats(pages * DC), KPE = floats(pages * DP);
+  float scale; { unsigned b = next(); memcpy(&scale, &b, 4); }
+  std::vector<float> O((size_t)B * H * DC), L((size_t)B * H);
+  MlaArgs a = {QN.data(), QP.data(), CKV.data(), KPE.data(), indptr.data(), idx.data(), O.data(), L.data(),
+               B, H, DC, DP, scale};
+  for (u64 r = 0; r < (u64)B * H; ++r) mla_decode_row<1>(a, r, 0);
+  for (float x : O) { unsigned b; memcpy(&b, &x, 4); printf("%u\n", b); }
+  for (float x : L) { unsigned b; memcpy(&b, &x, 4); printf("%u\n", b); }
+  return 0;
+}
+"#;
+
+/// One MLA decode problem: sequences of one query token, a latent cache of single-token pages
+/// drawn in random order among spare pages.
+struct Mla {
+    heads: usize,
+    ckv: usize,
+    pe: usize,
+    kv_lens: Vec<usize>,
+    pages: usize,
+    seed: u64,
+}
+
+/// What an MLA problem's CPU definitions see: the queries and each sequence's keys in order.
+struct MlaInputs {
+    q_nope: Vec<f32>,
+    q_pe: Vec<f32>,
+    /// `[tokens, ckv]`, sequences in order.
+    ckv: Vec<f32>,
+    /// `[tokens, pe]`, sequences in order.
+    kpe: Vec<f32>,
+}
+
+impl Mla {
+    /// Runs the harness's row function through the driver; its outputs and the inputs.
+    fn run(&self, exe: &Path) -> (Outputs, MlaInputs) {
+        let mut rng = SplitMix::new(self.seed);
+        let (b, h, dc, dp) = (self.kv_lens.len(), self.heads, self.ckv, self.pe);
+        let tokens: usize = self.kv_lens.iter().sum();
+        let inputs = MlaInputs {
+            q_nope: Prefill::values(&mut rng, b * h * dc),
+            q_pe: Prefill::values(&mut rng, b * h * dp),
+            ckv: Prefill::values(&mut rng, tokens * dc),
+            kpe: Prefill::values(&mut rng, tokens * dp),
+        };
+        // Logical key t lives on a page drawn at random; spare pages hold other data.
+        let mut all: Vec<usize> = (0..self.pages).collect();
+        for i in 0..tokens {
+            let j = i + rng.below(self.pages - i);
+            all.swap(i, j);
+        }
+        all.truncate(tokens);
+        let mut ckv_cache = Prefill::values(&mut rng, self.pages * dc);
+        let mut kpe_cache = Prefill::values(&mut rng, self.pages * dp);
+        for (t, &p) in all.iter().enumerate() {
+            ckv_cache[p * dc..(p + 1) * dc].copy_from_slice(&inputs.ckv[t * dc..(t + 1) * dc]);
+            kpe_cache[p * dp..(p + 1) * dp].copy_from_slice(&inputs.kpe[t * dp..(t + 1) * dp]);
+        }
+        let mut input = String::new();
+        let _ = writeln!(input, "{b} {h} {dc} {dp} {} {tokens}", self.pages);
+        let mut at = 0;
+        let _ = writeln!(input, "0");
+        for l in &self.kv_lens {
+            at += l;
+            let _ = writeln!(input, "{at}");
+        }
+        for p in &all {
+            let _ = writeln!(input, "{p}");
+        }
+        for v in [&inputs.q_nope, &inputs.q_pe, &ckv_cache, &kpe_cache] {
+            for x in v.iter() {
+                let _ = writeln!(input, "{}", x.to_bits());
+            }
+        }
+        // The scale the harness passes to the GPU reference.
+        let scale = super::reference::mla_scale(dp as u64);
+        let _ = writeln!(input, "{}", scale.to_bits());
+
+        let mut child = std::process::Command::new(exe)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the driver starts");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes())
+            .expect("write the problem");
+        let out = child.wait_with_output().expect("the driver ends");
+        assert!(out.status.success(), "driver failed: {:?}", out.status);
+        let got: Vec<f32> = String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .lines()
+            .map(|l| f32::from_bits(l.parse().expect("bits")))
+            .collect();
+        assert_eq!(
+            got.len(),
+            b * h * dc + b * h,
+            "one value per output element"
+        );
+        let (o, lse) = got.split_at(b * h * dc);
+        (
+            Outputs {
+                o: o.to_vec(),
+                lse: lse.to_vec(),
+            },
+            inputs,
+        )
+    }
+
+    /// The definition, written plainly in f64 over each sequence's keys in order: the logits
+    /// `scale * (q_nope . ckv_j + pe_weight * q_pe . kpe_j)` as a dense vector, softmax in two
+    /// passes, the output a weighted sum of the ckv rows.
+    fn cpu(&self, x: &MlaInputs, scale: f64, pe_weight: f64) -> Outputs {
+        let (h, dc, dp) = (self.heads, self.ckv, self.pe);
+        let b = self.kv_lens.len();
+        let mut o = vec![0f32; b * h * dc];
+        let mut lse = vec![0f32; b * h];
+        let dot = |a: &[f32], c: &[f32]| -> f64 {
+            a.iter()
+                .zip(c)
+                .map(|(u, v)| f64::from(*u) * f64::from(*v))
+                .sum()
+        };
+        let mut k0 = 0;
+        for (seq, &len) in self.kv_lens.iter().enumerate() {
+            for head in 0..h {
+                let row = seq * h + head;
+                let qn = &x.q_nope[row * dc..][..dc];
+                let qp = &x.q_pe[row * dp..][..dp];
+                let scores: Vec<f64> = (k0..k0 + len)
+                    .map(|t| {
+                        scale
+                            * (dot(qn, &x.ckv[t * dc..][..dc])
+                                + pe_weight * dot(qp, &x.kpe[t * dp..][..dp]))
+                    })
+                    .collect();
+                let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                let sum: f64 = weights.iter().sum();
+                lse[row] = (max + sum.ln()) as f32;
+                for e in 0..dc {
+                    let acc: f64 = weights
+                        .iter()
+                        .enumerate()
+                        .map(|(j, w)| w * f64::from(x.ckv[(k0 + j) * dc + e]))
+                        .sum();
+                    o[row * dc + e] = (acc / sum) as f32;
+                }
+            }
+            k0 += len;
+        }
+        Outputs { o, lse }
+    }
+}
+
+/// The MLA decode reference (`ref_mla_decode`'s row function, as the GPU runs it, with the
+/// scale the harness passes) agrees with the plain CPU definition: DeepSeek's sizes (16 heads,
+/// latent 512, rotary 64, scale 1/sqrt(192)) on a sequence of one token, lengths off any tile
+/// and pages in random order among spare pages; and dims that fill no lane evenly (latent 40,
+/// rotary 8, scale 1/sqrt(136)). The test can fail: the rotary part and the scale each change
+/// the outputs (a CPU definition without either disagrees).
+#[test]
+fn mla_decode_reference_matches_an_independent_cpu_implementation() {
+    let Some(nvcc) = nvcc_here("mla_decode_reference_matches_an_independent_cpu_implementation")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = build_driver(&nvcc, dir.path(), MLA_DRIVER);
+    let deepseek = Mla {
+        heads: 16,
+        ckv: 512,
+        pe: 64,
+        kv_lens: vec![1, 17, 65],
+        pages: 2 * 83 + 3,
+        seed: 3,
+    };
+    let odd = Mla {
+        heads: 3,
+        ckv: 40,
+        pe: 8,
+        kv_lens: vec![5, 1, 33, 2],
+        pages: 50,
+        seed: 4,
+    };
+    for (n, (case, qk)) in [(&deepseek, 192.0f64), (&odd, 136.0)].iter().enumerate() {
+        let (got, inputs) = case.run(&exe);
+        let want = case.cpu(&inputs, 1.0 / qk.sqrt(), 1.0);
+        for (name, g, w) in [("output", &got.o, &want.o), ("lse", &got.lse, &want.lse)] {
+            let (e, at) = worst(g, w);
+            assert!(
+                e <= 2e-5,
+                "case {n}: {name}[{at}] = {} but the CPU definition gives {} (error {e:e})",
+                g[at],
+                w[at]
+            );
+        }
+        let no_pe = case.cpu(&inputs, 1.0 / qk.sqrt(), 0.0);
+        let (e, _) = worst(&got.lse, &no_pe.lse);
+        assert!(
+            e > 1e-2,
+            "case {n}: the rotary part changed nothing ({e:e})"
+        );
+        let latent_scale = case.cpu(&inputs, 1.0 / ((case.ckv + case.pe) as f64).sqrt(), 1.0);
+        let (e, _) = worst(&got.lse, &latent_scale.lse);
+        assert!(e > 1e-2, "case {n}: the scale changed nothing ({e:e})");
+    }
+}

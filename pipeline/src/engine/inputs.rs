@@ -200,8 +200,8 @@ fn upload_i32(gpu: &Gpu, set: &TensorSet, name: &str, v: &[i32]) -> Result<(), S
 
 /// Fills the drawn inputs; derived inputs come from the others: attention backward's O and
 /// LSE from the fp32 reference forward, fp8 descales from the quantization of their tensors,
-/// a paged decode's page table from the workload's KV lengths and the seed, a prefill's
-/// indptrs from its query and KV lengths (and, paged, its page table from the seed).
+/// a paged (GQA or MLA) decode's page table from the workload's KV lengths and the seed, a
+/// prefill's indptrs from its query and KV lengths (and, paged, its page table from the seed).
 pub fn fill_inputs(
     gpu: &Gpu,
     support: &Support,
@@ -212,17 +212,19 @@ pub fn fill_inputs(
 ) -> Result<(), Stop> {
     let env = &task.bindings(w);
     fill_drawn(gpu, support, task, set, seed, task.op.derived_inputs())?;
-    if let Op::AttentionDecode { .. } = task.op {
-        let dims = task
-            .problem_in(env)
-            .and_then(|p| p.decode())
-            .map_err(setup_error)?;
+    if let Op::AttentionDecode { .. } | Op::AttentionMlaDecode { .. } = task.op {
+        let problem = task.problem_in(env).map_err(setup_error)?;
+        let pages = match task.op {
+            Op::AttentionMlaDecode { .. } => problem.mla_decode().map(|d| d.pages),
+            _ => problem.decode().map(|d| d.pages),
+        }
+        .map_err(setup_error)?;
         let lens = w
             .kv_lens
             .as_deref()
             .ok_or_else(|| setup_error(format!("workload {} lists no kv_lens", w.name)))?;
-        let (indptr, indices) = page_table(lens, dims.pages, input_seed(seed, task.inputs.len()))
-            .map_err(setup_error)?;
+        let (indptr, indices) =
+            page_table(lens, pages, input_seed(seed, task.inputs.len())).map_err(setup_error)?;
         upload_i32(gpu, set, "kv_indptr", &indptr)?;
         upload_i32(gpu, set, "kv_indices", &indices)?;
     }

@@ -127,6 +127,42 @@ pub fn compute_reference(
             outputs.insert("output".to_string(), out);
             outputs.insert("lse".to_string(), lse);
         }
+        Op::AttentionMlaDecode { .. } => {
+            let dims = problem.mla_decode().map_err(setup_error)?;
+            // The reference kernel keeps a row of q_nope and q_pe in registers.
+            if dims.ckv_dim > 512 || dims.pe_dim > 64 {
+                return Err(setup_error(format!(
+                    "the MLA reference takes latent dims up to 512 and rotary dims up to 64, not {} and {}",
+                    dims.ckv_dim, dims.pe_dim
+                )));
+            }
+            let (b, h, dc, dp) = dims.as_i32().map_err(setup_error)?;
+            let q_nope = to_f32(gpu, support, set, "q_nope")?;
+            let q_pe = to_f32(gpu, support, set, "q_pe")?;
+            let ckv = to_f32(gpu, support, set, "ckv_cache")?;
+            let kpe = to_f32(gpu, support, set, "kpe_cache")?;
+            let rows = dims.batch * dims.heads;
+            let out = gpu.alloc(f32_bytes(rows * dims.ckv_dim)?)?;
+            let lse = gpu.alloc(f32_bytes(rows)?)?;
+            let ptr = |n: &str| set.ptr(n).expect("validated");
+            support.mla_decode(
+                gpu,
+                [
+                    q_nope.ptr(),
+                    q_pe.ptr(),
+                    ckv.ptr(),
+                    kpe.ptr(),
+                    ptr("kv_indptr"),
+                    ptr("kv_indices"),
+                ],
+                [out.ptr(), lse.ptr()],
+                (b, h, dc, dp),
+                mla_scale(dims.pe_dim),
+            )?;
+            gpu.sync()?;
+            outputs.insert("output".to_string(), out);
+            outputs.insert("lse".to_string(), lse);
+        }
         Op::AttentionPrefill { paged, causal } => {
             let dims = problem.prefill().map_err(setup_error)?;
             let (b, h, hkv, d, _) = dims.as_i32().map_err(setup_error)?;
@@ -198,4 +234,11 @@ pub fn compute_reference(
     }
     gpu.sync()?;
     Ok(Reference { outputs })
+}
+
+/// MLA decode's softmax scale: `1/sqrt(qk_nope_head_dim + pe_dim)`, DeepSeek's query-key head
+/// dim before the weights are absorbed (1/sqrt(192) with the 64-wide rotary part), not the
+/// latent width the kernel multiplies over.
+pub fn mla_scale(pe_dim: u64) -> f32 {
+    1.0 / ((crate::task::MLA_QK_NOPE_DIM + pe_dim) as f32).sqrt()
 }

@@ -320,6 +320,79 @@ extern "C" __global__ void ref_prefill(const float* Q, const float* K, const flo
   prefill_row<32>(a, warp, (int)(threadIdx.x & 31));
 }
 
+// Multi-head latent attention decode (DeepSeek's MLA with the weights absorbed, FlashInfer's
+// mla_paged_decode), page size 1. QN, O [B, H, DC]; QP [B, H, DP]; LSE [B, H]; CKV [pages, DC]
+// and KPE [pages, DP]: key j of sequence b is page kv_indices[kv_indptr[b] + j]. Every query
+// head reads the one latent KV head: s_j = scale * (qn . CKV[p_j] + qp . KPE[p_j]), and the
+// values are the CKV rows. One (sequence, head) row per warp on the GPU; the row function runs
+// on the host with one lane in the tests, against an independent CPU implementation.
+#define MLA_MAXC 512
+#define MLA_MAXP 64
+struct MlaArgs {
+  const float *QN, *QP, *CKV, *KPE;
+  const int *kv_indptr, *kv_indices;
+  float *O, *LSE;
+  int B, H, DC, DP;
+  float scale;
+};
+
+template <int LANES>
+__host__ __device__ void mla_decode_row(const MlaArgs& a, u64 row, int lane) {
+  const int b = (int)(row / a.H);
+  const float* qn = a.QN + row * a.DC;
+  const float* qp = a.QP + row * a.DP;
+  float qc[MLA_MAXC / LANES], qr[MLA_MAXP / LANES], acc[MLA_MAXC / LANES];
+  for (int p = 0; p < MLA_MAXC / LANES; ++p) {
+    const int d = lane + LANES * p;
+    qc[p] = d < a.DC ? qn[d] : 0.0f;
+    acc[p] = 0.0f;
+  }
+  for (int p = 0; p < MLA_MAXP / LANES; ++p) {
+    const int d = lane + LANES * p;
+    qr[p] = d < a.DP ? qp[d] : 0.0f;
+  }
+  float m = minus_infinity(), l = 0.0f;
+  for (int at = a.kv_indptr[b]; at < a.kv_indptr[b + 1]; ++at) {
+    const u64 page = (u64)a.kv_indices[at];
+    const float* c = a.CKV + page * a.DC;
+    const float* r = a.KPE + page * a.DP;
+    float s = 0.0f;
+    for (int p = 0; p < MLA_MAXC / LANES; ++p) {
+      const int d = lane + LANES * p;
+      if (d < a.DC) s = fmaf(qc[p], c[d], s);
+    }
+    for (int p = 0; p < MLA_MAXP / LANES; ++p) {
+      const int d = lane + LANES * p;
+      if (d < a.DP) s = fmaf(qr[p], r[d], s);
+    }
+    s = lanes_sum<LANES>(s) * a.scale;
+    const float mn = fmaxf(m, s);
+    const float corr = expf(m - mn), e = expf(s - mn);
+    l = l * corr + e;
+    for (int p = 0; p < MLA_MAXC / LANES; ++p) {
+      const int d = lane + LANES * p;
+      if (d < a.DC) acc[p] = acc[p] * corr + e * c[d];
+    }
+    m = mn;
+  }
+  float* o = a.O + row * a.DC;
+  for (int p = 0; p < MLA_MAXC / LANES; ++p) {
+    const int d = lane + LANES * p;
+    if (d < a.DC) o[d] = acc[p] / l;
+  }
+  if (lane == 0) a.LSE[row] = m + logf(l);
+}
+
+extern "C" __global__ void ref_mla_decode(const float* QN, const float* QP, const float* CKV,
+                                          const float* KPE, const int* kv_indptr,
+                                          const int* kv_indices, float* O, float* LSE, int B,
+                                          int H, int DC, int DP, float scale) {
+  const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  if (warp >= (u64)B * H) return;
+  const MlaArgs a = {QN, QP, CKV, KPE, kv_indptr, kv_indices, O, LSE, B, H, DC, DP, scale};
+  mla_decode_row<32>(a, warp, (int)(threadIdx.x & 31));
+}
+
 // Delta[i] = sum_d dO[i, d] * O[i, d].
 extern "C" __global__ void ref_attn_delta(const float* O, const float* dO, float* Delta, int rows,
                                           int D) {

@@ -68,6 +68,7 @@ const KERNELS: &[&str] = &[
     "ref_attn_bwd_dkdv",
     "ref_paged_decode",
     "ref_prefill",
+    "ref_mla_decode",
     "amax_bf16_rounded",
     "quantize_e4m3",
     "scale_by",
@@ -397,6 +398,39 @@ impl Support {
                 Arg::I32(d),
                 Arg::I32(i32::from(paged)),
                 Arg::I32(i32::from(causal)),
+                Arg::F32(scale),
+            ],
+        )
+    }
+
+    /// MLA decode in fp32 (page size 1): `out [b,h,dc]`, `lse [b,h]` from `q_nope [b,h,dc]`,
+    /// `q_pe [b,h,dp]` and the latent caches `ckv [pages,dc]`, `kpe [pages,dp]` through the CSR
+    /// table; every head reads the one latent KV head, the values are the `ckv` rows.
+    pub fn mla_decode(
+        &self,
+        gpu: &Gpu,
+        [q_nope, q_pe, ckv, kpe, indptr, indices]: [u64; 6],
+        [out, lse]: [u64; 2],
+        (b, h, dc, dp): (i32, i32, i32, i32),
+        scale: f32,
+    ) -> Result<(), DriverError> {
+        self.run(
+            gpu,
+            "ref_mla_decode",
+            warp_geometry(u64::try_from(b).unwrap_or(0) * u64::try_from(h).unwrap_or(0)),
+            &[
+                Arg::Ptr(q_nope),
+                Arg::Ptr(q_pe),
+                Arg::Ptr(ckv),
+                Arg::Ptr(kpe),
+                Arg::Ptr(indptr),
+                Arg::Ptr(indices),
+                Arg::Ptr(out),
+                Arg::Ptr(lse),
+                Arg::I32(b),
+                Arg::I32(h),
+                Arg::I32(dc),
+                Arg::I32(dp),
                 Arg::F32(scale),
             ],
         )

@@ -488,7 +488,7 @@ impl From<&Op> for OpFile {
                 causal: Some(causal),
                 ..blank
             },
-            Op::AttentionDecode { paged } => OpFile {
+            Op::AttentionDecode { paged } | Op::AttentionMlaDecode { paged } => OpFile {
                 paged: Some(paged),
                 ..blank
             },

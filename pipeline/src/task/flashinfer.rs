@@ -550,6 +550,13 @@ fn infer_family(def: &FiDefinition, tags: &[String]) -> Result<TaskFamily, Impor
         {
             Ok(TaskFamily::AttentionDecode)
         }
+        "mla" | "mla_paged" => Err(ImportError::Unsupported {
+            field: "op_type".into(),
+            reason: format!(
+                "`{}` is {} multi-head latent attention; the suite's MLA decode tasks are written by tasks/generate.py, since their workloads need each sequence's KV length (`kv_lens`), which traces keep in safetensors blobs",
+                def.name, def.op_type
+            ),
+        }),
         "gqa" | "gqa_paged" => Err(ImportError::Unsupported {
             field: "op_type".into(),
             reason: format!(
@@ -668,6 +675,13 @@ fn infer_op(
                 reason: "prefill definitions are written by tasks/generate.py, not imported".into(),
             });
         }
+        TaskFamily::AttentionMlaDecode => {
+            return Err(ImportError::Unsupported {
+                field: "op_type".into(),
+                reason: "MLA decode definitions are written by tasks/generate.py, not imported"
+                    .into(),
+            });
+        }
     })
 }
 
@@ -771,6 +785,16 @@ fn flops(op: &Op, roles: &BTreeMap<&'static str, String>) -> (String, String) {
         Op::AttentionPrefill { .. } => (
             format!("4*{}*{}*{}", crate::task::ATTENDED_PAIRS, r("h"), r("d")),
             "two dot products of head_dim per attended (query, key) pair and query head".into(),
+        ),
+        Op::AttentionMlaDecode { .. } => (
+            format!(
+                "2*{t}*{h}*(2*{d}+{p})",
+                t = r("tokens"),
+                h = r("h"),
+                d = r("d"),
+                p = r("d_pe")
+            ),
+            "a logit of ckv_dim + kpe_dim and an output row of ckv_dim per KV token and query head, 2 FLOPs per term".into(),
         ),
     }
 }
@@ -878,10 +902,16 @@ fn default_tolerance(op: &Op, t: &Tensor) -> ToleranceFile {
             min_match: None,
             relnorm_max: None,
         },
-        Op::AttentionDecode { .. } | Op::AttentionPrefill { .. } if t.dtype == DType::F32 => {
+        Op::AttentionDecode { .. }
+        | Op::AttentionPrefill { .. }
+        | Op::AttentionMlaDecode { .. }
+            if t.dtype == DType::F32 =>
+        {
             allclose(1e-3)
         }
-        Op::AttentionDecode { .. } | Op::AttentionPrefill { .. } => o_rule(),
+        Op::AttentionDecode { .. }
+        | Op::AttentionPrefill { .. }
+        | Op::AttentionMlaDecode { .. } => o_rule(),
         // Upstream's rule: Hopper's fp8 MMA accumulation misses 1e-3 on spiky inputs.
         Op::AttentionFwdFp8 { .. } if t.dtype == DType::F32 => allclose(1e-2),
         // One e4m3 ulp (2^-3 relative) on 99.5% of the elements (upstream's matched ratio).
@@ -931,6 +961,10 @@ fn default_baseline(op: &Op, inputs: &[Tensor]) -> BaselineFile {
         Op::AttentionPrefill { .. } => (
             "cudnn",
             "SDPA forward with ragged offsets or paged K/V, causal".into(),
+        ),
+        Op::AttentionMlaDecode { .. } => (
+            "composed",
+            "cuBLASLt for the two products with harness kernels for the softmax".into(),
         ),
     };
     BaselineFile {
@@ -1020,6 +1054,7 @@ fn title(op: &Op, inputs: &[Tensor], axes: &OrderedMap<AxisFile>) -> String {
             "{} GQA prefill, causal, {dt}{consts}",
             if *paged { "Paged" } else { "Ragged" }
         ),
+        Op::AttentionMlaDecode { .. } => format!("Paged MLA decode, {dt}{consts}"),
     }
 }
 

@@ -18,7 +18,9 @@ pub mod validate;
 
 pub use flashinfer::{ImportError, import_flashinfer};
 pub use model::*;
-pub use problem::{AttentionDims, AxisRoles, Extent, GemmDims, PrefillDims, ProblemSize, Role};
+pub use problem::{
+    AttentionDims, AxisRoles, Extent, GemmDims, MlaDecodeDims, PrefillDims, ProblemSize, Role,
+};
 pub use suite::{SUITE_FILE, Suite, SuiteError, check_dir};
 pub use summary::describe;
 pub use validate::{Problem, parse_task};

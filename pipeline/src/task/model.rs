@@ -124,6 +124,7 @@ pub enum TaskFamily {
     AttentionFwdFp8,
     AttentionDecode,
     AttentionPrefill,
+    AttentionMlaDecode,
 }
 
 named_enum!(TaskFamily, "family", {
@@ -134,6 +135,7 @@ named_enum!(TaskFamily, "family", {
     AttentionFwdFp8 => "attention_fwd_fp8",
     AttentionDecode => "attention_decode",
     AttentionPrefill => "attention_prefill",
+    AttentionMlaDecode => "attention_mla_decode",
 });
 
 impl TaskFamily {
@@ -146,6 +148,7 @@ impl TaskFamily {
             TaskFamily::AttentionFwdFp8 => "attention_fwd_fp8",
             TaskFamily::AttentionDecode => "attention_decode",
             TaskFamily::AttentionPrefill => "attention_prefill",
+            TaskFamily::AttentionMlaDecode => "attention_mla_decode",
         }
     }
 }
@@ -479,6 +482,13 @@ pub struct Target {
 ///   `1/sqrt(d)`; causal keeps key `j` for query `i` of a sequence when `j <= i + kv - q` (the
 ///   mask aligned to the last key). The indptrs come from the workload's `qo_lens`, `kv_lens`,
 ///   the page table from them and the seed.
+/// - `AttentionMlaDecode` (paged): multi-head latent attention decode with absorbed weights
+///   (DeepSeek's MLA, FlashInfer's `mla_paged_decode`). Inputs `q_nope [b,hq,dc]`,
+///   `q_pe [b,hq,dp]`, `ckv_cache [p,ps,dc]`, `kpe_cache [p,ps,dp]`, `kv_indptr [b+1]`,
+///   `kv_indices [t]` (i32); outputs `output [b,hq,dc]`, `lse [b,hq]` (natural log). Every
+///   query head reads the one latent KV head: `s_j = scale * (q_nope . ckv_j + q_pe . kpe_j)`,
+///   the values are the `ckv` rows; scale `1/sqrt(128 + dp)` (DeepSeek's query-key head dim
+///   before absorption, [`MLA_QK_NOPE_DIM`] + `dp`). The page table is derived as decode's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Op {
@@ -489,7 +499,13 @@ pub enum Op {
     AttentionFwdFp8 { causal: bool },
     AttentionDecode { paged: bool },
     AttentionPrefill { paged: bool, causal: bool },
+    AttentionMlaDecode { paged: bool },
 }
+
+/// MLA's per-head query-key dimension without the rotary part before the weights are absorbed
+/// (DeepSeek-V2/V3's `qk_nope_head_dim`): the softmax scale of [`Op::AttentionMlaDecode`] is
+/// `1/sqrt(MLA_QK_NOPE_DIM + dp)`, 1/sqrt(192) with the 64-wide rotary part.
+pub const MLA_QK_NOPE_DIM: u64 = 128;
 
 impl Op {
     /// The family this op belongs to.
@@ -502,6 +518,7 @@ impl Op {
             Op::AttentionFwdFp8 { .. } => TaskFamily::AttentionFwdFp8,
             Op::AttentionDecode { .. } => TaskFamily::AttentionDecode,
             Op::AttentionPrefill { .. } => TaskFamily::AttentionPrefill,
+            Op::AttentionMlaDecode { .. } => TaskFamily::AttentionMlaDecode,
         }
     }
 
@@ -521,7 +538,9 @@ impl Op {
         match self {
             Op::AttentionBwd { .. } => &["O", "LSE"],
             Op::AttentionFwdFp8 { .. } => &["descale_q", "descale_k", "descale_v"],
-            Op::AttentionDecode { .. } => &["kv_indptr", "kv_indices"],
+            Op::AttentionDecode { .. } | Op::AttentionMlaDecode { .. } => {
+                &["kv_indptr", "kv_indices"]
+            }
             Op::AttentionPrefill { paged: true, .. } => &["qo_indptr", "kv_indptr", "kv_indices"],
             Op::AttentionPrefill { paged: false, .. } => &["qo_indptr", "kv_indptr"],
             _ => &[],
@@ -533,7 +552,7 @@ impl Op {
         match self {
             Op::AttentionBwd { .. } => "computed by the reference forward pass",
             Op::AttentionFwdFp8 { .. } => "amax/448 of its tensor, computed by the harness",
-            Op::AttentionDecode { .. } => {
+            Op::AttentionDecode { .. } | Op::AttentionMlaDecode { .. } => {
                 "from the workload's KV lengths and the seed (distinct pages, random order)"
             }
             Op::AttentionPrefill { paged: true, .. } => {
@@ -555,7 +574,9 @@ impl Op {
             Op::AttentionBwd { .. } => &["Q", "K", "V", "O", "LSE"],
             // The page table is kept (the pages it names are redrawn); the descales are
             // rewritten by the quantization of their tensors.
-            Op::AttentionDecode { .. } => &["kv_indptr", "kv_indices"],
+            Op::AttentionDecode { .. } | Op::AttentionMlaDecode { .. } => {
+                &["kv_indptr", "kv_indices"]
+            }
             Op::AttentionPrefill { .. } => self.derived_inputs(),
             Op::AttentionFwdFp8 { .. } => &["descale_q", "descale_k", "descale_v"],
             _ => &[],
@@ -576,14 +597,16 @@ impl Op {
 /// The library the candidate is timed against, in the same process.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Baseline {
-    /// `cublaslt` or `cudnn`.
+    /// `cublaslt`, `cudnn` or `composed` (see [`BASELINE_LIBRARIES`]).
     pub library: String,
     /// The library operation, in words (for records and pages).
     pub operation: String,
 }
 
-/// Libraries a baseline may name.
-pub const BASELINE_LIBRARIES: &[&str] = &["cublaslt", "cudnn"];
+/// Libraries a baseline may name. `composed` is a baseline assembled from library calls and
+/// harness kernels where no library has the op (MLA decode): its speedups are reported apart,
+/// never pooled with those over a library's own kernel.
+pub const BASELINE_LIBRARIES: &[&str] = &["cublaslt", "cudnn", "composed"];
 
 /// PTX instruction families a target may require.
 pub const KNOWN_FAMILIES: &[&str] = &[

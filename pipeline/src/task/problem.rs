@@ -27,6 +27,7 @@ pub enum Role {
     Indptr,
     KvTokens,
     QoTokens,
+    PeDim,
 }
 
 impl Role {
@@ -46,6 +47,7 @@ impl Role {
             "indptr" => Role::Indptr,
             "tokens" => Role::KvTokens,
             "q_tokens" => Role::QoTokens,
+            "d_pe" => Role::PeDim,
             _ => return None,
         })
     }
@@ -65,6 +67,7 @@ impl Role {
             Role::Indptr => "indptr",
             Role::KvTokens => "kv_tokens",
             Role::QoTokens => "qo_tokens",
+            Role::PeDim => "pe_dim",
         }
     }
 }
@@ -250,6 +253,36 @@ impl PrefillDims {
     }
 }
 
+/// MLA decode sizes: one query per sequence, `heads` query heads reading one latent KV head
+/// of `ckv_dim` (keys and values) plus a rotary part of `pe_dim` (keys only), in a paged cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MlaDecodeDims {
+    pub batch: u64,
+    pub heads: u64,
+    pub ckv_dim: u64,
+    pub pe_dim: u64,
+    pub pages: u64,
+    pub page_size: u64,
+    /// Entries of `kv_indptr` (batch + 1).
+    pub indptr: u64,
+    /// KV tokens over the batch (entries of `kv_indices` at page size 1).
+    pub tokens: u64,
+}
+
+impl MlaDecodeDims {
+    /// The sizes as the `int`s the reference kernel takes: (batch, heads, ckv_dim, pe_dim).
+    pub fn as_i32(&self) -> Result<(i32, i32, i32, i32), ShapeError> {
+        mul(&[self.pages, self.page_size, self.ckv_dim])?;
+        mul(&[self.batch, self.heads, self.ckv_dim])?;
+        Ok((
+            to_i32(self.batch)?,
+            to_i32(self.heads)?,
+            to_i32(self.ckv_dim)?,
+            to_i32(self.pe_dim)?,
+        ))
+    }
+}
+
 /// The op's sizes for one workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ProblemSize {
@@ -257,6 +290,7 @@ pub enum ProblemSize {
     Attention(AttentionDims),
     Decode(DecodeDims),
     Prefill(PrefillDims),
+    MlaDecode(MlaDecodeDims),
 }
 
 impl ProblemSize {
@@ -280,6 +314,13 @@ impl ProblemSize {
             _ => Err(ShapeError::NoRole {
                 role: Role::QoTokens,
             }),
+        }
+    }
+
+    pub fn mla_decode(&self) -> Result<MlaDecodeDims, ShapeError> {
+        match self {
+            ProblemSize::MlaDecode(d) => Ok(*d),
+            _ => Err(ShapeError::NoRole { role: Role::PeDim }),
         }
     }
 
@@ -330,6 +371,16 @@ impl Task {
                 heads: v(Role::Heads)?,
                 kv_heads: v(Role::KvHeads)?,
                 head_dim: v(Role::HeadDim)?,
+                pages: v(Role::Pages)?,
+                page_size: v(Role::PageSize)?,
+                indptr: v(Role::Indptr)?,
+                tokens: v(Role::KvTokens)?,
+            }),
+            super::Op::AttentionMlaDecode { .. } => ProblemSize::MlaDecode(MlaDecodeDims {
+                batch: v(Role::Batch)?,
+                heads: v(Role::Heads)?,
+                ckv_dim: v(Role::HeadDim)?,
+                pe_dim: v(Role::PeDim)?,
                 pages: v(Role::Pages)?,
                 page_size: v(Role::PageSize)?,
                 indptr: v(Role::Indptr)?,

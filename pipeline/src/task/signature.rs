@@ -36,6 +36,9 @@ const BHS: &[&str] = &["b", "h", "s"];
 const TQ_HD: &[&str] = &["q_tokens", "h", "d"];
 /// Packed (ragged) KV tokens: tokens, KV heads, head dim.
 const TK_HD: &[&str] = &["tokens", "kv_heads", "d"];
+/// MLA's paged latent cache (one KV head): pages, page size, latent dim; and its rotary part.
+const MLA_CKV: &[&str] = &["pages", "page_size", "d"];
+const MLA_KPE: &[&str] = &["pages", "page_size", "d_pe"];
 
 const fn slot(
     name: &'static str,
@@ -118,6 +121,16 @@ pub(crate) fn slots(op: &Op) -> Vec<Slot> {
             slot("kv_indptr", false, &["indptr"], I32, None),
             slot("kv_indices", false, &["tokens"], I32, None),
             slot("output", true, &["b", "h", "d"], HALF, Some("q")),
+            slot("lse", true, &["b", "h"], F32, None),
+        ],
+        Op::AttentionMlaDecode { .. } => vec![
+            slot("q_nope", false, &["b", "h", "d"], HALF, None),
+            slot("q_pe", false, &["b", "h", "d_pe"], HALF, Some("q_nope")),
+            slot("ckv_cache", false, MLA_CKV, HALF, Some("q_nope")),
+            slot("kpe_cache", false, MLA_KPE, HALF, Some("q_nope")),
+            slot("kv_indptr", false, &["indptr"], I32, None),
+            slot("kv_indices", false, &["tokens"], I32, None),
+            slot("output", true, &["b", "h", "d"], HALF, Some("q_nope")),
             slot("lse", true, &["b", "h"], F32, None),
         ],
         Op::AttentionPrefill { paged, .. } => {

@@ -49,6 +49,7 @@ fn copy_suite() -> tempfile::TempDir {
                     | "attention_fwd_fp8"
                     | "attention_decode"
                     | "attention_prefill"
+                    | "attention_mla_decode"
             )
         );
         if !keep {
@@ -94,6 +95,7 @@ fn the_real_suite_loads_without_problems() {
     assert_eq!(count(TaskFamily::AttentionFwdFp8), 2);
     assert_eq!(count(TaskFamily::AttentionDecode), 1);
     assert_eq!(count(TaskFamily::AttentionPrefill), 5);
+    assert_eq!(count(TaskFamily::AttentionMlaDecode), 1);
     let ids: Vec<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
     let mut sorted = ids.clone();
     sorted.sort_unstable();
@@ -155,7 +157,8 @@ fn bytes_are_the_compulsory_traffic() {
                 .chain(&t.outputs)
                 .map(|x| t.size_bytes(x, &b).expect("sizes"))
                 .sum();
-            // A paged decode reads only the pages its sequences own, not the spare ones.
+            // A paged (GQA or MLA) decode reads only the pages its sequences own, not the
+            // spare ones.
             let unused = match t.problem(w).expect("sizes") {
                 crate::task::ProblemSize::Decode(d) => {
                     2 * (d.pages - d.tokens) * d.page_size * d.kv_heads * d.head_dim * 2
@@ -166,6 +169,9 @@ fn bytes_are_the_compulsory_traffic() {
                     }
                     None => 0,
                 },
+                crate::task::ProblemSize::MlaDecode(d) => {
+                    (d.pages - d.tokens) * d.page_size * (d.ckv_dim + d.pe_dim) * 2
+                }
                 _ => 0,
             };
             let tensors = tensors - unused;

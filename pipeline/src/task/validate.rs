@@ -658,7 +658,7 @@ impl Checker<'_> {
             TaskFamily::AttentionFwd | TaskFamily::AttentionBwd | TaskFamily::AttentionFwdFp8 => {
                 &["causal"]
             }
-            TaskFamily::AttentionDecode => &["paged"],
+            TaskFamily::AttentionDecode | TaskFamily::AttentionMlaDecode => &["paged"],
             TaskFamily::AttentionPrefill => &["paged", "causal"],
         };
         let flags = [
@@ -729,6 +729,14 @@ impl Checker<'_> {
                 paged: flag,
                 causal: values[1],
             },
+            TaskFamily::AttentionMlaDecode if !flag => {
+                self.bad(
+                    "op.paged",
+                    "only paged MLA decode is an op (`paged: true`), as FlashInfer's mla_paged_decode",
+                );
+                return None;
+            }
+            TaskFamily::AttentionMlaDecode => Op::AttentionMlaDecode { paged: flag },
         })
     }
 
@@ -1013,11 +1021,14 @@ impl Checker<'_> {
         }
     }
 
-    /// A paged decode workload's `kv_lens`, a prefill's `kv_lens` and `qo_lens`, agree with
-    /// its axes: one length per sequence, summing to the token axes, indptrs one longer than
-    /// the batch, enough pages, and (prefill) no query longer than its keys.
+    /// A paged (GQA or MLA) decode workload's `kv_lens`, a prefill's `kv_lens` and `qo_lens`,
+    /// agree with its axes: one length per sequence, summing to the token axes, indptrs one
+    /// longer than the batch, enough pages, and (prefill) no query longer than its keys.
     fn kv_lens(&mut self, task: &Task, w: &Workload, field: &str) {
-        let decode = matches!(task.op, Op::AttentionDecode { .. });
+        let decode = matches!(
+            task.op,
+            Op::AttentionDecode { .. } | Op::AttentionMlaDecode { .. }
+        );
         let prefill = matches!(task.op, Op::AttentionPrefill { .. });
         if w.qo_lens.is_some() && !prefill {
             self.bad(
@@ -1054,31 +1065,30 @@ impl Checker<'_> {
             self.prefill_lens(task, w, lens, field);
             return;
         }
-        let Ok(super::ProblemSize::Decode(d)) = task.problem(w) else {
-            return;
+        // (batch, KV tokens, indptr entries, page size, pages) of a GQA or MLA decode.
+        let (batch, tokens, indptr, page_size, pages) = match task.problem(w) {
+            Ok(super::ProblemSize::Decode(d)) => {
+                (d.batch, d.tokens, d.indptr, d.page_size, d.pages)
+            }
+            Ok(super::ProblemSize::MlaDecode(d)) => {
+                (d.batch, d.tokens, d.indptr, d.page_size, d.pages)
+            }
+            _ => return,
         };
         let sum: u64 = lens.iter().sum();
         let mut wrong = Vec::new();
-        if lens.len() as u64 != d.batch {
+        if lens.len() as u64 != batch {
+            wrong.push(format!("has {} lengths for a batch of {batch}", lens.len()));
+        }
+        if sum != tokens {
+            wrong.push(format!("sums to {sum}, but the KV-token axis is {tokens}"));
+        }
+        if indptr != batch + 1 {
             wrong.push(format!(
-                "has {} lengths for a batch of {}",
-                lens.len(),
-                d.batch
+                "kv_indptr has {indptr} entries for a batch of {batch} (needs batch + 1)"
             ));
         }
-        if sum != d.tokens {
-            wrong.push(format!(
-                "sums to {sum}, but the KV-token axis is {}",
-                d.tokens
-            ));
-        }
-        if d.indptr != d.batch + 1 {
-            wrong.push(format!(
-                "kv_indptr has {} entries for a batch of {} (needs batch + 1)",
-                d.indptr, d.batch
-            ));
-        }
-        wrong.extend(page_problems(d.page_size, d.pages, d.tokens));
+        wrong.extend(page_problems(page_size, pages, tokens));
         for reason in wrong {
             self.bad(format!("{field}.kv_lens"), reason);
         }
@@ -1185,6 +1195,87 @@ mod tests {
             assert!(!problems.is_empty(), "{text:?}");
             assert!(problems.iter().all(|p| p.file == file), "{problems:?}");
         }
+    }
+
+    /// MLA decode: the committed task binds its roles (latent and rotary dims, the paged cache),
+    /// its FLOPs count both products per KV token and head; workloads whose lengths disagree
+    /// with their axes, a dense op, a rotary query of the latent width and query lengths are
+    /// refused naming the field.
+    #[test]
+    fn mla_decode_sizes_lengths_and_op_are_checked() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tasks/attention_mla_decode/mla_paged_decode_h16_ckv512_kpe64_ps1.yaml");
+        let text = std::fs::read_to_string(&path).expect("the committed task");
+        let file = Path::new("mla_paged_decode_h16_ckv512_kpe64_ps1.yaml");
+        let task = parse_task(&text, file, file).expect("the committed task is valid");
+        assert_eq!(task.op, Op::AttentionMlaDecode { paged: true });
+        let w = task.workload("B3_T212").expect("workload");
+        assert_eq!(w.kv_lens.as_deref(), Some(&[17, 65, 130][..]));
+        let Ok(super::super::ProblemSize::MlaDecode(d)) = task.problem(w) else {
+            panic!("MLA sizes");
+        };
+        assert_eq!(
+            (
+                d.batch,
+                d.heads,
+                d.ckv_dim,
+                d.pe_dim,
+                d.pages,
+                d.page_size,
+                d.indptr,
+                d.tokens
+            ),
+            (3, 16, 512, 64, 427, 1, 4, 212)
+        );
+        assert_eq!(
+            task.flops_of(w).expect("flops"),
+            (2 * 212 * 16 * (2 * 512 + 64)) as f64
+        );
+        let problems = |from: &str, to: &str| -> Vec<String> {
+            assert!(text.contains(from), "{from}");
+            parse_task(&text.replacen(from, to, 1), file, file)
+                .expect_err("refused")
+                .iter()
+                .map(|p| p.to_string())
+                .collect()
+        };
+        let p = problems("kv_lens: [17, 65, 130]", "kv_lens: [17, 65, 129]");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].kv_lens") && m.contains("sums to 211")),
+            "{p:?}"
+        );
+        let p = problems("kv_lens: [17, 65, 130]", "kv_lens: [82, 130]");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].kv_lens")
+                    && m.contains("2 lengths for a batch of 3")),
+            "{p:?}"
+        );
+        let p = problems(
+            "kv_lens: [17, 65, 130]}",
+            "kv_lens: [17, 65, 130], qo_lens: [1, 1, 1]}",
+        );
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].qo_lens") && m.contains("only prefill")),
+            "{p:?}"
+        );
+        let p = problems("paged: true}", "paged: false}");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("op.paged") && m.contains("only paged MLA decode")),
+            "{p:?}"
+        );
+        let p = problems(
+            "shape: [batch_size, num_qo_heads, head_dim_kpe]",
+            "shape: [batch_size, num_qo_heads, head_dim_ckv]",
+        );
+        assert!(
+            p.iter()
+                .any(|m| m.contains("inputs.kpe_cache.shape[2]") && m.contains("`d_pe`")),
+            "{p:?}"
+        );
     }
 
     /// Prefill workloads whose lengths disagree with their axes, or whose queries outnumber

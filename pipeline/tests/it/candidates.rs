@@ -219,3 +219,87 @@ fn issue_60_prefill_candidates_pass_the_static_check_on_every_prefill_task() {
         r.failure
     );
 }
+
+/// The MLA decode evaluations of the suite-1.4 run list pass the static check on every MLA
+/// task they name: every MLA task has a correct SIMT candidate of each build (NVRTC's and
+/// nvcc's) and a known-bad one expected to fail numerically; the SIMT kernel gets one warp per
+/// (sequence, head); a GQA decode plan on the MLA task is refused, naming the tensor it lacks.
+#[test]
+fn mla_decode_candidates_pass_the_static_check_on_every_mla_task() {
+    if !cuda_tools("mla_decode_candidates_pass_the_static_check_on_every_mla_task") {
+        return;
+    }
+    let suite = suite();
+    let list = root().join("tasks/runs/suite-v3-sm90a.yaml");
+    ptxbench::runner::list::RunList::load(&list).expect("the run list loads");
+    let dir = list.parent().expect("folder").to_path_buf();
+    let v: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&list).expect("list")).expect("yaml");
+    let mla: Vec<_> = suite
+        .of_family(ptxbench::task::TaskFamily::AttentionMlaDecode)
+        .collect();
+    assert!(!mla.is_empty(), "the suite has MLA decode tasks");
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    for e in v["evaluations"].as_array().expect("evaluations") {
+        let name = e["name"].as_str().expect("name");
+        let patterns: Vec<&str> = e["tasks"]
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .map(|p| p.as_str().expect("pattern"))
+            .collect();
+        let tasks: Vec<_> = mla
+            .iter()
+            .filter(|t| {
+                patterns
+                    .iter()
+                    .any(|p| ptxbench::task::glob_match(p, t.id.as_str()))
+            })
+            .collect();
+        if tasks.is_empty() {
+            continue;
+        }
+        let kernel = dir.join(e["kernel"].as_str().expect("kernel"));
+        let plan = dir.join(e["plan"].as_str().expect("plan"));
+        let c = Candidate::from_files(&kernel, &plan).expect("candidate");
+        for t in tasks {
+            let r = check(&c, t, &opts());
+            assert!(r.ok(), "{name} on {}: {:?}", t.id, r.failure);
+            // batch_size * 16 heads, 8 warps a block.
+            let w = r
+                .workloads
+                .iter()
+                .find(|w| w.workload.contains("B128"))
+                .expect("a batch-128 workload");
+            assert_eq!(w.launches[0].grid, [256, 1, 1], "{name}");
+            let expect = e["expect"].as_str().expect("expect").to_string();
+            seen.push((t.id.to_string(), name.to_string(), expect));
+        }
+    }
+    for t in &mla {
+        for (build, expect) in [
+            ("simt-", "correct"),
+            ("nvcc-simt-", "correct"),
+            ("simt-", "numerical"),
+        ] {
+            assert!(
+                seen.iter()
+                    .any(|(id, n, x)| id == t.id.as_str() && n.starts_with(build) && x == expect),
+                "{}: no {build} candidate expected {expect}",
+                t.id
+            );
+        }
+    }
+    let gqa = Candidate::from_files(
+        &root().join("tasks/candidates/simt/attention_decode/kernel.cu"),
+        &root().join("tasks/candidates/simt/attention_decode/plan.yaml"),
+    )
+    .expect("candidate");
+    let r = check(&gqa, mla[0], &opts());
+    assert!(!r.ok());
+    assert!(
+        format!("{:?}", r.failure).contains("no tensor `q`"),
+        "{:?}",
+        r.failure
+    );
+}
