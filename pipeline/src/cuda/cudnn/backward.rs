@@ -6,7 +6,7 @@ use sys::cudnnPointwiseMode_t as Pw;
 
 use super::DnnError;
 use super::builder::{Builder, Scalar, row_major};
-use super::sdpa::{GraphIo, InternalTensor, SdpaShape};
+use super::graph::{GraphIo, InternalTensor, SdpaShape};
 
 pub(super) fn backward_graph(g: &mut Builder, sh: SdpaShape) -> Result<GraphIo, DnnError> {
     let (b, h, s, d) = (sh.b, sh.h, sh.s, sh.d);

@@ -5,7 +5,7 @@ use cudarc::cudnn::sys::cudnnPointwiseMode_t as Pw;
 
 use super::DnnError;
 use super::builder::{Builder, Scalar, row_major};
-use super::sdpa::{GraphIo, SdpaShape};
+use super::graph::{GraphIo, SdpaShape};
 
 /// Forward: the io uids (Q, K, V, O, LSE), no internal tensors.
 pub(super) fn forward_graph(g: &mut Builder, sh: SdpaShape) -> Result<GraphIo, DnnError> {

@@ -6,7 +6,7 @@ use sys::cudnnPointwiseMode_t as Pw;
 
 use super::DnnError;
 use super::builder::{Builder, Scalar, Tensor, row_major};
-use super::sdpa::{GraphIo, InternalTensor, SdpaShape};
+use super::graph::{GraphIo, InternalTensor, SdpaShape};
 
 /// The fp32 word 1.0.
 const ONE_F32_BITS: u32 = 0x3f80_0000;

@@ -49,14 +49,16 @@ mod backward;
 mod builder;
 mod forward;
 mod forward_fp8;
+mod graph;
 mod paged_decode;
 mod plan;
 mod prefill;
 mod sdpa;
 
+pub use graph::{SdpaKind, SdpaPass, SdpaShape};
 pub use paged_decode::PagedDecodeShape;
 pub use prefill::{PagedKv, PrefillShape};
-pub use sdpa::{BoundSdpa, Sdpa, SdpaKind, SdpaPass, SdpaShape};
+pub use sdpa::{BoundSdpa, Sdpa};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DnnError {

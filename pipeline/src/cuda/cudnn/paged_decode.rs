@@ -6,7 +6,7 @@ use cudarc::cudnn::sys::cudnnPointwiseMode_t as Pw;
 
 use super::DnnError;
 use super::builder::{Builder, Scalar, row_major};
-use super::sdpa::{GraphIo, InternalTensor, head_dim_ok};
+use super::graph::{GraphIo, InternalTensor, head_dim_ok};
 
 /// Shape of one paged, grouped-query decode step (one query token per sequence).
 ///

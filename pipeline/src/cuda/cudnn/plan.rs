@@ -7,7 +7,7 @@ use sys::cudnnBackendAttributeName_t as A;
 use sys::cudnnBackendAttributeType_t as T;
 use sys::cudnnBackendDescriptorType_t as D;
 
-use super::sdpa::SdpaKind;
+use super::graph::SdpaKind;
 use super::{Api, Desc, DnnError, Handle};
 
 /// How many finalized engine configurations are kept to be timed.

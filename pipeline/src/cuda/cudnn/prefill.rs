@@ -8,7 +8,7 @@ use cudarc::cudnn::sys::cudnnPointwiseMode_t as Pw;
 
 use super::DnnError;
 use super::builder::{Builder, Scalar, row_major};
-use super::sdpa::{GraphIo, head_dim_ok};
+use super::graph::{GraphIo, head_dim_ok};
 
 /// A paged KV cache: `[num_pages, h_kv, block_size, d]` containers read through a page table
 /// `[b, 1, max_pages_per_seq, 1]`.
