@@ -3,7 +3,7 @@
 //! map (followed through `mov` / `cvta.param` / `ld.param` chains), so the worker can weigh
 //! each site's executed count by the work it does.
 
-use ptxbench_ptx::{Family, Function, Instruction};
+use ptxbench_ptx::{Family, Function, Instruction, opcode_key};
 
 pub use crate::record::outcome::{CountedSite, Direction};
 
@@ -120,6 +120,27 @@ pub fn describe(family: Family, f: &Function, ins: &Instruction) -> CountedSite 
         _ => {}
     }
     site
+}
+
+/// Whether an instruction with this opcode is counted for `family`: the instructions that do
+/// the family's work and map to its proving SASS (`wgmma.mma_async` -> `HGMMA`; tensor bulk
+/// copies -> `UTMALDG`/`UTMASTG`/`UTMAREDG`; `tcgen05.mma/ld/st/cp` -> `UTC*`/`LDTM`/`STTM`),
+/// not its fences, commits and waits. Other families count every member.
+pub fn counted(family: Family, opcode: &str) -> bool {
+    if ptxbench_ptx::family_of(opcode) != Some(family) {
+        return false;
+    }
+    let key = opcode_key(opcode);
+    let first_two = key.split('.').take(2).collect::<Vec<_>>().join(".");
+    match family {
+        Family::Wgmma => key.starts_with("wgmma.mma_async"),
+        Family::Tma => key == "cp.async.bulk.tensor" || key == "cp.reduce.async.bulk.tensor",
+        Family::Tcgen05 => matches!(
+            first_two.as_str(),
+            "tcgen05.mma" | "tcgen05.ld" | "tcgen05.st" | "tcgen05.cp"
+        ),
+        _ => true,
+    }
 }
 
 #[cfg(test)]

@@ -28,7 +28,8 @@
 
 use std::collections::BTreeMap;
 
-use ptxbench_ptx::{Family, ParseError, opcode_key};
+use super::sites::counted;
+use ptxbench_ptx::{Family, ParseError};
 
 /// The symbol of the counter array in the spliced copy.
 pub const COUNTER_SYMBOL: &str = "ptxbench_evidence_counters";
@@ -99,27 +100,6 @@ pub enum SpliceError {
     Reparse(ParseError),
 }
 
-/// Whether an instruction with this opcode is counted for `family`: the instructions that do
-/// the family's work and map to its proving SASS (`wgmma.mma_async` -> `HGMMA`; tensor bulk
-/// copies -> `UTMALDG`/`UTMASTG`/`UTMAREDG`; `tcgen05.mma/ld/st/cp` -> `UTC*`/`LDTM`/`STTM`),
-/// not its fences, commits and waits. Other families count every member.
-pub fn counted(family: Family, opcode: &str) -> bool {
-    if ptxbench_ptx::family_of(opcode) != Some(family) {
-        return false;
-    }
-    let key = opcode_key(opcode);
-    let first_two = key.split('.').take(2).collect::<Vec<_>>().join(".");
-    match family {
-        Family::Wgmma => key.starts_with("wgmma.mma_async"),
-        Family::Tma => key == "cp.async.bulk.tensor" || key == "cp.reduce.async.bulk.tensor",
-        Family::Tcgen05 => matches!(
-            first_two.as_str(),
-            "tcgen05.mma" | "tcgen05.ld" | "tcgen05.st" | "tcgen05.cp"
-        ),
-        _ => true,
-    }
-}
-
 /// One instruction found by the scanner.
 struct Site {
     /// Byte offset of the instruction (its `@` guard, else its opcode).
@@ -174,7 +154,7 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
         })
         .collect();
 
-    let Scan { sites, bodies } = scan(&module, &order);
+    let sites = scan(&module, &order);
     let mut found = vec![0u64; order.len()];
     for s in &sites {
         found[s.family] += 1;
@@ -236,9 +216,7 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
         sites.len().max(1)
     );
     let mut inserts: Vec<(usize, String)> = Vec::new();
-    let work = count_work
-        .then(|| super::work::splice_work(&module, &bodies, &order, &mut inserts))
-        .transpose()?;
+    let work = count_work.then(|| super::work::splice_work(&module, &order, &mut inserts));
     if let Some(w) = &work {
         declaration.push_str(&format!(
             " .visible .global .align 8 .u64 {}[{}];",
@@ -353,59 +331,23 @@ fn header_end(ptx: &str) -> Option<usize> {
     target_end
 }
 
-/// A function body of the scanned text: the offsets just after its opening `{` and of its
-/// closing `}`, and every statement in it (nested scopes included), in text order.
-pub(super) struct Body {
-    pub open: usize,
-    pub close: usize,
-    pub statements: Vec<Statement>,
-}
-
-/// One statement of a body: where its instruction starts (after labels; its `@` guard, else
-/// its opcode), its guard predicate, and its opcode.
-pub(super) struct Statement {
-    pub at: usize,
-    pub predicate: Option<String>,
-    pub opcode: String,
-}
-
-struct Scan {
-    sites: Vec<Site>,
-    bodies: Vec<Body>,
-}
-
-/// The counted instructions and the function bodies, from the parser's byte spans.
-fn scan(module: &ptxbench_ptx::Module, order: &[Family]) -> Scan {
-    let mut sites = Vec::new();
-    let mut bodies = Vec::new();
-    for f in &module.functions {
-        let Some(span) = &f.body else { continue };
-        let statements: Vec<Statement> = f
-            .instructions
-            .iter()
-            .map(|i| Statement {
+/// The counted instructions, from the parser's byte spans, in text order.
+fn scan(module: &ptxbench_ptx::Module, order: &[Family]) -> Vec<Site> {
+    module
+        .functions
+        .iter()
+        .filter(|f| f.body.is_some())
+        .flat_map(|f| &f.instructions)
+        .filter_map(|i| {
+            let family = order.iter().position(|fam| counted(*fam, &i.opcode))?;
+            Some(Site {
                 at: i.start,
                 predicate: i.predicate.clone(),
+                family,
                 opcode: i.opcode.clone(),
             })
-            .collect();
-        for st in &statements {
-            if let Some(family) = order.iter().position(|fam| counted(*fam, &st.opcode)) {
-                sites.push(Site {
-                    at: st.at,
-                    predicate: st.predicate.clone(),
-                    family,
-                    opcode: st.opcode.clone(),
-                });
-            }
-        }
-        bodies.push(Body {
-            open: span.start,
-            close: span.end,
-            statements,
-        });
-    }
-    Scan { sites, bodies }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@
 use ptxbench_ptx::{Family, Module};
 use serde::{Deserialize, Serialize};
 
-use super::splice::{Body, SpliceError, counted};
+use super::sites::counted;
 
 /// The symbol of the other-arithmetic counter array (one slot per counted function).
 pub const WORK_SYMBOL: &str = "ptxbench_work_counters";
@@ -172,18 +172,14 @@ fn warp_mma_flops(opcode: &str) -> Option<u64> {
     Some((flops / 32.0).round() as u64)
 }
 
-/// Adds the other-arithmetic counting of `bodies` (the module's function bodies, in order) to
-/// `inserts` (offset, text), skipping instructions of the target families in `order` (they are
-/// counted as target sites).
+/// Adds the other-arithmetic counting of the module's function bodies (at the parser's byte
+/// spans) to `inserts` (offset, text), skipping instructions of the target families in `order`
+/// (they are counted as target sites).
 pub(super) fn splice_work(
     module: &Module,
-    bodies: &[Body],
     order: &[Family],
     inserts: &mut Vec<(usize, String)>,
-) -> Result<WorkCounters, SpliceError> {
-    // The bodies are the parser's (their spans), one per function with a body, in order.
-    let with_body: Vec<&ptxbench_ptx::Function> =
-        module.functions.iter().filter(|f| f.has_body).collect();
+) -> WorkCounters {
     let reg = WORK_REGISTER;
     let mut counters = WorkCounters {
         symbol: WORK_SYMBOL.into(),
@@ -199,36 +195,37 @@ pub(super) fn splice_work(
             flops_per_thread(opcode)
         }
     };
-    for (f, body) in with_body.iter().zip(bodies) {
-        let weighed: Vec<Option<u64>> = body.statements.iter().map(|s| weight(&s.opcode)).collect();
+    for f in &module.functions {
+        let Some(body) = &f.body else { continue };
+        let weighed: Vec<Option<u64>> = f.instructions.iter().map(|i| weight(&i.opcode)).collect();
         if weighed.iter().all(Option::is_none) {
             continue;
         }
         let slot = format!("[{WORK_SYMBOL}+{}]", 8 * counters.functions.len());
         counters.functions.push(f.name.clone());
         // On the line of the opening brace, so the copy keeps the original's line numbers.
-        inserts.push((body.open, format!(" .reg .u64 {reg}; mov.u64 {reg}, 0;")));
-        for (s, w) in body.statements.iter().zip(&weighed) {
-            let guard = s
+        inserts.push((body.start, format!(" .reg .u64 {reg}; mov.u64 {reg}, 0;")));
+        for (i, w) in f.instructions.iter().zip(&weighed) {
+            let guard = i
                 .predicate
                 .as_ref()
                 .map(|p| format!("@{p} "))
                 .unwrap_or_default();
             if let Some(w) = w {
                 counters.sites += 1;
-                inserts.push((s.at, format!("{guard}add.u64 {reg}, {reg}, {w}; ")));
+                inserts.push((i.start, format!("{guard}add.u64 {reg}, {reg}, {w}; ")));
             }
-            let mnemonic = s.opcode.split('.').next().unwrap_or("");
+            let mnemonic = i.opcode.split('.').next().unwrap_or("");
             if matches!(mnemonic, "ret" | "exit" | "call") {
                 inserts.push((
-                    s.at,
+                    i.start,
                     format!("{guard}red.global.add.u64 {slot}, {reg}; {guard}mov.u64 {reg}, 0; "),
                 ));
             }
         }
-        inserts.push((body.close, format!("red.global.add.u64 {slot}, {reg}; ")));
+        inserts.push((body.end, format!("red.global.add.u64 {slot}, {reg}; ")));
     }
-    Ok(counters)
+    counters
 }
 
 #[cfg(test)]
