@@ -11,6 +11,7 @@ pub mod file;
 pub mod flashinfer;
 mod model;
 mod problem;
+mod roles;
 mod signature;
 pub mod suite;
 mod summary;
@@ -21,6 +22,7 @@ pub use model::*;
 pub use problem::{
     AttentionDims, AxisRoles, Extent, GemmDims, MlaDecodeDims, PrefillDims, ProblemSize, Role,
 };
+pub use roles::ShapeError;
 pub use suite::{SUITE_FILE, Suite, SuiteError, check_dir};
 pub use summary::describe;
 pub use validate::{Problem, parse_task};

@@ -15,6 +15,8 @@ use crate::arch::Arch;
 use crate::digest::Digest;
 use crate::expr::{Bindings, Expr, ExprError};
 
+use super::roles::ShapeError;
+
 /// A task's name. Invariant: non-empty, only `[a-z0-9_]`, at most 64 characters.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
@@ -672,26 +674,7 @@ pub struct Task {
     /// What each axis means to the op (derived from `op` and the tensor shapes at validation,
     /// so not part of the digest).
     #[serde(skip)]
-    pub roles: super::problem::AxisRoles,
-}
-
-/// Why a tensor's size cannot be computed for a workload.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShapeError {
-    #[error("tensor `{tensor}`: axis `{axis}` has no value in this workload")]
-    Unbound { tensor: String, axis: String },
-    #[error("tensor `{tensor}`: axis `{axis}` = {value} is not positive")]
-    NotPositive {
-        tensor: String,
-        axis: String,
-        value: i64,
-    },
-    #[error("tensor `{tensor}`: size overflows 64 bits")]
-    Overflow { tensor: String },
-    #[error("the op has no `{}` dimension", role.as_str())]
-    NoRole { role: super::problem::Role },
-    #[error("{what} is {value}, more than {max}")]
-    TooLarge { what: String, value: u64, max: u64 },
+    pub roles: super::roles::AxisRoles,
 }
 
 impl Task {

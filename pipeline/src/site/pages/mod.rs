@@ -208,6 +208,15 @@ pub struct Link {
     pub href: String,
 }
 
+/// The bundle of `run` the site makes (a zip of its closure), linked from page `from`; `None`
+/// for a run too large to bundle here ([`crate::site::MAX_BUNDLED_RECORDS`]).
+pub fn bundle_link(run: &crate::site::input::LoadedRun, from: &str) -> Option<Link> {
+    (run.run.record_digests.len() <= crate::site::MAX_BUNDLED_RECORDS).then(|| Link {
+        text: format!("run-{}.zip", run.digest.short(12)),
+        href: paths::link(from, &paths::run_bundle(&run.digest)),
+    })
+}
+
 /// A provenance badge's class and text (`reported` / `measured`).
 pub fn badge(p: Provenance) -> &'static str {
     p.as_str()

@@ -969,7 +969,7 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
         .runs
         .iter()
         .filter_map(|i| ctx.input.runs.get(*i))
-        .filter_map(|run| super::run::bundle_link(run, &from))
+        .filter_map(|run| super::bundle_link(run, &from))
         .collect();
 
     RecordView {

@@ -35,15 +35,6 @@ fn plain(value: String) -> DigestLink {
     }
 }
 
-/// The bundle of `run` the site makes (a zip of its closure), linked from page `from`; `None`
-/// for a run too large to bundle here ([`crate::site::MAX_BUNDLED_RECORDS`]).
-pub fn bundle_link(run: &crate::site::input::LoadedRun, from: &str) -> Option<Link> {
-    (run.run.record_digests.len() <= crate::site::MAX_BUNDLED_RECORDS).then(|| Link {
-        text: format!("run-{}.zip", run.digest.short(12)),
-        href: paths::link(from, &paths::run_bundle(&run.digest)),
-    })
-}
-
 pub fn view(ctx: &Context<'_>, run_index: usize) -> RunView {
     let run = &ctx.input.runs[run_index];
     let from = paths::run(&run.digest);
@@ -76,7 +67,7 @@ pub fn view(ctx: &Context<'_>, run_index: usize) -> RunView {
         ],
         record_tables: RecordsTable::of(ctx, &records, &from, "record-list"),
         show: format!("ptxbench show {}", run.digest),
-        bundle: bundle_link(run, &from),
+        bundle: super::bundle_link(run, &from),
         reproduce: paths::link(&from, &format!("{}#runs", paths::DATA)),
     }
 }
