@@ -15,14 +15,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::chat::ChatClient;
-use super::journal::{Journal, JournalError, Spend};
-use super::manifest::{GenManifest, GenManifestError, SpendLimits};
+pub use super::error::GenerateError;
+use super::journal::{Journal, Spend};
+use super::manifest::{GenManifest, SpendLimits};
 use super::preflight;
+pub use super::publish::Seed;
 use super::publish::{self, CandidateList, Published};
 use super::trajectory::{self, Context, End};
 use super::{TrajectorySpec, work_list};
-use crate::store::{Store, StoreError};
-use crate::task::{Suite, SuiteError};
+use crate::store::Store;
+use crate::task::Suite;
 
 /// What a generation is asked to do.
 #[derive(Debug, Clone)]
@@ -43,66 +45,6 @@ pub struct GenerateOptions {
     /// Override the manifest's spend limits.
     pub max_requests: Option<u64>,
     pub max_tokens: Option<u64>,
-}
-
-/// Why a generation could not start or finish (each names its file, field or object).
-#[derive(Debug, thiserror::Error)]
-pub enum GenerateError {
-    #[error("loading the task suite in {}: {source}", .path.display())]
-    Suite {
-        path: PathBuf,
-        #[source]
-        source: SuiteError,
-    },
-    #[error(transparent)]
-    Manifest(#[from] GenManifestError),
-    #[error("{}: {message}", .path.display())]
-    WorkList { path: PathBuf, message: String },
-    #[error("{}: field `models[{index}].api_key_env`: the environment variable {var} is not set (the field is optional: leave it out for an endpoint that needs no key)", .path.display())]
-    ApiKey {
-        path: PathBuf,
-        index: usize,
-        var: String,
-    },
-    #[error(
-        "{}: this output folder's journal was made with seed {journal}, the manifest now gives {manifest}; use another --out (or the journal's seed)",
-        .path.display()
-    )]
-    SeedMismatch {
-        path: PathBuf,
-        journal: u64,
-        manifest: u64,
-    },
-    #[error("{}: this setup cannot run; nothing was sent:\n  - {}", .path.display(), .problems.join("\n  - "))]
-    Unusable {
-        path: PathBuf,
-        problems: Vec<String>,
-    },
-    #[error("drawing a seed from the operating system: {0}")]
-    Entropy(String),
-    #[error("{}: another `ptxbench generate` is running on this output folder", .path.display())]
-    Busy { path: PathBuf },
-    #[error("{}: {source}", .path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Journal(#[from] JournalError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("writing the run list: {0}")]
-    RunList(String),
-}
-
-/// The base seed of a generation and where it came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Seed {
-    pub value: u64,
-    /// Drawn from the operating system's entropy (now or when the generation started), not
-    /// given by the manifest.
-    pub drawn: bool,
 }
 
 /// A generation ready to run: everything loaded and checked.

@@ -9,6 +9,7 @@
 
 pub mod backoff;
 pub mod chat;
+mod error;
 pub mod feedback;
 pub mod generation;
 pub mod journal;

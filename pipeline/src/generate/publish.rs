@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::TrajectorySpec;
-use super::generation::{GenerateError, Seed};
+use super::error::GenerateError;
 use super::journal::Journal;
 use super::manifest::GenManifest;
 use crate::arch::Arch;
@@ -21,6 +21,15 @@ use crate::engine::Verdict;
 use crate::record::{RUN_SCHEMA, Record, RunObject};
 use crate::store::Store;
 use crate::task::Suite;
+
+/// The base seed of a generation and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seed {
+    pub value: u64,
+    /// Drawn from the operating system's entropy (now or when the generation started), not
+    /// given by the manifest.
+    pub drawn: bool,
+}
 
 pub const GENERATION_SCHEMA: &str = "ptxbench.generation/1";
 
