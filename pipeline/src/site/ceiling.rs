@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 use crate::digest::Digest;
 use crate::task::{Suite, WorkloadKind};
 
-use super::context::{EntryInfo, EntryKind, FlopTable, workload_rates};
+use super::entries::{EntryInfo, EntryKind};
 use super::input::LoadedRecord;
+use super::rates::{FlopTable, workload_rates};
 
 /// The ceilings of one task on one GPU.
 #[derive(Debug, Clone, PartialEq)]

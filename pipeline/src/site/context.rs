@@ -11,41 +11,12 @@ use crate::store::reported::ReportedResult;
 use crate::task::{Task, WorkloadKind};
 
 use super::SiteError;
+pub use super::entries::{EntryInfo, EntryKind, Pending};
 use super::input::{LoadedRecord, SiteInput};
 use super::paths;
+pub use super::rates::{FlopTable, WorkloadRate, workload_rates};
 use super::trajectory::Trajectories;
 use crate::record::Record;
-
-/// What a leaderboard row is: a model, a variant of one that a paper studied (an ablation), a
-/// kernel that is not a model's (a reference), or one of the engine's own simple kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum EntryKind {
-    /// Written by a model: reported data, records made by `generate` (they name their model),
-    /// or a name the manifest lists under `models`.
-    Model,
-    /// A model the manifest marks `ablation_of` another: a study of one model's settings, not
-    /// a model of its own; shown apart from the models, never ranked among them.
-    Ablation,
-    /// Hand-written or compiler-made kernels: ceilings and floors for the models, never ranked
-    /// among them.
-    Reference,
-    /// The engine's simple correct kernels (entries named `simt-*`, no target instructions):
-    /// they show a plain kernel is graded correct and not on target; listed with the harness
-    /// tests, never in a leaderboard or a plot.
-    EngineCheck,
-}
-
-impl EntryKind {
-    /// The word the downloads use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntryKind::Model => "model",
-            EntryKind::Ablation => "ablation",
-            EntryKind::Reference => "reference",
-            EntryKind::EngineCheck => "engine-check",
-        }
-    }
-}
 
 /// The name prefix of the engine's simple kernels ([`EntryKind::EngineCheck`]).
 pub const ENGINE_CHECK_PREFIX: &str = "simt-";
@@ -54,38 +25,6 @@ pub const ENGINE_CHECK_PREFIX: &str = "simt-";
 /// never run (stage `not-evaluated`); they count in no table and no plot.
 pub fn is_evaluated(r: &Record) -> bool {
     r.outcome.stage != crate::record::Stage::NotEvaluated
-}
-
-/// The work of one entry on one architecture that is not evaluated yet: `generate --no-eval`
-/// kept some of its answers checked, never run. Until every answer is evaluated, none of the
-/// pair's records is a rate: the graded ones alone (answers that failed the static check) would
-/// read as the model's result, with pending answers counted nowhere and turn limits that never
-/// ran shown as if they had.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Pending {
-    /// Answers checked and kept, never run (stage `not-evaluated`).
-    pub unevaluated: usize,
-    /// Answers of the same entry and arch that got a verdict (the static check failed them),
-    /// held back with the rest.
-    pub graded: usize,
-    /// The tasks of those answers.
-    pub tasks: BTreeSet<String>,
-}
-
-/// A submission on the leaderboard: a model of the reported data or an entry of the records.
-#[derive(Debug, Clone)]
-pub struct EntryInfo {
-    pub kind: EntryKind,
-    pub name: String,
-    pub slug: String,
-    pub display_name: String,
-    pub organisation: Option<String>,
-    pub release_date: Option<String>,
-    pub provenances: BTreeSet<Provenance>,
-    /// GPUs seen, per (provenance, arch).
-    pub gpus: BTreeMap<(Provenance, String), BTreeSet<String>>,
-    /// Its work that is not evaluated yet, by arch ([`Pending`]); such work is in no rate.
-    pub pending: BTreeMap<String, Pending>,
 }
 
 /// The peak proxy of one (arch, precision): the best library throughput seen in any record.
@@ -98,17 +37,6 @@ pub struct Peak {
     pub task: String,
     pub workload: String,
     pub record: Digest,
-}
-
-/// One timed performance workload of a record, with rates from the task's FLOP formula.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WorkloadRate {
-    pub workload: String,
-    pub speedup: Option<f64>,
-    /// 95% bootstrap interval of the paired speedup, where the record has one.
-    pub speedup_ci95: Option<[f64; 2]>,
-    pub candidate_tflops: Option<f64>,
-    pub baseline_tflops: Option<f64>,
 }
 
 #[derive(Debug)]
@@ -226,60 +154,6 @@ pub fn precision(task: &Task) -> String {
     task.inputs
         .first()
         .map_or_else(|| "?".to_string(), |t| t.dtype.as_str().to_string())
-}
-
-/// TFLOP/s of one run of `flops` taking `ms` milliseconds.
-fn tflops(flops: f64, ms: f64) -> Option<f64> {
-    (ms.is_finite() && ms > 0.0 && flops.is_finite()).then(|| flops / ms / 1e9)
-}
-
-/// FLOPs of one run of every workload of the suite, evaluated once (a formula evaluation per
-/// record and workload would dominate a large site's build). By task, then workload.
-#[derive(Debug, Clone, Default)]
-pub struct FlopTable(BTreeMap<String, BTreeMap<String, f64>>);
-
-impl FlopTable {
-    pub fn new(suite: &crate::task::Suite) -> FlopTable {
-        let mut m: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
-        for t in &suite.tasks {
-            for w in &t.workloads {
-                if let Ok(f) = t.flops_of(w) {
-                    m.entry(t.id.to_string())
-                        .or_default()
-                        .insert(w.name.clone(), f);
-                }
-            }
-        }
-        FlopTable(m)
-    }
-
-    pub fn get(&self, task: &str, workload: &str) -> Option<f64> {
-        self.0.get(task)?.get(workload).copied()
-    }
-}
-
-/// The timed workloads of `record`, rates computed with its task's FLOP formula.
-pub fn workload_rates(record: &Record, flops: &FlopTable) -> Vec<WorkloadRate> {
-    let mut out = Vec::new();
-    for w in &record.outcome.workloads {
-        let Some(t) = &w.timing else { continue };
-        let flops = flops.get(&record.task, &w.workload);
-        let cand = Some(t.candidate.median_ms);
-        let base = t.baseline.as_ref().map(|s| s.median_ms);
-        out.push(WorkloadRate {
-            workload: w.workload.clone(),
-            speedup: t.speedup.filter(|s| s.is_finite() && *s > 0.0).or_else(|| {
-                match (cand, base) {
-                    (Some(c), Some(b)) if c > 0.0 && b > 0.0 => Some(b / c),
-                    _ => None,
-                }
-            }),
-            speedup_ci95: t.speedup_ci95,
-            candidate_tflops: flops.zip(cand).and_then(|(f, ms)| tflops(f, ms)),
-            baseline_tflops: flops.zip(base).and_then(|(f, ms)| tflops(f, ms)),
-        });
-    }
-    out
 }
 
 impl<'a> Context<'a> {

@@ -20,6 +20,7 @@ pub mod ceiling;
 pub mod context;
 pub mod data;
 pub mod diff;
+pub mod entries;
 pub mod escape;
 pub mod format;
 pub mod input;
@@ -28,6 +29,7 @@ pub mod output;
 pub mod pages;
 pub mod paths;
 pub mod plots;
+pub mod rates;
 pub mod sources;
 pub mod trajectory;
 
