@@ -277,6 +277,28 @@ fn config_image(host: &Host, names: &[CString]) -> Result<Vec<u8>, ProfilerError
     Ok(config)
 }
 
+/// The counter data image size for `names` on the enabled `object` (one range, one node).
+fn counter_data_size(
+    object: *mut sys::CUpti_RangeProfiler_Object,
+    names: &[CString],
+) -> Result<usize, ProfilerError> {
+    let mut pointers: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    let mut data = params!(
+        CUpti_RangeProfiler_GetCounterDataSize_Params,
+        RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE
+    );
+    data.pRangeProfilerObject = object;
+    data.pMetricNames = pointers.as_mut_ptr();
+    data.numMetrics = pointers.len();
+    data.maxNumOfRanges = 1;
+    data.maxNumRangeTreeNodes = 1;
+    // SAFETY: the enabled object and live names.
+    check("cuptiRangeProfilerGetCounterDataSize", unsafe {
+        sys::cuptiRangeProfilerGetCounterDataSize(&mut data)
+    })?;
+    Ok(data.counterDataSize)
+}
+
 impl Profiler {
     /// A profiler of `groups` of metrics (full names with their rollup:
     /// `sm__inst_executed.sum`) on `gpu`'s context. Fails, before anything is enabled, when a
@@ -308,25 +330,11 @@ impl Profiler {
             nesting: None,
         };
         for (host, names, config) in prepared {
-            let mut pointers: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
-            let mut data = params!(
-                CUpti_RangeProfiler_GetCounterDataSize_Params,
-                RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE
-            );
-            data.pRangeProfilerObject = profiler.object;
-            data.pMetricNames = pointers.as_mut_ptr();
-            data.numMetrics = pointers.len();
-            data.maxNumOfRanges = 1;
-            data.maxNumRangeTreeNodes = 1;
-            // SAFETY: the enabled object and live names.
-            check("cuptiRangeProfilerGetCounterDataSize", unsafe {
-                sys::cuptiRangeProfilerGetCounterDataSize(&mut data)
-            })?;
             profiler.groups.push(Group {
                 host,
                 names,
                 config,
-                counter_data: vec![0u8; data.counterDataSize],
+                counter_data: Vec::new(),
             });
         }
         Ok(profiler)
@@ -366,6 +374,12 @@ impl Profiler {
             counter_data,
         } = &mut self.groups[group];
         let host = host.0;
+        // The object keeps the metrics of its last size query, and initialising an image
+        // reads them: the group's query comes right before its image is initialised, as in
+        // CUPTI's own samples, whichever group was measured last.
+        let size = counter_data_size(object, names)?;
+        counter_data.clear();
+        counter_data.resize(size, 0);
         let mut init = params!(
             CUpti_RangeProfiler_CounterDataImage_Initialize_Params,
             RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE
