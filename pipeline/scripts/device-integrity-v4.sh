@@ -9,7 +9,9 @@
 # PARTS, comma-separated (default counters,ncu,zoo,integrity): counters (the counter run list,
 # its evidence and counter tables), ncu (Nsight Compute's names and reads of the counters), zoo,
 # integrity (the v4 run lists), suite-v3 (suite 1.4.0's library baselines alone, then its run
-# list).
+# list), prefill-probe (the nvcc build of the SIMT prefill kernel on the 24-head paged task,
+# whose timed launches met an illegal address once: repeated, beside the NVRTC build, and under
+# compute-sanitizer where the machine has it).
 set -uo pipefail
 bin=$(realpath "$1")
 limit="$2"
@@ -79,6 +81,28 @@ if want suite-v3; then
   run_list suite-v3-sm90a
 fi
 limit=$(( limit * 2 / 3 ))
+if want prefill-probe; then
+  probe=$(mktemp -d)
+  for build in nvcc_simt_attention_prefill simt/attention_prefill; do
+    d="$probe/$(basename "$build")"
+    mkdir -p "$d"
+    cp tasks/candidates/$build/kernel.* "$d/"
+    cp tasks/candidates/$build/plan.paged.yaml "$d/plan.yaml"
+    for i in 1 2 3; do
+      timeout 120 "$bin" eval "$d" --task gqa_paged_prefill_causal_h24_kv8_d128_ps1 --workload B16_Q4096_K20480 \
+        > "$log/probe-$(basename "$build")-$i.txt" 2>&1
+      echo "exit $?" >> "$log/probe-$(basename "$build")-$i.txt"
+    done
+  done
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  if [ -n "$sanitizer" ]; then
+    timeout 240 "$sanitizer" --target-processes all --print-limit 20 "$bin" eval "$probe/nvcc_simt_attention_prefill" \
+      --task gqa_paged_prefill_causal_h24_kv8_d128_ps1 --workload B16_Q4096_K20480 > "$log/probe-sanitizer.txt" 2>&1
+    echo "exit $?" >> "$log/probe-sanitizer.txt"
+  else
+    echo "no compute-sanitizer on this machine" > "$log/probe-sanitizer.txt"
+  fi
+fi
 want zoo && run_list zoo-v4-sm90a
 want integrity && run_list integrity-v4-sm90a
 find artifacts -type f -newer "$marker" > "$log/new-files.txt"
