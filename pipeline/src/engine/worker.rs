@@ -350,9 +350,12 @@ impl Lane {
             }
         };
         if done {
-            let Some(mut o) = read_outcome(w.dir.path()) else {
-                w.stop();
-                return failed("the worker said it was done but left no outcome".into());
+            let mut o = match read_outcome(w.dir.path()) {
+                Ok(o) => o,
+                Err(why) => {
+                    w.stop();
+                    return failed(format!("the worker said it was done but {why}"));
+                }
             };
             if again {
                 // It opens a fresh context and says ready again: a spare, last in line.
@@ -388,13 +391,13 @@ impl Lane {
         };
         let tail = w.stderr_tail();
         match read_outcome(w.dir.path()) {
-            Some(mut o) => {
+            Ok(mut o) => {
                 clock_lane(&mut o, started, asked);
                 o
             }
             // The harness's own failure (a full or unwritable temp folder) is never the
             // candidate's verdict: `other`, graded again by the next run.
-            None => match harness_cause(w.dir.path(), &tail) {
+            Err(_) => match harness_cause(w.dir.path(), &tail) {
                 Some(cause) => failed(format!(
                     "the worker died ({status}) without a result because of the harness: {cause}"
                 )),
@@ -460,18 +463,21 @@ fn harness_cause(dir: &Path, tail: &str) -> Option<String> {
     .map(|m| format!("it reported `{m}`"))
 }
 
-fn read_outcome(dir: &Path) -> Option<Outcome> {
+fn read_outcome(dir: &Path) -> Result<Outcome, String> {
     let outcome = dir.join(OUTCOME_FILE);
     let cubin = dir.join(CUBIN_FILE);
     let read = std::fs::read(&outcome)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Outcome>(&b).ok());
+        .map_err(|e| format!("left no outcome ({e})"))
+        .and_then(|b| {
+            serde_json::from_slice::<Outcome>(&b)
+                .map_err(|e| format!("left an outcome that does not read back ({e})"))
+        });
     let bytes = std::fs::read(&cubin).ok();
     let _ = std::fs::remove_file(outcome);
     let _ = std::fs::remove_file(cubin);
     let mut o = read?;
     o.cubin = bytes;
-    Some(o)
+    Ok(o)
 }
 
 /// The protocol word of a line of the worker's stdout: what follows `token` in it. A candidate

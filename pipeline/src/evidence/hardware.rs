@@ -117,10 +117,13 @@ impl MetricPlan {
     pub fn read(&self, launch: u32, values: &[f64]) -> HardwareCounts {
         let mut c = HardwareCounts {
             launch,
+            // Only what was measured: a metric of another group reads NaN, which JSON cannot
+            // hold (it would be written as null and the record would not read back).
             values: self
                 .metrics
                 .iter()
                 .zip(values)
+                .filter(|(_, v)| v.is_finite())
                 .map(|((n, _), v)| (n.clone(), *v))
                 .collect(),
             ..HardwareCounts::default()
@@ -321,6 +324,16 @@ mod tests {
         // Only what the launch read is compared.
         let d = counted(1, 1.0, 1.0);
         assert_eq!(compare(&c, &d, 1e6).len(), 1);
+        // And only what it read is kept: the check reads back from JSON (a NaN would be
+        // written as null, and the worker's whole outcome would not read back).
+        assert_eq!(c.values.len(), 2);
+        let check = HardwareCheck {
+            launches: vec![plan.read(1, &[400.0, 1e6, f64::NAN, f64::NAN]), c],
+            ..HardwareCheck::default()
+        };
+        let json = serde_json::to_vec(&check).expect("serialises");
+        let back: HardwareCheck = serde_json::from_slice(&json).expect("reads back");
+        assert_eq!(back, check);
     }
 
     #[test]

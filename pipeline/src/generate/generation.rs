@@ -232,7 +232,11 @@ impl Generation {
         let evaluator = crate::engine::evaluator::Evaluator::with_spares(o.exe.clone());
         // A slot for each evaluation the evaluator runs at once on a GPU (correctness-only
         // ones share a GPU; a timed one waits in the evaluator until it has it alone).
-        let slots = evaluator.at_once();
+        let queue = crate::engine::stages::Queue::start(
+            evaluator,
+            self.manifest.eval.gpus,
+            Duration::from_secs(self.manifest.eval.timeout_s),
+        );
         let ctx = Context {
             store: &o.store,
             suite: &self.suite,
@@ -241,14 +245,10 @@ impl Generation {
             seed: self.seed.value,
             seed_given: !self.seed.drawn,
             out: o.out.clone(),
-            evaluator,
+            queue,
             no_eval: o.no_eval,
             limits: self.limits.clone(),
             journal: Mutex::new(self.journal.clone()),
-            gpus: (0..self.manifest.eval.gpus)
-                .flat_map(|gpu| std::iter::repeat_n(gpu, slots))
-                .map(|gpu| (gpu, Mutex::new(())))
-                .collect(),
             capped: AtomicBool::new(false),
         };
         let ends = run_all(&ctx, &self.specs, &self.clients, &self.manifest, progress);

@@ -122,15 +122,12 @@ pub struct Context<'a> {
     /// The manifest gave the seed (the evaluation seeds derive from it), not drawn at run time.
     pub seed_given: bool,
     pub out: PathBuf,
-    /// Runs the evaluations in workers of the `ptxbench` executable, with spare workers
-    /// started on each GPU (turns keep coming while a generation runs).
-    pub evaluator: Evaluator,
+    /// Runs the evaluations in workers of the `ptxbench` executable on every GPU, through the
+    /// scheduler `run` and `serve` use ([`crate::engine::stages::Queue`]).
+    pub queue: crate::engine::stages::Queue,
     pub no_eval: bool,
     pub limits: SpendLimits,
     pub journal: Mutex<Journal>,
-    /// The evaluation slots: a GPU and its lock, as many per GPU as the evaluator runs at once
-    /// on one ([`Evaluator::at_once`]).
-    pub gpus: Vec<(usize, Mutex<()>)>,
     /// Set once a cap is reached, so that every thread stops asking.
     pub capped: AtomicBool,
 }
@@ -698,12 +695,5 @@ fn evaluate(ctx: &Context, req: &Request) -> Outcome {
     if let Some(url) = &ctx.manifest.eval.endpoint {
         return crate::serve::client::evaluate_request(url, req, timeout * 4);
     }
-    loop {
-        for (gpu, lock) in &ctx.gpus {
-            if let Ok(_guard) = lock.try_lock() {
-                return ctx.evaluator.run(req, *gpu, timeout);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    ctx.queue.evaluate(req)
 }

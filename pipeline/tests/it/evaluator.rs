@@ -372,3 +372,39 @@ fn issue_56_an_evaluation_that_would_run_no_workload_is_never_correct() {
         assert!(o.message.contains("is not a workload of"), "{}", o.message);
     }
 }
+
+/// Issue 58: generate's trajectories ask one evaluation at a time from many threads; the queue
+/// runs them through the scheduler `run` and `serve` use (compiled ahead, a worker on a free
+/// lane of a GPU, the evidence after), answers each asker, and drains when dropped.
+#[test]
+fn issue_58_the_queue_answers_every_asking_thread_through_the_shared_scheduler() {
+    if !crate::cuda_tools("issue_58_the_queue_answers_every_asking_thread") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    let evaluator = Evaluator::new(logging_worker(dir.path(), &log)).untimed_at_once(2);
+    let queue =
+        ptxbench::engine::stages::Queue::start(evaluator, 1, std::time::Duration::from_secs(30));
+    let req = reference_request();
+    let answers: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4).map(|_| s.spawn(|| queue.evaluate(&req))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("asker"))
+            .collect()
+    });
+    drop(queue);
+    for o in &answers {
+        assert_eq!(o.message, "stand-in", "{o:?}");
+        // Compiled ahead on the CPU before a worker got it, as `run` does.
+        assert_eq!(
+            o.seconds.first().map(|(k, _)| k.as_str()),
+            Some(ptxbench::engine::COMPILE_AHEAD),
+            "{:?}",
+            o.seconds
+        );
+    }
+    let ran = std::fs::read_to_string(&log).expect("log").lines().count();
+    assert_eq!(ran, 4, "each asked evaluation ran once");
+}
