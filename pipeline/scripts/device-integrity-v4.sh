@@ -11,7 +11,9 @@
 # integrity (the v4 run lists), suite-v3 (suite 1.4.0's library baselines alone, then its run
 # list), prefill-probe (the nvcc build of the SIMT prefill kernel on the 24-head paged task,
 # whose timed launches met an illegal address once: repeated, beside the NVRTC build, and under
-# compute-sanitizer where the machine has it).
+# compute-sanitizer where the machine has it), republish (the published run lists again under
+# this binary's protocol: zoo, suite-v2, reference, engine, in that order). What the runs made is
+# packed after each run list, so a call cut short still brings back the lists it finished.
 set -uo pipefail
 bin=$(realpath "$1")
 limit="$2"
@@ -46,6 +48,13 @@ run_list() {
   echo "exit $? after $(( $(date +%s) - s )) s" >> "$log/$list.txt"
   digest=$(grep -o 'run object [0-9a-f]*' "$log/$list.txt" | awk '{print $3}')
   [ -n "$digest" ] && python3 pipeline/scripts/evidence_table.py "$digest" artifacts > "$log/$list-table.md" 2>&1
+  pack
+}
+# Everything the runs stored so far, and the logs, into OUT.
+pack() {
+  find artifacts -type f -newer "$marker" > "$log/new-files.txt"
+  tar czf "$out/artifacts.tgz" -T "$log/new-files.txt"
+  tar czf "$out/logs.tgz" -C "$out" log
 }
 if want counters; then
 run_list hardware-counters-sm90a PTXBENCH_HARDWARE_COUNTERS=cupti
@@ -105,7 +114,13 @@ if want prefill-probe; then
 fi
 want zoo && run_list zoo-v4-sm90a
 want integrity && run_list integrity-v4-sm90a
-find artifacts -type f -newer "$marker" > "$log/new-files.txt"
-tar czf "$out/artifacts.tgz" -T "$log/new-files.txt"
-tar czf "$out/logs.tgz" -C "$out" log
+if want republish; then
+  for list in zoo-sm90a suite-v2-sm90a reference-sm90a engine-sm90a; do
+    run_list "$list"
+    digest=$(grep -o 'run object [0-9a-f]*' "$log/$list.txt" | awk '{print $3}')
+    [ -n "$digest" ] && python3 pipeline/scripts/library_table.py "$digest" artifacts > "$log/$list-library.md" 2>&1
+    pack
+  done
+fi
+pack
 rm -rf "$log"
