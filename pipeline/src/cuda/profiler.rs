@@ -374,9 +374,9 @@ impl Profiler {
             counter_data,
         } = &mut self.groups[group];
         let host = host.0;
-        // The object keeps the metrics of its last size query, and initialising an image
-        // reads them: the group's query comes right before its image is initialised, as in
-        // CUPTI's own samples, whichever group was measured last.
+        // The image is sized for this group on this object right before it is initialised,
+        // as in CUPTI's own samples (an object initialises an image for the metrics of its
+        // last size query).
         let size = counter_data_size(object, names)?;
         counter_data.clear();
         counter_data.resize(size, 0);

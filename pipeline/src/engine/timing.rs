@@ -473,6 +473,21 @@ pub fn time_workload(
             m.measured += 1;
             match bench.measured(n, profiler, slot, &outputs)? {
                 Ok((values, ms)) => {
+                    if values.iter().all(|v| !v.is_finite()) {
+                        // Said, not hidden: the launch is kept, with nothing compared.
+                        let names: Vec<&str> = m.groups[slot]
+                            .iter()
+                            .map(|&i| m.check.plan.metrics[i].0.as_str())
+                            .collect();
+                        let why = format!(
+                            "timed launch {n}: the profiler returned no finite value for {}",
+                            names.join(", ")
+                        );
+                        m.check.error = Some(match m.check.error.take() {
+                            Some(e) => format!("{e}; {why}"),
+                            None => why,
+                        });
+                    }
                     let mut all = vec![f64::NAN; m.check.plan.metrics.len()];
                     for (&i, v) in m.groups[slot].iter().zip(values) {
                         all[i] = v;

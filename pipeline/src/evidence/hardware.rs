@@ -153,6 +153,25 @@ pub fn counted_wgmma_instructions(d: &DynamicCounts) -> f64 {
         .sum()
 }
 
+/// The bytes the counted copy's TMA loads span (executions x box bytes, in bounds or not: the
+/// GPU's load-bytes counter counts a whole box, out-of-bounds fill included), and whether every
+/// executed load's box is known (a load through an uncredited map has none).
+pub fn counted_tma_box_bytes(d: &DynamicCounts) -> (f64, bool) {
+    let mut bytes = 0.0;
+    let mut complete = true;
+    for s in d.sites.iter().filter(|s| {
+        s.site.direction == Some(crate::record::outcome::Direction::Load) && s.count > 0
+    }) {
+        match s.bytes_per_execution {
+            Some(b) => {
+                bytes += s.count as f64 / s.site.threads_per_execution.max(1) as f64 * b as f64
+            }
+            None => complete = false,
+        }
+    }
+    (bytes, complete)
+}
+
 /// Compares one launch's hardware counts with the counted copy's for the same workload.
 /// `task_flops` is the workload's FLOPs. Quantities either side did not measure are skipped.
 pub fn compare(hw: &HardwareCounts, counted: &DynamicCounts, task_flops: f64) -> Vec<Agreement> {
@@ -176,8 +195,24 @@ pub fn compare(hw: &HardwareCounts, counted: &DynamicCounts, task_flops: f64) ->
             MMA_TOLERANCE,
         );
     }
-    if let (Some(h), Some(c)) = (hw.tma_load_bytes, counted.tma_load_bytes) {
-        exact("TMA load bytes", h, c, TMA_TOLERANCE);
+    let (boxes, complete) = counted_tma_box_bytes(counted);
+    if let Some(h) = hw.tma_load_bytes
+        && (boxes > 0.0 || counted.tma_load_bytes.is_some())
+    {
+        if complete {
+            exact("TMA load bytes (whole boxes)", h, boxes, TMA_TOLERANCE);
+        } else {
+            // Some executed load's box is unknown: the known boxes are a lower bound.
+            let lo = boxes * (1.0 - TMA_TOLERANCE);
+            out.push(Agreement {
+                quantity: "TMA load bytes (whole boxes, a lower bound)".into(),
+                hardware: h,
+                counted: boxes,
+                lo,
+                hi: f64::MAX,
+                agrees: h >= lo.floor(),
+            });
+        }
     }
     if let (Some(h), Some(c)) = (hw.other_flops_bound, counted.other_flops) {
         let hi = OTHER_FACTOR * c + OTHER_SLACK * task_flops;
@@ -265,8 +300,22 @@ mod tests {
         }
     }
 
+    /// A TMA load site executed `executions` times (by one thread each) with `box_bytes` boxes.
+    fn load(executions: u64, box_bytes: Option<u64>) -> SiteCount {
+        let mut s = site(
+            "tma",
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+            executions,
+        );
+        s.site.threads_per_execution = 1;
+        s.site.direction = Some(crate::record::outcome::Direction::Load);
+        s.bytes_per_execution = box_bytes;
+        s
+    }
+
     /// A counted copy that ran `wgmma_execs` warpgroup executions of one wgmma site, loaded
-    /// `tma` bytes and did `other` FLOPs of other arithmetic.
+    /// boxes spanning `tma` bytes (64 loads; 87% of it inside the tensors, the credited
+    /// bytes) and did `other` FLOPs of other arithmetic.
     fn counted(wgmma_execs: u64, tma: f64, other: f64) -> DynamicCounts {
         DynamicCounts {
             sites: vec![
@@ -276,8 +325,9 @@ mod tests {
                     wgmma_execs * 128,
                 ),
                 site("wgmma", "wgmma.fence.sync.aligned", wgmma_execs * 128),
+                load(64, Some((tma / 64.0) as u64)),
             ],
-            tma_load_bytes: Some(tma),
+            tma_load_bytes: Some(0.87 * tma),
             other_flops: Some(other),
             ..DynamicCounts::default()
         }
@@ -394,6 +444,51 @@ mod tests {
             ..HardwareCounts::default()
         };
         assert!(!compare(&over, &d, task_flops)[0].agrees);
+    }
+
+    #[test]
+    fn tma_bytes_are_compared_as_whole_boxes() {
+        // As an H100 read zoo-ignored-wgmma's loads: every box counted whole (out-of-bounds
+        // fill included), 52,559,872 of its 60,817,408 bytes inside the tensors.
+        let boxes = 60_817_408.0;
+        let mut d = counted(10, boxes, 0.0);
+        d.tma_load_bytes = Some(52_559_872.0);
+        assert_eq!(counted_tma_box_bytes(&d), (boxes, true));
+        let read = HardwareCounts {
+            tma_load_bytes: Some(boxes),
+            ..HardwareCounts::default()
+        };
+        let a = compare(&read, &d, 1e9);
+        assert_eq!(a.len(), 1);
+        assert!(a[0].agrees, "{a:?}");
+        // Loads that did not run moved nothing: a switching kernel is still caught.
+        let skipped = HardwareCounts {
+            tma_load_bytes: Some(0.5 * boxes),
+            ..HardwareCounts::default()
+        };
+        assert!(!compare(&skipped, &d, 1e9)[0].agrees);
+        // A load whose box is unknown (an uncredited map): the known boxes bound from below.
+        d.sites.push(load(7, None));
+        assert_eq!(counted_tma_box_bytes(&d), (boxes, false));
+        let more = HardwareCounts {
+            tma_load_bytes: Some(2.0 * boxes),
+            ..HardwareCounts::default()
+        };
+        let a = compare(&more, &d, 1e9);
+        assert!(
+            a[0].agrees && a[0].quantity.contains("lower bound"),
+            "{a:?}"
+        );
+        assert!(!compare(&skipped, &d, 1e9)[0].agrees);
+        // And the check still reads back from JSON (no infinite bound).
+        let check = HardwareCheck {
+            launches: vec![more.clone()],
+            agreements: vec![a],
+            ..HardwareCheck::default()
+        };
+        let back: HardwareCheck =
+            serde_json::from_slice(&serde_json::to_vec(&check).expect("json")).expect("reads");
+        assert_eq!(back, check);
     }
 
     #[test]
