@@ -1,7 +1,9 @@
 //! The evaluation key: what identifies one evaluation, the one digest that both the run index
-//! (`ptxbench run`'s resumption) and the service's answers (`ptxbench serve`'s cache) look
-//! records up by. Two requests with the same key ask for the same evaluation; a new engine
-//! revision shares no key with an old one.
+//! (`ptxbench run`'s resumption) and the service's answers (`ptxbench serve`'s cache) are keyed
+//! by. Two requests with the same key ask for the same evaluation; a new engine revision shares
+//! no key with an old one. The leaderboard entry a record is made for is a label, not part of
+//! the evaluation: each keeps its records by [`labelled`] (the run by its evaluation's name,
+//! relabelling a renamed entry's records; the service by the entry).
 
 use serde::Serialize;
 
@@ -57,8 +59,6 @@ pub struct EvaluationKey<'a> {
     pub workloads: &'a [String],
     /// Correctness and evidence only.
     pub no_timing: bool,
-    /// The leaderboard entry the record is made for.
-    pub entry: &'a str,
 }
 
 impl EvaluationKey<'_> {
@@ -77,6 +77,16 @@ impl EvaluationKey<'_> {
     }
 }
 
+/// An evaluation key under a label (a run list's evaluation name, a submission's entry): two
+/// labels of one evaluation keep two records.
+pub fn labelled(key: Digest, label: &str) -> Digest {
+    let mut h = blake3::Hasher::new();
+    h.update(key.hex().as_bytes());
+    h.update(b"\0");
+    h.update(label.as_bytes());
+    Digest::from_hasher(&h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,7 +100,6 @@ mod tests {
             protocol,
             workloads: &[],
             no_timing: false,
-            entry: "model",
         }
     }
 
@@ -133,10 +142,6 @@ mod tests {
                 no_timing: true,
                 ..key(&p)
             },
-            EvaluationKey {
-                entry: "other",
-                ..key(&p)
-            },
         ];
         for v in &variants {
             assert_ne!(v.digest(), base, "{v:?}");
@@ -146,5 +151,9 @@ mod tests {
             ..Protocol::default()
         };
         assert_ne!(key(&slower).digest(), base);
+        // Labels part one evaluation's records, and never collide with the bare key.
+        assert_ne!(labelled(base, "a"), labelled(base, "b"));
+        assert_eq!(labelled(base, "a"), labelled(base, "a"));
+        assert_ne!(labelled(base, ""), base);
     }
 }

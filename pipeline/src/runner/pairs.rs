@@ -44,11 +44,7 @@ impl Pair {
     /// evaluations of the same bytes (under two entries) each keep their record, while a pair
     /// whose entry, role or expectation was renamed finds its record again.
     pub fn index_key(&self) -> Digest {
-        let mut h = blake3::Hasher::new();
-        h.update(self.key.hex().as_bytes());
-        h.update(b"\0");
-        h.update(self.evaluation.as_bytes());
-        Digest::from_hasher(&h)
+        crate::engine::key::labelled(self.key, &self.evaluation)
     }
 }
 
@@ -109,7 +105,6 @@ pub fn key(
     settings: &Settings,
     workloads: &[String],
     no_timing: bool,
-    entry: &str,
 ) -> Digest {
     EvaluationKey {
         candidate,
@@ -119,7 +114,6 @@ pub fn key(
         protocol: &settings.protocol,
         workloads,
         no_timing,
-        entry,
     }
     .digest()
 }
@@ -195,7 +189,6 @@ pub fn expand(
                     settings,
                     &e.workloads,
                     e.no_timing,
-                    e.entry(),
                 ),
                 evaluation: e.name.clone(),
                 entry: e.entry().to_string(),
@@ -297,25 +290,18 @@ mod tests {
         };
         let d = Digest::of(b"p");
         let c = || Submitted::kernel(false, "ptx", "plan");
-        let k = key(c(), d, &s, &[], false, "e");
+        let k = key(c(), d, &s, &[], false);
         let other_seed = Settings {
             seed: 2,
             ..s.clone()
         };
-        assert_ne!(k, key(c(), d, &other_seed, &[], false, "e"));
-        assert_ne!(k, key(c(), d, &s, &["M1".into()], false, "e"));
+        assert_ne!(k, key(c(), d, &other_seed, &[], false));
+        assert_ne!(k, key(c(), d, &s, &["M1".into()], false));
         // Two kernels that do not compile (no PTX) are two keys: the key is the submitted bytes.
         assert_ne!(
             k,
-            key(
-                Submitted::kernel(false, "ptx 2", "plan"),
-                d,
-                &s,
-                &[],
-                false,
-                "e"
-            )
+            key(Submitted::kernel(false, "ptx 2", "plan"), d, &s, &[], false)
         );
-        assert_eq!(k, key(c(), d, &s, &[], false, "e"));
+        assert_eq!(k, key(c(), d, &s, &[], false));
     }
 }

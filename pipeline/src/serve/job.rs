@@ -256,7 +256,7 @@ impl Submission {
             Submitted::Response(text) => key::Submitted::response(text),
             Submitted::Kernel { cuda, kernel, plan } => key::Submitted::kernel(*cuda, kernel, plan),
         };
-        EvaluationKey {
+        let evaluation = EvaluationKey {
             candidate,
             task,
             arch: self.arch,
@@ -264,9 +264,9 @@ impl Submission {
             protocol,
             workloads: &self.workloads,
             no_timing: self.correctness_only,
-            entry: &self.entry,
         }
-        .digest()
+        .digest();
+        key::labelled(evaluation, &self.entry)
     }
 }
 
@@ -745,13 +745,15 @@ mod tests {
             &settings,
             &[],
             false,
-            "e",
         );
-        assert_eq!(s.key(d, &p), run);
+        // The same evaluation; the service keeps its answers per entry, as a run keeps its
+        // records per evaluation name.
+        assert_eq!(s.key(d, &p), key::labelled(run, "e"));
         let other_entry = Submission {
             entry: "f".into(),
             ..s.clone()
         };
-        assert_ne!(other_entry.key(d, &p), run);
+        assert_ne!(other_entry.key(d, &p), key::labelled(run, "e"));
+        assert_eq!(other_entry.key(d, &p), key::labelled(run, "f"));
     }
 }

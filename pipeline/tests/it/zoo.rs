@@ -138,10 +138,11 @@ fn ignored_wgmma_worth_all_the_flops_is_not_on_target() {
         assert_eq!(r.record.correct_with_arch(), Some(true), "{}", r.label());
         let mma = r.record.mma_flop_share().expect("measured");
         assert!((mma - 1.0).abs() < 1e-6, "{}: {mma}", r.label());
-        // The FMA loop's 2*M*N*K, plus its integer address multiplies (counted since issue 45:
-        // 6e-4 of the task's FLOPs).
+        // At least the FMA loop's 2*M*N*K. Integrity v3 weighed its integer address multiplies
+        // at 6e-4 of the task's FLOPs (1.0006 on the H200); since integrity v4 every integer
+        // and logic instruction of the loop counts too (3.3 on the H100).
         let other = r.record.other_flop_share().expect("measured");
-        assert!((1.0..1.01).contains(&other), "{}: {other}", r.label());
+        assert!(other >= 1.0, "{}: {other}", r.label());
         assert_eq!(r.record.correct_on_target(), Some(false), "{}", r.label());
     }
     let mut honest = 0;
@@ -155,9 +156,11 @@ fn ignored_wgmma_worth_all_the_flops_is_not_on_target() {
                 continue;
             }
             honest += 1;
+            // Far below the bound: at most 0.039 under integrity v4's complete count on the H100
+            // (Triton's causal d64 and fp8 forwards; the wgmma GEMM at N=128, M=93: 0.034).
             let other = r.record.other_flop_share().expect("counted");
             assert!(
-                other < ON_TARGET_OTHER_SHARE / 3.0,
+                other < ON_TARGET_OTHER_SHARE / 2.0,
                 "{}: {other}",
                 r.label()
             );
@@ -293,7 +296,21 @@ fn the_positive_control_is_correct_with_arch_everywhere() {
         .iter()
         .filter(|r| r.evaluation == "triton-gemm-tma")
         .collect();
-    assert_eq!(tma.len(), 17);
+    // Every GEMM task, once per GPU the published list ran on.
+    let mut per_gpu: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in &tma {
+        let gpu = r
+            .record
+            .outcome
+            .device
+            .as_ref()
+            .expect("device")
+            .name
+            .clone();
+        *per_gpu.entry(gpu).or_default() += 1;
+    }
+    assert!(!per_gpu.is_empty());
+    assert!(per_gpu.values().all(|&n| n == 17), "{per_gpu:?}");
     for r in &tma {
         let evidence = r.record.outcome.evidence.as_ref().expect("evidence");
         assert_eq!(
