@@ -1069,6 +1069,197 @@ def mla_task():
     return tid, "".join(out)
 
 
+# ---------------------------------------------------------------- GDN prefill (suite 1.4)
+GDN_DESC = """\
+Gated delta net (GDN) prefill, the linear-attention layers of Qwen3-Next, with a k-last state:
+the paper's code release's {id} (FlashInfer-Trace, op_type gdn; {tp}). A batch of num_seqs
+sequences is packed along the token axis: sequence n owns the tokens cu_seqlens[n] ..
+cu_seqlens[n+1] of q, k, v, a and b. There are {hqk} query/key heads and {hv} value heads of 128
+(grouped value attention: value head h reads query and key head h / {group}, the release's
+repeat_interleave). Each (sequence, value head) carries a state S of 128 x 128 (d_k x d_v) that
+starts as the given state (state[n,h,v,k] = S[k,v]: k-last) and runs over the sequence's tokens in
+order; for token t, with scale = 1/sqrt(128) (a constant here; upstream passes scale, 0 meaning
+this default):
+  g = exp(-exp(A_log[h]) * softplus(a[t,h] + dt_bias[h]))  (the decay gate, in (0, 1])
+  beta = sigmoid(b[t,h])  (the update strength)
+  S = g * S
+  S = S + k_t (beta * (v_t - S^T k_t))^T  (the delta rule: k_t's value moves toward v_t)
+  output[t,h,:] = scale * S^T q_t  (after the update)
+and new_state[n,h,v,k] = S[k,v] after the sequence's last token. The release writes the update as
+old = g*S, old_v = k . old, new_v = beta*v + (1-beta)*old_v, S = old - k^T old_v + k^T new_v: the
+same thing. softplus(x) = log(1 + exp(x)) (x above 20 taken as is, as PyTorch does).
+
+q and k are bf16 [total_seq_len, {hqk}, 128], v and output bf16 [total_seq_len, {hv}, 128]; a and
+b bf16 [total_seq_len, {hv}]; A_log and dt_bias f32 [{hv}]; state and new_state f32 [num_seqs,
+{hv}, 128, 128]; cu_seqlens int32 [len_cu_seqlens] (num_seqs + 1; upstream's is int64, the
+harness's indptrs are int32), derived by the harness from each workload's seq_lens. What the
+release has and what was written here: the definition (tensor names, shapes, dtypes, the gate
+and beta from the raw parameters, the k-last layout, the optional initial state, which every
+workload here passes) and the performance workloads' uuids, token totals and sequence counts
+(its gdn_problems.csv and selection notes) are the release's; its workloads' tensors and
+per-sequence lengths live in safetensors blobs it does not ship, so the lengths of each sequence
+are drawn once with a fixed seed for the release's totals, and the correctness workloads and the
+input distributions are written by hand.
+
+Inputs: Qwen3-Next L2-normalises q and k per head before this kernel (the release's reference
+takes them as given and does not), and the delta rule is stable only for keys of norm about 1 or
+less (S^T k moves by beta * |k|^2 of the error), so q and k are drawn N(0, 1/128): rows of about
+unit norm. v, a, b and the initial state are N(0, 1); A_log is U(-3, 1) and dt_bias U(-2, 0), so
+the gates range from forgetting most of the state in a token to keeping it for about a hundred.
+The correctness workloads hold a single token, lengths that are not multiples of a 64-token chunk
+(17, 65, 130, 257) and six sequences of different lengths from 1 to 97; the performance workloads
+are the release's {perf_words}. Headline: {headline} (the most FLOPs).
+
+FLOPs: 6 * total_seq_len * {hv} * 128 * 128, the recurrence's three products of the state with a
+vector per token and value head (S^T k, the rank-1 update, S^T q; the decay's scaling not
+counted); a chunked kernel does more work than this and is credited with this. Bytes: q, k, v, a
+and b read, output written, A_log and dt_bias read, the state read and new_state written once,
+cu_seqlens read. The state traffic dominates at the headline ({state_mb} MB of {total_mb} MB),
+and only num_seqs * {hv} states exist, so a kernel that walks the tokens one at a time cannot fill
+the GPU on the long, few-sequence workloads: the chunked form (chunks of 64 tokens; within a chunk
+the WY representation of the products of the (I - beta k k^T) factors, then the chunk's outputs
+and the state's update as matrix products) is the way to the tensor cores.
+
+Tolerances: output allclose, rtol 2e-2 and atol 2e-2 (the output's elements are of the order of 0.1, so
+the elementwise rule is loose), and relative L2 error at most 1e-2; new_state relative L2 error at most
+1e-2 (its elements grow with the sequence and an elementwise rule has no fixed scale).
+flash-linear-attention's tests bound its chunked kernels by the same measure (an RMS error ratio)
+against an fp32 recurrence; an honest chunked kernel rounds q, k, v and the WY factors to bf16 for
+the products but keeps the state in fp32. The bounds are not yet measured on a GPU against such a
+kernel. Baseline: no library has the gated delta rule
+(FlashInfer's and flash-linear-attention's kernels are Python packages' kernels, not a library the
+harness links). A baseline composed from cuBLASLt (the chunked form's products) and harness
+kernels, recorded as library "composed" and never pooled with the speedups over a library's own
+kernel, is future work: records of this task carry no baseline time and no speedup until it is.
+"""
+
+# The release's GDN prefill workloads (gdn_problems.csv, uuids and token totals; the sequence
+# counts from its SELECTION_CRITERIA.md): (uuid, total_seq_len, num_seqs).
+GDN_PAPER = {
+    (4, 8): [("77daf91d-0660-4c4b-8c32-336a69281cd9", 6, 1),
+             ("043e74e4-0297-4988-808a-0090be48a90e", 32, 2),
+             ("5a91aa02-8cee-49f9-aa2b-145d6e254ee4", 401, 4),
+             ("43bf9699-adb3-4161-b741-8ff07b553336", 959, 4),
+             ("109addb1-15e0-4ff2-9b39-df3e79746af0", 3271, 2),
+             ("9a5d694b-7d4c-4ee6-8315-a13053ab6f92", 8192, 57)],
+    (8, 16): [("d209184c-bd70-4e57-a0cc-93e696a87cfd", 6, 1),
+              ("808ca40c-ed22-41f3-bd00-8a9e1e7866a0", 32, 2),
+              ("089398ce-4d61-4ab5-8c50-4228e6dc1322", 401, 4),
+              ("1a9da4c9-224e-4bfa-b221-fe1939ca5527", 959, 4),
+              ("cdeb90ac-a29e-40a9-b7ea-8f18381b81ce", 3271, 2),
+              ("0ffac158-6956-44a6-861d-ed7133b6fe47", 8192, 51)],
+}
+GDN_TASKS = [(4, 8), (8, 16)]
+
+
+def gdn_line(kind, lens, uuid=None):
+    n, t = len(lens), sum(lens)
+    u = f", uuid: {q(uuid)}" if uuid else ""
+    return (f"  - {{name: B{n}_T{t}, kind: {kind}, axes: {{total_seq_len: {t}, num_seqs: {n}, "
+            f"len_cu_seqlens: {n + 1}}}, seq_lens: [{', '.join(map(str, lens))}]{u}}}\n")
+
+
+def gdn_task(hqk, hv):
+    import random
+    tid = f"gdn_prefill_qk{hqk}_v{hv}_d128_k_last"
+    d = 128
+    correctness = [[1], [1, 17, 65], [1, 64, 2, 97, 33, 40], [130, 257]]
+    rng = random.Random(20261225 + hv)
+    perf = []
+    for uuid, total, n in GDN_PAPER[(hqk, hv)]:
+        lens = [total] if n == 1 else lens_summing(rng, n, total)
+        perf.append((lens, uuid))
+    name = lambda lens: f"B{len(lens)}_T{sum(lens)}"  # noqa: E731
+    head = max(perf, key=lambda x: sum(x[0]))[0]
+    perf_words = ", ".join(name(x) for x, _ in perf)
+    perf_words += " (uuids kept; sequence lengths drawn once for each total)"
+    state = 8 * len(head) * hv * d * d
+    total = state + 4 * sum(head) * hqk * d + 4 * sum(head) * hv * d + 4 * sum(head) * hv + 8 * hv + 4 * (len(head) + 1)
+    tp = {4: "4 query/key and 8 value heads, one GPU's share of Qwen3-Next's 16 and 32 under 4-way tensor parallelism",
+          8: "8 query/key and 16 value heads, one GPU's share of Qwen3-Next's 16 and 32 under 2-way tensor parallelism"}[hqk]
+    desc = GDN_DESC.format(id=tid, tp=tp, hqk=hqk, hv=hv, group=hv // hqk, perf_words=perf_words,
+                           headline=name(head), state_mb=round(state / 1e6), total_mb=round(total / 1e6))
+    out = [HEADER]
+    out.append(f"schema: 1\nid: {tid}\nfamily: gdn_prefill\n")
+    out.append(f"title: {q(f'GDN prefill (gated delta rule), bf16, {hqk} query/key heads, {hv} value heads, D=128, k-last state')}\n")
+    out.append("description: " + block(desc))
+    qk_std = 0.08838834764831845
+    out.append(
+        "axes:\n"
+        '  total_seq_len: {type: var, description: "tokens over the batch (= cu_seqlens[num_seqs])"}\n'
+        '  num_seqs: {type: var, description: "sequences"}\n'
+        f'  num_qk_heads: {{type: const, value: {hqk}, description: "query and key heads (the release\'s num_q_heads = num_k_heads)"}}\n'
+        f'  num_v_heads: {{type: const, value: {hv}, description: "value heads ({hv // hqk} per query/key head), one state each"}}\n'
+        f'  head_size: {{type: const, value: {d}, description: "head dimension of q, k and v (d_k = d_v)"}}\n'
+        '  len_cu_seqlens: {type: var, description: "num_seqs + 1"}\n'
+        "inputs:\n"
+        "  q:\n"
+        "    dtype: bf16\n"
+        "    shape: [total_seq_len, num_qk_heads, head_size]\n"
+        '    description: "queries, sequences packed in order (rows of about unit norm)"\n'
+        f"    distribution: {{kind: randn, std: {qk_std}}}\n"
+        "  k:\n"
+        "    dtype: bf16\n"
+        "    shape: [total_seq_len, num_qk_heads, head_size]\n"
+        '    description: "keys, sequences packed in order (rows of about unit norm)"\n'
+        f"    distribution: {{kind: randn, std: {qk_std}}}\n"
+        '  v: {dtype: bf16, shape: [total_seq_len, num_v_heads, head_size], description: "values, sequences packed in order"}\n'
+        '  state: {dtype: f32, shape: [num_seqs, num_v_heads, head_size, head_size], description: "initial state per sequence and value head, k-last: state[n,h,v,k] = S[k,v]"}\n'
+        "  A_log:\n"
+        "    dtype: f32\n"
+        "    shape: [num_v_heads]\n"
+        '    description: "log decay rate per value head"\n'
+        "    distribution: {kind: uniform, lo: -3.0, hi: 1.0}\n"
+        '  a: {dtype: bf16, shape: [total_seq_len, num_v_heads], description: "decay input per token and value head"}\n'
+        "  dt_bias:\n"
+        "    dtype: f32\n"
+        "    shape: [num_v_heads]\n"
+        '    description: "decay bias per value head, added to a before the softplus"\n'
+        "    distribution: {kind: uniform, lo: -2.0, hi: 0.0}\n"
+        '  b: {dtype: bf16, shape: [total_seq_len, num_v_heads], description: "update gate input per token and value head (beta = sigmoid(b))"}\n'
+        '  cu_seqlens: {dtype: i32, shape: [len_cu_seqlens], description: "row pointers of the sequences into the token axis (computed by the harness)"}\n'
+        "outputs:\n"
+        "  output:\n"
+        "    dtype: bf16\n"
+        "    shape: [total_seq_len, num_v_heads, head_size]\n"
+        '    description: "scale * S^T q per token and value head, with the state after that token"\n'
+        "    tolerance: {metric: allclose, rtol: 0.02, atol: 0.02, relnorm_max: 0.01}\n"
+        "  new_state:\n"
+        "    dtype: f32\n"
+        "    shape: [num_seqs, num_v_heads, head_size, head_size]\n"
+        '    description: "the state after each sequence\'s last token, k-last"\n'
+        "    tolerance: {metric: relnorm, max: 0.01}\n"
+        "op: {kind: gdn_prefill}\n"
+        "reference: "
+        + q(f"scale = 1/sqrt(128); for sequence n and value head h (query/key head h/{hv // hqk}), S[k,v] = state[n,h,v,k], then"
+            " for each token t of the sequence in order: g = exp(-exp(A_log[h]) * softplus(a[t,h] + dt_bias[h])),"
+            " beta = sigmoid(b[t,h]), S = g * S, S = S + k_t (beta * (v_t - S^T k_t))^T,"
+            " output[t,h,:] = scale * S^T q_t; new_state[n,h,v,k] = S[k,v] after the last token;"
+            " all in fp32 from the bf16 inputs")
+        + "\n"
+        "distribution: {kind: randn, std: 1.0}\n"
+        'baseline: {library: composed, operation: "chunked gated delta rule from cuBLASLt products and harness kernels; not built yet"}\n'
+        'flops: "6*total_seq_len*num_v_heads*head_size*head_size"\n'
+        'bytes: "4*total_seq_len*num_qk_heads*head_size + 4*total_seq_len*num_v_heads*head_size + 4*total_seq_len*num_v_heads + 8*num_v_heads + 8*num_seqs*num_v_heads*head_size*head_size + 4*len_cu_seqlens"\n'
+        "workloads:\n"
+    )
+    for lens in correctness:
+        out.append(gdn_line("correctness", lens))
+    for lens, uuid in perf:
+        out.append(gdn_line("performance", lens, uuid))
+    out.append(targets(
+        "the chunked form's products (within a chunk K K^T and Q K^T, the WY factors against V and "
+        "the state, the chunk's outputs Q S, and the state's update K^T U) run on the warpgroup MMA "
+        "unit (wgmma.mma_async, SASS HGMMA) and the q, k and v tiles of a chunk arrive by TMA "
+        "(cp.async.bulk.tensor, SASS UTMALDG). mma.sync (HMMA) alone does not count; the gates, "
+        "beta and the triangular solve of the WY factors stay on the CUDA cores.",
+        "the chunked form's products run on tcgen05.mma (SASS UTC*MMA) with accumulators (the "
+        "state among them) in tensor memory (tcgen05.ld/st, SASS LDTM/STTM), the q, k and v tiles "
+        "moved by TMA (SASS UTMALDG).",
+    ))
+    return tid, "".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
@@ -1126,13 +1317,17 @@ def main():
         files[f"attention_prefill/{tid}.yaml"] = text
     tid, text = mla_task()
     files[f"attention_mla_decode/{tid}.yaml"] = text
+    for hqk, hv in GDN_TASKS:
+        tid, text = gdn_task(hqk, hv)
+        files[f"gdn_prefill/{tid}.yaml"] = text
 
     if args.check:
         stale = [rel for rel, text in sorted(files.items())
                  if not (HERE / rel).is_file() or (HERE / rel).read_text() != text]
         extra = sorted(str(p.relative_to(HERE)) for fam in ("gemm", "attention_fwd", "attention_bwd",
                                                           "attention_fwd_fp8", "attention_decode",
-                                                          "attention_prefill", "attention_mla_decode")
+                                                          "attention_prefill", "attention_mla_decode",
+                                                          "gdn_prefill")
                        for p in (HERE / fam).glob("*.yaml") if str(p.relative_to(HERE)) not in files)
         for rel in stale:
             print(f"differs from what tasks/generate.py makes: tasks/{rel}")

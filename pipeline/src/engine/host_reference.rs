@@ -547,3 +547,296 @@ fn mla_decode_reference_matches_an_independent_cpu_implementation() {
         assert!(e > 1e-2, "case {n}: the scale changed nothing ({e:e})");
     }
 }
+
+/// Reads a GDN prefill problem as unsigned integers (f32 values as their bits, the scale last),
+/// runs `gdn_column` over every (sequence, value head, state column), prints `O` then
+/// `NEW_STATE` as bits.
+const GDN_DRIVER: &str = r#"#include "support.cu"
+#include <cstdio>
+#include <cstring>
+#include <vector>
+static unsigned next() { unsigned v = 0; if (scanf("%u", &v) != 1) { fprintf(stderr, "short input\n"); exit(2); } return v; }
+static std::vector<int> ints(size_t n) { std::vector<int> v(n); for (auto& x : v) x = (int)next(); return v; }
+static std::vector<float> floats(size_t n) { std::vector<float> v(n); for (auto& x : v) { unsigned b = next(); memcpy(&x, &b, 4); } return v; }
+int main() {
+  int N = next(), HQK = next(), HV = next(), D = next(), T = next();
+  std::vector<int> cu = ints(N + 1);
+  std::vector<float> Q = floats((size_t)T * HQK * D), K = floats((size_t)T * HQK * D), V = floats((size_t)T * HV * D);
+  std::vector<float> S = floats((size_t)N * HV * D * D), AL = floats(HV), A = floats((size_t)T * HV), DT = floats(HV),
+                     B = floats((size_t)T * HV);
+  float scale; { unsigned b = next(); memcpy(&scale, &b, 4); }
+  std::vector<float> O((size_t)T * HV * D), NS((size_t)N * HV * D * D);
+  GdnArgs a = {Q.data(), K.data(), V.data(), S.data(), AL.data(), A.data(), DT.data(), B.data(), cu.data(),
+               O.data(), NS.data(), N, HQK, HV, D, scale};
+  for (int n = 0; n < N; ++n)
+    for (int h = 0; h < HV; ++h)
+      for (int v = 0; v < D; ++v) gdn_column(a, n, h, v);
+  for (float x : O) { unsigned b; memcpy(&b, &x, 4); printf("%u\n", b); }
+  for (float x : NS) { unsigned b; memcpy(&b, &x, 4); printf("%u\n", b); }
+  return 0;
+}
+"#;
+
+/// One GDN prefill problem: sequences packed along the token axis, `qk` query/key heads shared
+/// by `hv` value heads, head dim `d`, an initial state per sequence and value head.
+struct Gdn {
+    qk: usize,
+    hv: usize,
+    d: usize,
+    seq_lens: Vec<usize>,
+    seed: u64,
+}
+
+/// What a GDN problem's CPU definition sees, as the harness draws it: q and k of about unit
+/// norm per row, everything but the f32 parameters rounded to bf16.
+struct GdnInputs {
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    state: Vec<f32>,
+    a_log: Vec<f32>,
+    a: Vec<f32>,
+    dt_bias: Vec<f32>,
+    b: Vec<f32>,
+}
+
+/// Which parts of the definition the CPU version applies (a variant without one must disagree).
+#[derive(Clone, Copy)]
+struct GdnParts {
+    gate: bool,
+    beta: bool,
+    initial_state: bool,
+}
+
+const ALL_PARTS: GdnParts = GdnParts {
+    gate: true,
+    beta: true,
+    initial_state: true,
+};
+
+impl Gdn {
+    fn inputs(&self) -> GdnInputs {
+        let mut rng = SplitMix::new(self.seed);
+        let t: usize = self.seq_lens.iter().sum();
+        let (qk, hv, d) = (self.qk, self.hv, self.d);
+        let bf16 = |x: f32| f32::from_bits(x.to_bits() & 0xffff_0000);
+        let unit_rows = |rng: &mut SplitMix, n: usize| -> Vec<f32> {
+            let s = 1.0 / (d as f32).sqrt();
+            Prefill::values(rng, n)
+                .into_iter()
+                .map(|x| bf16(x * s))
+                .collect()
+        };
+        let shifted = |rng: &mut SplitMix, n: usize, scale: f32, shift: f32| -> Vec<f32> {
+            Prefill::values(rng, n)
+                .into_iter()
+                .map(|x| x * scale + shift)
+                .collect()
+        };
+        GdnInputs {
+            q: unit_rows(&mut rng, t * qk * d),
+            k: unit_rows(&mut rng, t * qk * d),
+            v: Prefill::values(&mut rng, t * hv * d),
+            state: Prefill::values(&mut rng, self.seq_lens.len() * hv * d * d),
+            a_log: shifted(&mut rng, hv, 0.6, -1.0),
+            a: Prefill::values(&mut rng, t * hv),
+            dt_bias: shifted(&mut rng, hv, 0.3, -1.0),
+            b: Prefill::values(&mut rng, t * hv),
+        }
+    }
+
+    /// Runs the harness's column function through the driver: (output, new_state).
+    fn run(&self, exe: &Path, x: &GdnInputs) -> (Vec<f32>, Vec<f32>) {
+        let t: usize = self.seq_lens.iter().sum();
+        let n = self.seq_lens.len();
+        let mut input = String::new();
+        let _ = writeln!(input, "{n} {} {} {} {t}", self.qk, self.hv, self.d);
+        let mut at = 0;
+        let _ = writeln!(input, "0");
+        for l in &self.seq_lens {
+            at += l;
+            let _ = writeln!(input, "{at}");
+        }
+        for v in [&x.q, &x.k, &x.v, &x.state, &x.a_log, &x.a, &x.dt_bias, &x.b] {
+            for e in v.iter() {
+                let _ = writeln!(input, "{}", e.to_bits());
+            }
+        }
+        // The scale the harness passes to the GPU reference.
+        let scale = super::reference::gdn_scale(self.d as u64);
+        let _ = writeln!(input, "{}", scale.to_bits());
+        let mut child = std::process::Command::new(exe)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the driver starts");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes())
+            .expect("write the problem");
+        let out = child.wait_with_output().expect("the driver ends");
+        assert!(out.status.success(), "driver failed: {:?}", out.status);
+        let got: Vec<f32> = String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .lines()
+            .map(|l| f32::from_bits(l.parse().expect("bits")))
+            .collect();
+        let (hv, d) = (self.hv, self.d);
+        assert_eq!(
+            got.len(),
+            t * hv * d + n * hv * d * d,
+            "one value per element"
+        );
+        let (o, s) = got.split_at(t * hv * d);
+        (o.to_vec(), s.to_vec())
+    }
+
+    /// The release's definition, written as its Python reference has it, in f64: per sequence
+    /// and value head a state `S [d_k][d_v]` (read from and written to k-last `[v][k]`); per
+    /// token `old = g * S`, `old_v = k . old`, `new_v = beta * v + (1 - beta) * old_v`,
+    /// `S = old - k^T old_v + k^T new_v`, `o = scale * q . S`; q and k from head
+    /// `h / (hv / qk)` (repeat_interleave).
+    fn cpu(&self, x: &GdnInputs, parts: GdnParts) -> (Vec<f32>, Vec<f32>) {
+        let (qk, hv, d) = (self.qk, self.hv, self.d);
+        let t_all: usize = self.seq_lens.iter().sum();
+        let scale = 1.0 / (d as f64).sqrt();
+        let mut o = vec![0f32; t_all * hv * d];
+        let mut new_state = vec![0f32; self.seq_lens.len() * hv * d * d];
+        let mut t0 = 0;
+        for (n, &len) in self.seq_lens.iter().enumerate() {
+            for h in 0..hv {
+                let hk = h / (hv / qk);
+                let base = (n * hv + h) * d * d;
+                // s[k][v]
+                let mut s = vec![vec![0f64; d]; d];
+                if parts.initial_state {
+                    for (k, row) in s.iter_mut().enumerate() {
+                        for (v, e) in row.iter_mut().enumerate() {
+                            *e = f64::from(x.state[base + v * d + k]);
+                        }
+                    }
+                }
+                for t in t0..t0 + len {
+                    let th = t * hv + h;
+                    let xg = f64::from(x.a[th]) + f64::from(x.dt_bias[h]);
+                    let softplus = if xg > 20.0 { xg } else { xg.exp().ln_1p() };
+                    let g = if parts.gate {
+                        (-f64::from(x.a_log[h]).exp() * softplus).exp()
+                    } else {
+                        1.0
+                    };
+                    let beta = if parts.beta {
+                        1.0 / (1.0 + (-f64::from(x.b[th])).exp())
+                    } else {
+                        1.0
+                    };
+                    let q: Vec<f64> = (0..d)
+                        .map(|i| f64::from(x.q[(t * qk + hk) * d + i]))
+                        .collect();
+                    let k: Vec<f64> = (0..d)
+                        .map(|i| f64::from(x.k[(t * qk + hk) * d + i]))
+                        .collect();
+                    let old: Vec<Vec<f64>> = s
+                        .iter()
+                        .map(|row| row.iter().map(|e| g * e).collect())
+                        .collect();
+                    let old_v: Vec<f64> = (0..d)
+                        .map(|v| (0..d).map(|i| k[i] * old[i][v]).sum())
+                        .collect();
+                    let new_v: Vec<f64> = (0..d)
+                        .map(|v| beta * f64::from(x.v[th * d + v]) + (1.0 - beta) * old_v[v])
+                        .collect();
+                    for i in 0..d {
+                        for v in 0..d {
+                            s[i][v] = old[i][v] - k[i] * old_v[v] + k[i] * new_v[v];
+                        }
+                    }
+                    for v in 0..d {
+                        let acc: f64 = (0..d).map(|i| q[i] * s[i][v]).sum();
+                        o[th * d + v] = (scale * acc) as f32;
+                    }
+                }
+                for (k, row) in s.iter().enumerate() {
+                    for (v, e) in row.iter().enumerate() {
+                        new_state[base + v * d + k] = *e as f32;
+                    }
+                }
+            }
+            t0 += len;
+        }
+        (o, new_state)
+    }
+}
+
+/// The GDN prefill reference (`ref_gdn_prefill`'s column function, as the GPU runs it, with the
+/// scale the harness passes) agrees with the release's definition written plainly in f64 on the
+/// CPU: Qwen3-Next's sizes (4 query/key heads, 8 value heads, d = 128) over sequences of 1, 17
+/// and 65 tokens, and a head dim that fills no warp (37) with 2 query/key heads shared by 6 value
+/// heads over four sequences of different lengths. The test can fail: the gate, beta and the
+/// initial state each change the outputs (a CPU definition without either disagrees).
+#[test]
+fn gdn_prefill_reference_matches_an_independent_cpu_implementation() {
+    let Some(nvcc) = nvcc_here("gdn_prefill_reference_matches_an_independent_cpu_implementation")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = build_driver(&nvcc, dir.path(), GDN_DRIVER);
+    let qwen = Gdn {
+        qk: 4,
+        hv: 8,
+        d: 128,
+        seq_lens: vec![1, 17, 65],
+        seed: 5,
+    };
+    let odd = Gdn {
+        qk: 2,
+        hv: 6,
+        d: 37,
+        seq_lens: vec![5, 1, 33, 2],
+        seed: 6,
+    };
+    for (n, case) in [&qwen, &odd].iter().enumerate() {
+        let inputs = case.inputs();
+        let (o, s) = case.run(&exe, &inputs);
+        let (want_o, want_s) = case.cpu(&inputs, ALL_PARTS);
+        for (name, g, w) in [("output", &o, &want_o), ("new_state", &s, &want_s)] {
+            let (e, at) = worst(g, w);
+            assert!(
+                e <= 5e-5,
+                "case {n}: {name}[{at}] = {} but the CPU definition gives {} (error {e:e})",
+                g[at],
+                w[at]
+            );
+        }
+        for (what, parts) in [
+            (
+                "the gate",
+                GdnParts {
+                    gate: false,
+                    ..ALL_PARTS
+                },
+            ),
+            (
+                "beta",
+                GdnParts {
+                    beta: false,
+                    ..ALL_PARTS
+                },
+            ),
+            (
+                "the initial state",
+                GdnParts {
+                    initial_state: false,
+                    ..ALL_PARTS
+                },
+            ),
+        ] {
+            let (other_o, other_s) = case.cpu(&inputs, parts);
+            let (eo, _) = worst(&o, &other_o);
+            let (es, _) = worst(&s, &other_s);
+            assert!(
+                eo > 1e-2 && es > 1e-2,
+                "case {n}: {what} changed too little (output {eo:e}, state {es:e})"
+            );
+        }
+    }
+}

@@ -201,7 +201,8 @@ fn upload_i32(gpu: &Gpu, set: &TensorSet, name: &str, v: &[i32]) -> Result<(), S
 /// Fills the drawn inputs; derived inputs come from the others: attention backward's O and
 /// LSE from the fp32 reference forward, fp8 descales from the quantization of their tensors,
 /// a paged (GQA or MLA) decode's page table from the workload's KV lengths and the seed, a
-/// prefill's indptrs from its query and KV lengths (and, paged, its page table from the seed).
+/// prefill's indptrs from its query and KV lengths (and, paged, its page table from the seed),
+/// a GDN prefill's `cu_seqlens` from its sequence lengths.
 pub fn fill_inputs(
     gpu: &Gpu,
     support: &Support,
@@ -248,6 +249,13 @@ pub fn fill_inputs(
         } else {
             upload_i32(gpu, set, "kv_indptr", &indptr(&kv).map_err(setup_error)?)?;
         }
+    }
+    if let Op::GdnPrefill = task.op {
+        let lens = w
+            .seq_lens
+            .as_deref()
+            .ok_or_else(|| setup_error(format!("workload {} lists no seq_lens", w.name)))?;
+        upload_i32(gpu, set, "cu_seqlens", &indptr(lens).map_err(setup_error)?)?;
     }
     if let Op::AttentionBwd { causal } = task.op {
         let dims = task

@@ -199,6 +199,44 @@ pub fn compute_reference(
             outputs.insert("output".to_string(), out);
             outputs.insert("lse".to_string(), lse);
         }
+        Op::GdnPrefill => {
+            let dims = problem.gdn().map_err(setup_error)?;
+            // A thread keeps its state column in a local array of 128.
+            if dims.head_dim > 128 || dims.heads == 0 || dims.v_heads % dims.heads != 0 {
+                return Err(setup_error(format!(
+                    "the GDN reference takes head dims up to 128 and value heads a multiple of the query/key heads, not d = {}, {} and {} heads",
+                    dims.head_dim, dims.v_heads, dims.heads
+                )));
+            }
+            let (n, hqk, hv, d) = dims.as_i32().map_err(setup_error)?;
+            let f = |name: &str| to_f32(gpu, support, set, name);
+            let (q, k, v, state) = (f("q")?, f("k")?, f("v")?, f("state")?);
+            let (a_log, a, dt_bias, b) = (f("A_log")?, f("a")?, f("dt_bias")?, f("b")?);
+            let out = gpu.alloc(f32_bytes(dims.tokens * dims.v_heads * dims.head_dim)?)?;
+            let new_state = gpu.alloc(f32_bytes(
+                dims.batch * dims.v_heads * dims.head_dim * dims.head_dim,
+            )?)?;
+            support.gdn_prefill(
+                gpu,
+                [
+                    q.ptr(),
+                    k.ptr(),
+                    v.ptr(),
+                    state.ptr(),
+                    a_log.ptr(),
+                    a.ptr(),
+                    dt_bias.ptr(),
+                    b.ptr(),
+                    set.ptr("cu_seqlens").expect("validated"),
+                ],
+                [out.ptr(), new_state.ptr()],
+                (n, hqk, hv, d),
+                gdn_scale(dims.head_dim),
+            )?;
+            gpu.sync()?;
+            outputs.insert("output".to_string(), out);
+            outputs.insert("new_state".to_string(), new_state);
+        }
         Op::AttentionBwd { causal } => {
             let dims = problem.attention().map_err(setup_error)?;
             let (bh, s, d) = dims.as_i32().map_err(setup_error)?;
@@ -241,4 +279,9 @@ pub fn compute_reference(
 /// latent width the kernel multiplies over.
 pub fn mla_scale(pe_dim: u64) -> f32 {
     1.0 / ((crate::task::MLA_QK_NOPE_DIM + pe_dim) as f32).sqrt()
+}
+
+/// GDN prefill's output scale: `1/sqrt(d)` (the release's default for a `scale` of 0 or none).
+pub fn gdn_scale(head_dim: u64) -> f32 {
+    1.0 / (head_dim as f32).sqrt()
 }

@@ -393,6 +393,66 @@ extern "C" __global__ void ref_mla_decode(const float* QN, const float* QP, cons
   mla_decode_row<32>(a, warp, (int)(threadIdx.x & 31));
 }
 
+// Gated delta net prefill (FlashInfer's gdn_prefill, k-last state), sequences packed along the
+// token axis: sequence n owns tokens cu_seqlens[n] .. cu_seqlens[n+1]. Q, K [T, HQK, D]; V, O
+// [T, HV, D]; A, B [T, HV]; ALOG, DTB [HV]; STATE, NEW_STATE [N, HV, D, D] k-last
+// (STATE[n,h,v,k] = S[k][v]). Value head h reads query/key head h / (HV / HQK). Per token:
+//   g = exp(-exp(ALOG[h]) * softplus(A[t,h] + DTB[h])), beta = sigmoid(B[t,h]),
+//   S = g * S; S += k (beta * (v - S^T k))^T; o = scale * S^T q.
+// Column v of S evolves on its own (its update reads only k, v[v] and the column), so one
+// thread owns one column for the whole sequence: a (sequence, head) per block of D threads on
+// the GPU; the column function runs on the host in the tests, against an independent CPU
+// implementation.
+#define GDN_MAXD 128
+struct GdnArgs {
+  const float *Q, *K, *V, *STATE, *ALOG, *A, *DTB, *B;
+  const int* cu_seqlens;
+  float *O, *NEW_STATE;
+  int N, HQK, HV, D;
+  float scale;
+};
+
+__host__ __device__ inline float gdn_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+__host__ __device__ inline void gdn_column(const GdnArgs& a, int n, int h, int v) {
+  const int D = a.D, hk = h / (a.HV / a.HQK);
+  float s[GDN_MAXD];
+  const u64 st = (((u64)n * a.HV + h) * D + v) * D;
+  for (int k = 0; k < D; ++k) s[k] = a.STATE[st + k];
+  const float decay = expf(a.ALOG[h]), bias = a.DTB[h];
+  for (int t = a.cu_seqlens[n]; t < a.cu_seqlens[n + 1]; ++t) {
+    const u64 th = (u64)t * a.HV + h;
+    const float g = expf(-decay * gdn_softplus(a.A[th] + bias));
+    const float beta = 1.0f / (1.0f + expf(-a.B[th]));
+    const float* k = a.K + ((u64)t * a.HQK + hk) * D;
+    const float* q = a.Q + ((u64)t * a.HQK + hk) * D;
+    float kv = 0.0f;
+    for (int i = 0; i < D; ++i) {
+      s[i] *= g;
+      kv = fmaf(s[i], k[i], kv);
+    }
+    const float delta = beta * (a.V[th * D + v] - kv);
+    float o = 0.0f;
+    for (int i = 0; i < D; ++i) {
+      s[i] = fmaf(k[i], delta, s[i]);
+      o = fmaf(s[i], q[i], o);
+    }
+    a.O[th * D + v] = a.scale * o;
+  }
+  for (int k = 0; k < D; ++k) a.NEW_STATE[st + k] = s[k];
+}
+
+extern "C" __global__ void ref_gdn_prefill(const float* Q, const float* K, const float* V,
+                                           const float* STATE, const float* ALOG,
+                                           const float* A, const float* DTB, const float* B,
+                                           const int* cu_seqlens, float* O, float* NEW_STATE,
+                                           int N, int HQK, int HV, int D, float scale) {
+  const int n = (int)(blockIdx.x / HV), h = (int)(blockIdx.x % HV), v = (int)threadIdx.x;
+  if (n >= N || v >= D) return;
+  const GdnArgs a = {Q, K, V, STATE, ALOG, A, DTB, B, cu_seqlens, O, NEW_STATE, N, HQK, HV, D, scale};
+  gdn_column(a, n, h, v);
+}
+
 // Delta[i] = sum_d dO[i, d] * O[i, d].
 extern "C" __global__ void ref_attn_delta(const float* O, const float* dO, float* Delta, int rows,
                                           int D) {

@@ -69,6 +69,7 @@ const KERNELS: &[&str] = &[
     "ref_paged_decode",
     "ref_prefill",
     "ref_mla_decode",
+    "ref_gdn_prefill",
     "amax_bf16_rounded",
     "quantize_e4m3",
     "scale_by",
@@ -431,6 +432,49 @@ impl Support {
                 Arg::I32(h),
                 Arg::I32(dc),
                 Arg::I32(dp),
+                Arg::F32(scale),
+            ],
+        )
+    }
+
+    /// GDN prefill in fp32 (k-last state): `out [t,hv,d]` and `new_state [n,hv,d,d]` from
+    /// `q, k [t,hqk,d]`, `v [t,hv,d]`, the initial `state [n,hv,d,d]`, the gate parameters
+    /// `a_log, dt_bias [hv]`, `a, b [t,hv]` and `cu_seqlens [n+1]`; one block of `d` threads per
+    /// (sequence, value head), a thread per state column.
+    pub fn gdn_prefill(
+        &self,
+        gpu: &Gpu,
+        [q, k, v, state, a_log, a, dt_bias, b, cu_seqlens]: [u64; 9],
+        [out, new_state]: [u64; 2],
+        (n, hqk, hv, d): (i32, i32, i32, i32),
+        scale: f32,
+    ) -> Result<(), DriverError> {
+        let blocks = u64::try_from(n).unwrap_or(0) * u64::try_from(hv).unwrap_or(0);
+        self.run(
+            gpu,
+            "ref_gdn_prefill",
+            Geometry {
+                grid: [u32::try_from(blocks).unwrap_or(u32::MAX), 1, 1],
+                block: [u32::try_from(d).unwrap_or(0), 1, 1],
+                shared_mem: 0,
+                cluster: None,
+            },
+            &[
+                Arg::Ptr(q),
+                Arg::Ptr(k),
+                Arg::Ptr(v),
+                Arg::Ptr(state),
+                Arg::Ptr(a_log),
+                Arg::Ptr(a),
+                Arg::Ptr(dt_bias),
+                Arg::Ptr(b),
+                Arg::Ptr(cu_seqlens),
+                Arg::Ptr(out),
+                Arg::Ptr(new_state),
+                Arg::I32(n),
+                Arg::I32(hqk),
+                Arg::I32(hv),
+                Arg::I32(d),
                 Arg::F32(scale),
             ],
         )

@@ -170,6 +170,13 @@ pub struct WorkloadFile {
         serialize_with = "flow_opt_seq"
     )]
     pub qo_lens: Option<Vec<i64>>,
+    /// GDN prefill: the token count of each sequence.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "flow_opt_seq"
+    )]
+    pub seq_lens: Option<Vec<i64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -497,6 +504,7 @@ impl From<&Op> for OpFile {
                 causal: Some(causal),
                 ..blank
             },
+            Op::GdnPrefill => blank,
         }
     }
 }
@@ -563,6 +571,10 @@ impl From<&Task> for TaskFile {
                         .map(|l| l.iter().map(|&v| v as i64).collect()),
                     qo_lens: w
                         .qo_lens
+                        .as_ref()
+                        .map(|l| l.iter().map(|&v| v as i64).collect()),
+                    seq_lens: w
+                        .seq_lens
                         .as_ref()
                         .map(|l| l.iter().map(|&v| v as i64).collect()),
                 })

@@ -512,6 +512,7 @@ fn decode_workloads(
             uuid: None,
             kv_lens: Some(l),
             qo_lens: None,
+            seq_lens: None,
         });
     }
     Ok(out)
@@ -555,6 +556,13 @@ fn infer_family(def: &FiDefinition, tags: &[String]) -> Result<TaskFamily, Impor
             reason: format!(
                 "`{}` is {} multi-head latent attention; the suite's MLA decode tasks are written by tasks/generate.py, since their workloads need each sequence's KV length (`kv_lens`), which traces keep in safetensors blobs",
                 def.name, def.op_type
+            ),
+        }),
+        "gdn" => Err(ImportError::Unsupported {
+            field: "op_type".into(),
+            reason: format!(
+                "`{}` is a gated delta net; the suite's GDN prefill tasks are written by tasks/generate.py, since their workloads need each sequence's length (`seq_lens`), which traces keep in safetensors blobs",
+                def.name
             ),
         }),
         "gqa" | "gqa_paged" => Err(ImportError::Unsupported {
@@ -682,6 +690,13 @@ fn infer_op(
                     .into(),
             });
         }
+        TaskFamily::GdnPrefill => {
+            return Err(ImportError::Unsupported {
+                field: "op_type".into(),
+                reason: "GDN prefill definitions are written by tasks/generate.py, not imported"
+                    .into(),
+            });
+        }
     })
 }
 
@@ -795,6 +810,10 @@ fn flops(op: &Op, roles: &BTreeMap<&'static str, String>) -> (String, String) {
                 p = r("d_pe")
             ),
             "a logit of ckv_dim + kpe_dim and an output row of ckv_dim per KV token and query head, 2 FLOPs per term".into(),
+        ),
+        Op::GdnPrefill => (
+            format!("6*{}*{}*{d}*{d}", r("q_tokens"), r("v_heads"), d = r("d")),
+            "three products of the state with a vector (S^T k, the rank-1 update, S^T q) per token and value head, 2 FLOPs per term".into(),
         ),
     }
 }
@@ -912,6 +931,20 @@ fn default_tolerance(op: &Op, t: &Tensor) -> ToleranceFile {
         Op::AttentionDecode { .. }
         | Op::AttentionPrefill { .. }
         | Op::AttentionMlaDecode { .. } => o_rule(),
+        // The recurrence's state grows with the sequence: bounded by the norm (the output
+        // also elementwise, as attention's O).
+        Op::GdnPrefill if t.dtype == DType::F32 => ToleranceFile {
+            metric: "relnorm".into(),
+            rtol: None,
+            atol: None,
+            max: Some(crate::task::GDN_RELNORM_MAX),
+            min_match: None,
+            relnorm_max: None,
+        },
+        Op::GdnPrefill => ToleranceFile {
+            relnorm_max: Some(crate::task::GDN_RELNORM_MAX),
+            ..allclose(2e-2)
+        },
         // Upstream's rule: Hopper's fp8 MMA accumulation misses 1e-3 on spiky inputs.
         Op::AttentionFwdFp8 { .. } if t.dtype == DType::F32 => allclose(1e-2),
         // One e4m3 ulp (2^-3 relative) on 99.5% of the elements (upstream's matched ratio).
@@ -965,6 +998,10 @@ fn default_baseline(op: &Op, inputs: &[Tensor]) -> BaselineFile {
         Op::AttentionMlaDecode { .. } => (
             "composed",
             "cuBLASLt for the two products with harness kernels for the softmax".into(),
+        ),
+        Op::GdnPrefill => (
+            "composed",
+            "chunked gated delta rule from cuBLASLt products and harness kernels".into(),
         ),
     };
     BaselineFile {
@@ -1055,6 +1092,7 @@ fn title(op: &Op, inputs: &[Tensor], axes: &OrderedMap<AxisFile>) -> String {
             if *paged { "Paged" } else { "Ragged" }
         ),
         Op::AttentionMlaDecode { .. } => format!("Paged MLA decode, {dt}{consts}"),
+        Op::GdnPrefill => format!("GDN prefill (gated delta rule), {dt}{consts}"),
     }
 }
 
@@ -1087,6 +1125,7 @@ fn workload(kind: &str, axes: OrderedMap<i64>, uuid: Option<String>) -> Workload
         uuid,
         kv_lens: None,
         qo_lens: None,
+        seq_lens: None,
     }
 }
 

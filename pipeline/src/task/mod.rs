@@ -20,7 +20,8 @@ pub mod validate;
 pub use flashinfer::{ImportError, import_flashinfer};
 pub use model::*;
 pub use problem::{
-    AttentionDims, AxisRoles, Extent, GemmDims, MlaDecodeDims, PrefillDims, ProblemSize, Role,
+    AttentionDims, AxisRoles, Extent, GdnDims, GemmDims, MlaDecodeDims, PrefillDims, ProblemSize,
+    Role,
 };
 pub use roles::ShapeError;
 pub use suite::{SUITE_FILE, Suite, SuiteError, check_dir};

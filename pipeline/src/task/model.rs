@@ -127,6 +127,7 @@ pub enum TaskFamily {
     AttentionDecode,
     AttentionPrefill,
     AttentionMlaDecode,
+    GdnPrefill,
 }
 
 named_enum!(TaskFamily, "family", {
@@ -138,6 +139,7 @@ named_enum!(TaskFamily, "family", {
     AttentionDecode => "attention_decode",
     AttentionPrefill => "attention_prefill",
     AttentionMlaDecode => "attention_mla_decode",
+    GdnPrefill => "gdn_prefill",
 });
 
 impl TaskFamily {
@@ -151,6 +153,7 @@ impl TaskFamily {
             TaskFamily::AttentionDecode => "attention_decode",
             TaskFamily::AttentionPrefill => "attention_prefill",
             TaskFamily::AttentionMlaDecode => "attention_mla_decode",
+            TaskFamily::GdnPrefill => "gdn_prefill",
         }
     }
 }
@@ -374,6 +377,11 @@ pub struct Workload {
     /// summing to the task's query-token axis.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qo_lens: Option<Vec<u64>>,
+    /// GDN prefill: the token count of each sequence packed along the token axis, from which
+    /// the harness builds `cu_seqlens`. Invariant (validation): one positive length per
+    /// sequence, summing to the task's token axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq_lens: Option<Vec<u64>>,
 }
 
 /// The name under which a prefill workload binds the number of (query, key) pairs its mask
@@ -491,6 +499,15 @@ pub struct Target {
 ///   query head reads the one latent KV head: `s_j = scale * (q_nope . ckv_j + q_pe . kpe_j)`,
 ///   the values are the `ckv` rows; scale `1/sqrt(128 + dp)` (DeepSeek's query-key head dim
 ///   before absorption, [`MLA_QK_NOPE_DIM`] + `dp`). The page table is derived as decode's.
+/// - `GdnPrefill`: the gated delta net's prefill (FlashInfer's `gdn_prefill`, k-last state),
+///   sequences packed along the token axis. Inputs `q, k [t,hqk,d]`, `v [t,hv,d]` (half),
+///   `state [n,hv,d,d]` (f32, the initial state, k-last: `state[n,h,v,k]`), `A_log [hv]`,
+///   `dt_bias [hv]` (f32), `a, b [t,hv]` (half), `cu_seqlens [n+1]` (i32); outputs
+///   `output [t,hv,d]` (half) and `new_state [n,hv,d,d]` (f32, k-last). Value head `h` reads
+///   query and key head `h / (hv/hqk)`. Per token: `g = exp(-exp(A_log) * softplus(a +
+///   dt_bias))`, `beta = sigmoid(b)`, `S = g * S`, `S += k (beta * (v - S^T k))^T`,
+///   `o = scale * S^T q` with `S [d_k, d_v]` and scale `1/sqrt(d)`. `cu_seqlens` comes from
+///   the workload's `seq_lens`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Op {
@@ -502,12 +519,19 @@ pub enum Op {
     AttentionDecode { paged: bool },
     AttentionPrefill { paged: bool, causal: bool },
     AttentionMlaDecode { paged: bool },
+    GdnPrefill,
 }
 
 /// MLA's per-head query-key dimension without the rotary part before the weights are absorbed
 /// (DeepSeek-V2/V3's `qk_nope_head_dim`): the softmax scale of [`Op::AttentionMlaDecode`] is
 /// `1/sqrt(MLA_QK_NOPE_DIM + dp)`, 1/sqrt(192) with the 64-wide rotary part.
 pub const MLA_QK_NOPE_DIM: u64 = 128;
+
+/// The bound on the relative L2 error of GDN prefill's outputs (its state and, on top of an
+/// elementwise rule, its output): room for a chunked kernel whose products round q, k, v and
+/// the WY factors to bf16 while the state stays fp32 (tasks/generate.py says how it was sized;
+/// not yet measured on a GPU).
+pub const GDN_RELNORM_MAX: f64 = 0.01;
 
 impl Op {
     /// The family this op belongs to.
@@ -521,6 +545,7 @@ impl Op {
             Op::AttentionDecode { .. } => TaskFamily::AttentionDecode,
             Op::AttentionPrefill { .. } => TaskFamily::AttentionPrefill,
             Op::AttentionMlaDecode { .. } => TaskFamily::AttentionMlaDecode,
+            Op::GdnPrefill => TaskFamily::GdnPrefill,
         }
     }
 
@@ -545,6 +570,7 @@ impl Op {
             }
             Op::AttentionPrefill { paged: true, .. } => &["qo_indptr", "kv_indptr", "kv_indices"],
             Op::AttentionPrefill { paged: false, .. } => &["qo_indptr", "kv_indptr"],
+            Op::GdnPrefill => &["cu_seqlens"],
             _ => &[],
         }
     }
@@ -563,6 +589,7 @@ impl Op {
             Op::AttentionPrefill { paged: false, .. } => {
                 "from the workload's query and KV lengths (sequences packed in order)"
             }
+            Op::GdnPrefill => "from the workload's sequence lengths (sequences packed in order)",
             _ => "computed by the harness",
         }
     }
@@ -579,7 +606,7 @@ impl Op {
             Op::AttentionDecode { .. } | Op::AttentionMlaDecode { .. } => {
                 &["kv_indptr", "kv_indices"]
             }
-            Op::AttentionPrefill { .. } => self.derived_inputs(),
+            Op::AttentionPrefill { .. } | Op::GdnPrefill => self.derived_inputs(),
             Op::AttentionFwdFp8 { .. } => &["descale_q", "descale_k", "descale_v"],
             _ => &[],
         }

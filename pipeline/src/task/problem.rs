@@ -176,6 +176,35 @@ impl MlaDecodeDims {
     }
 }
 
+/// GDN prefill sizes: `batch` sequences packed along `tokens`, `heads` query/key heads shared
+/// by `v_heads` value heads (each value head owns a state of `head_dim x head_dim`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GdnDims {
+    pub batch: u64,
+    pub heads: u64,
+    pub v_heads: u64,
+    pub head_dim: u64,
+    /// Entries of `cu_seqlens` (batch + 1).
+    pub indptr: u64,
+    /// Tokens over the batch (rows of `q`, `k`, `v`).
+    pub tokens: u64,
+}
+
+impl GdnDims {
+    /// The sizes as the `int`s the reference kernel takes: (batch, heads, v_heads, head_dim).
+    pub fn as_i32(&self) -> Result<(i32, i32, i32, i32), ShapeError> {
+        mul(&[self.batch, self.v_heads, self.head_dim, self.head_dim])?;
+        mul(&[self.tokens, self.v_heads, self.head_dim])?;
+        to_i32(self.tokens)?;
+        Ok((
+            to_i32(self.batch)?,
+            to_i32(self.heads)?,
+            to_i32(self.v_heads)?,
+            to_i32(self.head_dim)?,
+        ))
+    }
+}
+
 /// The op's sizes for one workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ProblemSize {
@@ -184,6 +213,7 @@ pub enum ProblemSize {
     Decode(DecodeDims),
     Prefill(PrefillDims),
     MlaDecode(MlaDecodeDims),
+    Gdn(GdnDims),
 }
 
 impl ProblemSize {
@@ -214,6 +244,13 @@ impl ProblemSize {
         match self {
             ProblemSize::MlaDecode(d) => Ok(*d),
             _ => Err(ShapeError::NoRole { role: Role::PeDim }),
+        }
+    }
+
+    pub fn gdn(&self) -> Result<GdnDims, ShapeError> {
+        match self {
+            ProblemSize::Gdn(d) => Ok(*d),
+            _ => Err(ShapeError::NoRole { role: Role::VHeads }),
         }
     }
 
@@ -278,6 +315,14 @@ impl Task {
                 page_size: v(Role::PageSize)?,
                 indptr: v(Role::Indptr)?,
                 tokens: v(Role::KvTokens)?,
+            }),
+            super::Op::GdnPrefill => ProblemSize::Gdn(GdnDims {
+                batch: v(Role::Batch)?,
+                heads: v(Role::Heads)?,
+                v_heads: v(Role::VHeads)?,
+                head_dim: v(Role::HeadDim)?,
+                indptr: v(Role::Indptr)?,
+                tokens: v(Role::QoTokens)?,
             }),
             super::Op::AttentionPrefill { paged, .. } => ProblemSize::Prefill(PrefillDims {
                 heads: v(Role::Heads)?,

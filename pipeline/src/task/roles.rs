@@ -42,6 +42,7 @@ pub enum Role {
     KvTokens,
     QoTokens,
     PeDim,
+    VHeads,
 }
 
 impl Role {
@@ -62,6 +63,7 @@ impl Role {
             "tokens" => Role::KvTokens,
             "q_tokens" => Role::QoTokens,
             "d_pe" => Role::PeDim,
+            "v_heads" => Role::VHeads,
             _ => return None,
         })
     }
@@ -82,6 +84,7 @@ impl Role {
             Role::KvTokens => "kv_tokens",
             Role::QoTokens => "qo_tokens",
             Role::PeDim => "pe_dim",
+            Role::VHeads => "v_heads",
         }
     }
 }

@@ -39,6 +39,12 @@ const TK_HD: &[&str] = &["tokens", "kv_heads", "d"];
 /// MLA's paged latent cache (one KV head): pages, page size, latent dim; and its rotary part.
 const MLA_CKV: &[&str] = &["pages", "page_size", "d"];
 const MLA_KPE: &[&str] = &["pages", "page_size", "d_pe"];
+/// GDN's packed tokens by query/key head and by value head; its state per sequence and value
+/// head (k-last: `[.., d_v, d_k]`, both `d`); a per-token, per-value-head scalar.
+const GDN_QK: &[&str] = &["q_tokens", "h", "d"];
+const GDN_V: &[&str] = &["q_tokens", "v_heads", "d"];
+const GDN_STATE: &[&str] = &["b", "v_heads", "d", "d"];
+const GDN_TOKEN: &[&str] = &["q_tokens", "v_heads"];
 
 const fn slot(
     name: &'static str,
@@ -132,6 +138,19 @@ pub(crate) fn slots(op: &Op) -> Vec<Slot> {
             slot("kv_indices", false, &["tokens"], I32, None),
             slot("output", true, &["b", "h", "d"], HALF, Some("q_nope")),
             slot("lse", true, &["b", "h"], F32, None),
+        ],
+        Op::GdnPrefill => vec![
+            slot("q", false, GDN_QK, HALF, None),
+            slot("k", false, GDN_QK, HALF, Some("q")),
+            slot("v", false, GDN_V, HALF, Some("q")),
+            slot("state", false, GDN_STATE, F32, None),
+            slot("A_log", false, &["v_heads"], F32, None),
+            slot("a", false, GDN_TOKEN, HALF, Some("q")),
+            slot("dt_bias", false, &["v_heads"], F32, None),
+            slot("b", false, GDN_TOKEN, HALF, Some("q")),
+            slot("cu_seqlens", false, &["indptr"], I32, None),
+            slot("output", true, GDN_V, HALF, Some("q")),
+            slot("new_state", true, GDN_STATE, F32, None),
         ],
         Op::AttentionPrefill { paged, .. } => {
             let mut v = vec![slot("q", false, TQ_HD, HALF, None)];

@@ -50,6 +50,7 @@ fn copy_suite() -> tempfile::TempDir {
                     | "attention_decode"
                     | "attention_prefill"
                     | "attention_mla_decode"
+                    | "gdn_prefill"
             )
         );
         if !keep {
@@ -96,6 +97,7 @@ fn the_real_suite_loads_without_problems() {
     assert_eq!(count(TaskFamily::AttentionDecode), 1);
     assert_eq!(count(TaskFamily::AttentionPrefill), 5);
     assert_eq!(count(TaskFamily::AttentionMlaDecode), 1);
+    assert_eq!(count(TaskFamily::GdnPrefill), 2);
     let ids: Vec<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
     let mut sorted = ids.clone();
     sorted.sort_unstable();
@@ -115,8 +117,9 @@ fn the_suite_has_the_papers_workloads() {
         .count();
     // 82 GEMM, 14 attention forward and 24 attention backward rows in the paper's CSVs, and
     // the two fp8 attention rows of its code release at L = 4096, and the workloads of its two
-    // Qwen runs on paged and ragged prefill.
-    assert_eq!(uuids, 82 + 14 + 24 + 2 + 2);
+    // Qwen runs on paged and ragged prefill, and the six selected workloads of each of its two
+    // GDN prefill definitions (gdn_problems.csv).
+    assert_eq!(uuids, 82 + 14 + 24 + 2 + 2 + 12);
     for t in &suite.tasks {
         for w in t.workloads_of(WorkloadKind::Performance) {
             if t.family == TaskFamily::AttentionFwd || t.family == TaskFamily::AttentionBwd {

@@ -660,6 +660,7 @@ impl Checker<'_> {
             }
             TaskFamily::AttentionDecode | TaskFamily::AttentionMlaDecode => &["paged"],
             TaskFamily::AttentionPrefill => &["paged", "causal"],
+            TaskFamily::GdnPrefill => &[],
         };
         let flags = [
             ("transpose_b", raw.transpose_b),
@@ -689,7 +690,7 @@ impl Checker<'_> {
         if values.len() != own.len() {
             return None;
         }
-        let flag = values[0];
+        let flag = values.first().copied().unwrap_or(false);
         if let Some(f) = family
             && f != kind
         {
@@ -737,6 +738,7 @@ impl Checker<'_> {
                 return None;
             }
             TaskFamily::AttentionMlaDecode => Op::AttentionMlaDecode { paged: flag },
+            TaskFamily::GdnPrefill => Op::GdnPrefill,
         })
     }
 
@@ -876,6 +878,17 @@ impl Checker<'_> {
                 }
                 Some(l) => Some(l.iter().map(|&v| v as u64).collect()),
             };
+            let seq_lens = match &w.seq_lens {
+                None => None,
+                Some(l) if l.iter().any(|v| *v <= 0) => {
+                    self.bad(
+                        format!("{field}.seq_lens"),
+                        "every sequence needs at least one token",
+                    );
+                    continue;
+                }
+                Some(l) => Some(l.iter().map(|&v| v as u64).collect()),
+            };
             out.push(Workload {
                 name: w.name.clone(),
                 kind,
@@ -883,6 +896,7 @@ impl Checker<'_> {
                 uuid: w.uuid.clone(),
                 kv_lens,
                 qo_lens,
+                seq_lens,
             });
         }
         for kind in WorkloadKind::ALL {
@@ -1018,6 +1032,57 @@ impl Checker<'_> {
                 self.bad(format!("workloads[{i}]"), e.to_string());
             }
             self.kv_lens(task, w, &format!("workloads[{i}]"));
+            self.seq_lens(task, w, &format!("workloads[{i}]"));
+        }
+    }
+
+    /// A GDN prefill workload's `seq_lens` agree with its axes: one length per sequence (the
+    /// batch axis, `cu_seqlens` one entry longer), summing to the token axis. Other ops take no
+    /// `seq_lens`, and a GDN workload no KV or query lengths.
+    fn seq_lens(&mut self, task: &Task, w: &Workload, field: &str) {
+        let gdn = matches!(task.op, Op::GdnPrefill);
+        let Some(lens) = &w.seq_lens else {
+            if gdn {
+                self.bad(
+                    format!("{field}.seq_lens"),
+                    "a gdn_prefill workload lists the token count of each sequence",
+                );
+            }
+            return;
+        };
+        if !gdn {
+            self.bad(
+                format!("{field}.seq_lens"),
+                format!(
+                    "only gdn_prefill workloads have sequence lengths, not op `{}`",
+                    task.op.family()
+                ),
+            );
+            return;
+        }
+        let Ok(super::ProblemSize::Gdn(d)) = task.problem(w) else {
+            return;
+        };
+        let mut wrong = Vec::new();
+        if lens.len() as u64 != d.batch {
+            wrong.push(format!(
+                "has {} lengths for a batch of {}",
+                lens.len(),
+                d.batch
+            ));
+        }
+        let sum: u64 = lens.iter().sum();
+        if sum != d.tokens {
+            wrong.push(format!("sums to {sum}, but the token axis is {}", d.tokens));
+        }
+        if d.indptr != d.batch + 1 {
+            wrong.push(format!(
+                "cu_seqlens has {} entries for a batch of {} (needs batch + 1)",
+                d.indptr, d.batch
+            ));
+        }
+        for reason in wrong {
+            self.bad(format!("{field}.seq_lens"), reason);
         }
     }
 
@@ -1274,6 +1339,90 @@ mod tests {
         assert!(
             p.iter()
                 .any(|m| m.contains("inputs.kpe_cache.shape[2]") && m.contains("`d_pe`")),
+            "{p:?}"
+        );
+    }
+
+    /// GDN prefill: the committed task binds its roles (query/key and value heads, the packed
+    /// tokens, the sequences), its FLOPs count three state products per token and value head;
+    /// workloads whose sequence lengths disagree with their axes or are missing, KV lengths on
+    /// a GDN workload, a state of the wrong head axis and a flag on the op are refused naming
+    /// the field.
+    #[test]
+    fn gdn_prefill_sizes_lengths_and_op_are_checked() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tasks/gdn_prefill/gdn_prefill_qk4_v8_d128_k_last.yaml");
+        let text = std::fs::read_to_string(&path).expect("the committed task");
+        let file = Path::new("gdn_prefill_qk4_v8_d128_k_last.yaml");
+        let task = parse_task(&text, file, file).expect("the committed task is valid");
+        assert_eq!(task.op, Op::GdnPrefill);
+        let w = task.workload("B3_T83").expect("workload");
+        assert_eq!(w.seq_lens.as_deref(), Some(&[1, 17, 65][..]));
+        let Ok(super::super::ProblemSize::Gdn(d)) = task.problem(w) else {
+            panic!("GDN sizes");
+        };
+        assert_eq!(
+            (d.batch, d.heads, d.v_heads, d.head_dim, d.indptr, d.tokens),
+            (3, 4, 8, 128, 4, 83)
+        );
+        assert_eq!(
+            task.flops_of(w).expect("flops"),
+            (6 * 83 * 8 * 128 * 128) as f64
+        );
+        let problems = |from: &str, to: &str| -> Vec<String> {
+            assert!(text.contains(from), "{from}");
+            parse_task(&text.replacen(from, to, 1), file, file)
+                .expect_err("refused")
+                .iter()
+                .map(|p| p.to_string())
+                .collect()
+        };
+        let p = problems("seq_lens: [1, 17, 65]", "seq_lens: [1, 17, 64]");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].seq_lens") && m.contains("sums to 82")),
+            "{p:?}"
+        );
+        let p = problems("seq_lens: [1, 17, 65]", "seq_lens: [18, 65]");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].seq_lens")
+                    && m.contains("2 lengths for a batch of 3")),
+            "{p:?}"
+        );
+        let p = problems("seq_lens: [1, 17, 65]", "kv_lens: [1, 17, 65]");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].seq_lens") && m.contains("token count")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].kv_lens") && m.contains("not op `gdn_prefill`")),
+            "{p:?}"
+        );
+        let p = problems("seq_lens: [1, 17, 65]", "seq_lens: [1, 0, 82]");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("workloads[1].seq_lens") && m.contains("at least one token")),
+            "{p:?}"
+        );
+        let p = problems(
+            "shape: [num_seqs, num_v_heads, head_size, head_size], description: \"initial",
+            "shape: [num_seqs, num_qk_heads, head_size, head_size], description: \"initial",
+        );
+        assert!(
+            p.iter()
+                .any(|m| m.contains("inputs.state.shape[1]") && m.contains("`v_heads`")),
+            "{p:?}"
+        );
+        let p = problems(
+            "op: {kind: gdn_prefill}",
+            "op: {kind: gdn_prefill, paged: true}",
+        );
+        assert!(
+            p.iter()
+                .any(|m| m.contains("op.paged") && m.contains("not a field")),
             "{p:?}"
         );
     }

@@ -303,3 +303,97 @@ fn mla_decode_candidates_pass_the_static_check_on_every_mla_task() {
         r.failure
     );
 }
+
+/// The GDN prefill evaluations of the suite-1.4 run list pass the static check on every GDN task
+/// they name: every GDN task has a correct SIMT candidate of each build (NVRTC's and nvcc's) and
+/// a known-bad one expected to fail numerically; the SIMT kernel gets one block per (sequence,
+/// value head); a ragged GQA prefill plan on a GDN task is refused, naming a tensor it lacks.
+#[test]
+fn gdn_prefill_candidates_pass_the_static_check_on_every_gdn_task() {
+    if !cuda_tools("gdn_prefill_candidates_pass_the_static_check_on_every_gdn_task") {
+        return;
+    }
+    let suite = suite();
+    let list = root().join("tasks/runs/suite-v3-sm90a.yaml");
+    ptxbench::runner::list::RunList::load(&list).expect("the run list loads");
+    let dir = list.parent().expect("folder").to_path_buf();
+    let v: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&list).expect("list")).expect("yaml");
+    let gdn: Vec<_> = suite
+        .of_family(ptxbench::task::TaskFamily::GdnPrefill)
+        .collect();
+    assert_eq!(gdn.len(), 2, "the suite's GDN prefill tasks");
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    for e in v["evaluations"].as_array().expect("evaluations") {
+        let name = e["name"].as_str().expect("name");
+        let patterns: Vec<&str> = e["tasks"]
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .map(|p| p.as_str().expect("pattern"))
+            .collect();
+        let tasks: Vec<_> = gdn
+            .iter()
+            .filter(|t| {
+                patterns
+                    .iter()
+                    .any(|p| ptxbench::task::glob_match(p, t.id.as_str()))
+            })
+            .collect();
+        if tasks.is_empty() {
+            continue;
+        }
+        let kernel = dir.join(e["kernel"].as_str().expect("kernel"));
+        let plan = dir.join(e["plan"].as_str().expect("plan"));
+        let c = Candidate::from_files(&kernel, &plan).expect("candidate");
+        for t in tasks {
+            let r = check(&c, t, &opts());
+            assert!(r.ok(), "{name} on {}: {:?}", t.id, r.failure);
+            // num_seqs * num_v_heads blocks on every workload.
+            let v_heads = t
+                .axis("num_v_heads")
+                .and_then(|a| a.value)
+                .expect("a const head count");
+            for w in &r.workloads {
+                let seqs = t
+                    .workload(&w.workload)
+                    .map(|x| x.axes["num_seqs"])
+                    .expect("the workload");
+                assert_eq!(
+                    w.launches[0].grid,
+                    [u32::try_from(seqs * v_heads).expect("fits"), 1, 1],
+                    "{name} {}",
+                    w.workload
+                );
+            }
+            let expect = e["expect"].as_str().expect("expect").to_string();
+            seen.push((t.id.to_string(), name.to_string(), expect));
+        }
+    }
+    for t in &gdn {
+        for (build, expect) in [
+            ("simt-", "correct"),
+            ("nvcc-simt-", "correct"),
+            ("simt-", "numerical"),
+        ] {
+            assert!(
+                seen.iter()
+                    .any(|(id, n, x)| id == t.id.as_str() && n.starts_with(build) && x == expect),
+                "{}: no {build} candidate expected {expect}",
+                t.id
+            );
+        }
+    }
+    let prefill = Candidate::from_files(
+        &root().join("tasks/candidates/simt/attention_prefill/kernel.cu"),
+        &root().join("tasks/candidates/simt/attention_prefill/plan.yaml"),
+    )
+    .expect("candidate");
+    let r = check(&prefill, gdn[0], &opts());
+    assert!(!r.ok());
+    assert!(
+        format!("{:?}", r.failure).contains("no tensor `"),
+        "{:?}",
+        r.failure
+    );
+}
