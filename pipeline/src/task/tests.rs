@@ -87,7 +87,7 @@ fn the_real_suite_loads_without_problems() {
             .join("\n")
     );
     let suite = load_suite();
-    assert_eq!(suite.version, "1.4.0");
+    assert_eq!(suite.version, "1.5.0");
     let count = |f| suite.of_family(f).count();
     assert_eq!(count(TaskFamily::Gemm), 17);
     assert_eq!(count(TaskFamily::GemmFp8), 1);
@@ -333,7 +333,7 @@ fn the_suite_digest_is_stable_and_follows_every_change() {
     );
 
     // So is the version.
-    edit(&tmp.path().join("suite.yaml"), "1.4.0", "1.4.1");
+    edit(&tmp.path().join("suite.yaml"), "1.5.0", "1.5.1");
     assert_ne!(
         Suite::load(tmp.path()).expect("loads").digest(),
         changed.digest()
@@ -609,7 +609,7 @@ fn a_suite_needs_its_header_and_unique_uuids() {
     let root = tmp.path();
     edit(
         &root.join("suite.yaml"),
-        "version: \"1.4.0\"",
+        "version: \"1.5.0\"",
         "version: \"1.0\"",
     );
     edit(
