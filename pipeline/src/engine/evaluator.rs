@@ -12,7 +12,7 @@
 use crate::record::Stage;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, mpsc};
 use std::time::Duration;
 
 use super::target_evidence::{counted_copy, evidence_of};
@@ -316,6 +316,77 @@ impl Evaluator {
         match work {
             Work::Decided(o) => (**o).clone(),
             Work::Evaluate(req) => self.run(req, gpu, timeout),
+        }
+    }
+}
+
+/// One evaluation asked of a [`Queue`], with where its outcome goes.
+type Asked = (Box<super::Request>, mpsc::Sender<super::Outcome>);
+
+/// Evaluations asked one at a time from many threads (generate's trajectories, each waiting for
+/// its answer), run through [`staged`](super::stages::staged) on every GPU like `run`'s and `serve`'s: compiled ahead on
+/// the CPU, each in a worker on the next free lane of a GPU, its target evidence on the finish
+/// threads. Dropping the queue lets it drain and joins it.
+#[derive(Debug)]
+pub struct Queue {
+    asks: Mutex<Option<mpsc::Sender<Asked>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Queue {
+    /// A queue over GPUs `0..gpus`, each request killed after `timeout`.
+    pub fn start(evaluator: Evaluator, gpus: usize, timeout: Duration) -> Queue {
+        let (tx, rx) = mpsc::channel::<Asked>();
+        let thread = std::thread::spawn(move || {
+            super::stages::staged(
+                rx.into_iter(),
+                gpus,
+                evaluator.at_once(),
+                |(mut req, reply): Asked| {
+                    req.compile_ahead();
+                    (req, reply)
+                },
+                |gpu, (req, reply), _waited| (evaluator.on_gpu(&req, gpu, timeout), req, reply),
+                |(outcome, req, reply)| {
+                    // The asker may have stopped waiting (a panic in its thread): nothing to do.
+                    let _ = reply.send(Evaluator::with_evidence(&req, outcome));
+                },
+            );
+        });
+        Queue {
+            asks: Mutex::new(Some(tx)),
+            thread: Mutex::new(Some(thread)),
+        }
+    }
+
+    /// Runs `req` when a GPU lane is free and returns its outcome with its target evidence.
+    pub fn evaluate(&self, req: &super::Request) -> super::Outcome {
+        let (reply, answer) = mpsc::channel();
+        let sent = self
+            .asks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|tx| tx.send((Box::new(req.clone()), reply)).is_ok());
+        let stopped = || {
+            super::Outcome::failed(
+                super::Verdict::Other,
+                crate::record::Stage::Worker,
+                "the evaluation queue stopped before this evaluation ran",
+            )
+        };
+        match sent {
+            Some(true) => answer.recv().unwrap_or_else(|_| stopped()),
+            _ => stopped(),
+        }
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.asks.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
         }
     }
 }

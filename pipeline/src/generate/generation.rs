@@ -232,7 +232,7 @@ impl Generation {
         let evaluator = crate::engine::evaluator::Evaluator::with_spares(o.exe.clone());
         // A slot for each evaluation the evaluator runs at once on a GPU (correctness-only
         // ones share a GPU; a timed one waits in the evaluator until it has it alone).
-        let queue = crate::engine::stages::Queue::start(
+        let queue = crate::engine::evaluator::Queue::start(
             evaluator,
             self.manifest.eval.gpus,
             Duration::from_secs(self.manifest.eval.timeout_s),

@@ -123,8 +123,8 @@ pub struct Context<'a> {
     pub seed_given: bool,
     pub out: PathBuf,
     /// Runs the evaluations in workers of the `ptxbench` executable on every GPU, through the
-    /// scheduler `run` and `serve` use ([`crate::engine::stages::Queue`]).
-    pub queue: crate::engine::stages::Queue,
+    /// scheduler `run` and `serve` use ([`crate::engine::evaluator::Queue`]).
+    pub queue: crate::engine::evaluator::Queue,
     pub no_eval: bool,
     pub limits: SpendLimits,
     pub journal: Mutex<Journal>,

@@ -385,7 +385,7 @@ fn issue_58_the_queue_answers_every_asking_thread_through_the_shared_scheduler()
     let log = dir.path().join("log");
     let evaluator = Evaluator::new(logging_worker(dir.path(), &log)).untimed_at_once(2);
     let queue =
-        ptxbench::engine::stages::Queue::start(evaluator, 1, std::time::Duration::from_secs(30));
+        ptxbench::engine::evaluator::Queue::start(evaluator, 1, std::time::Duration::from_secs(30));
     let req = reference_request();
     let answers: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4).map(|_| s.spawn(|| queue.evaluate(&req))).collect();

@@ -20,6 +20,25 @@ pub struct Published {
     pub record: Record,
 }
 
+/// How many of `records` ran on each GPU (by device name): a published list may run on several.
+pub fn per_gpu<'a>(
+    records: impl IntoIterator<Item = &'a Published>,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for r in records {
+        let gpu = r
+            .record
+            .outcome
+            .device
+            .as_ref()
+            .expect("device")
+            .name
+            .clone();
+        *out.entry(gpu).or_default() += 1;
+    }
+    out
+}
+
 impl Published {
     /// The evidence of target family `name`, if the record has any.
     pub fn family(&self, name: &str) -> Option<&FamilyEvidence> {

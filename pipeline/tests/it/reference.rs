@@ -18,18 +18,7 @@ fn every_reference_kernel_is_correct_with_arch_on_every_workload() {
         .collect();
     // 17 bf16 GEMM tasks, the fp8 GEMM, 4 forward and 4 backward attention tasks, once per
     // GPU the published list ran on.
-    let mut per_gpu: std::collections::BTreeMap<String, usize> = Default::default();
-    for r in &refs {
-        let gpu = r
-            .record
-            .outcome
-            .device
-            .as_ref()
-            .expect("device")
-            .name
-            .clone();
-        *per_gpu.entry(gpu).or_default() += 1;
-    }
+    let per_gpu = crate::published::per_gpu(refs.iter());
     assert!(!per_gpu.is_empty());
     assert!(per_gpu.values().all(|&n| n == 26), "{per_gpu:?}");
     for r in &refs {

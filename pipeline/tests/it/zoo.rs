@@ -297,18 +297,7 @@ fn the_positive_control_is_correct_with_arch_everywhere() {
         .filter(|r| r.evaluation == "triton-gemm-tma")
         .collect();
     // Every GEMM task, once per GPU the published list ran on.
-    let mut per_gpu: std::collections::BTreeMap<String, usize> = Default::default();
-    for r in &tma {
-        let gpu = r
-            .record
-            .outcome
-            .device
-            .as_ref()
-            .expect("device")
-            .name
-            .clone();
-        *per_gpu.entry(gpu).or_default() += 1;
-    }
+    let per_gpu = crate::published::per_gpu(tma.iter().copied());
     assert!(!per_gpu.is_empty());
     assert!(per_gpu.values().all(|&n| n == 17), "{per_gpu:?}");
     for r in &tma {
