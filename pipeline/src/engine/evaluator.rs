@@ -318,6 +318,48 @@ impl Evaluator {
             Work::Evaluate(req) => self.run(req, gpu, timeout),
         }
     }
+
+    /// The GPU stage of prepared work, for a pipeline that runs the evidence on other threads
+    /// ([`Evaluator::evidence_stage`]): a decided outcome as it is; a request in a worker on
+    /// `gpu`, unless `instead` is the outcome to record in its place (a job given up).
+    pub fn gpu_stage(
+        &self,
+        work: &Work,
+        gpu: usize,
+        timeout: Duration,
+        instead: Option<Outcome>,
+    ) -> Ran {
+        match (work, instead) {
+            (Work::Decided(o), _) => Ran {
+                outcome: (**o).clone(),
+                evaluated: false,
+            },
+            (Work::Evaluate(_), Some(o)) => Ran {
+                outcome: o,
+                evaluated: false,
+            },
+            (Work::Evaluate(req), None) => Ran {
+                outcome: self.on_gpu(req, gpu, timeout),
+                evaluated: true,
+            },
+        }
+    }
+
+    /// The stage after [`Evaluator::gpu_stage`]: what a worker ran gets its target evidence.
+    pub fn evidence_stage(work: &Work, ran: Ran) -> Outcome {
+        match work {
+            Work::Evaluate(req) if ran.evaluated => Evaluator::with_evidence(req, ran.outcome),
+            _ => ran.outcome,
+        }
+    }
+}
+
+/// What [`Evaluator::gpu_stage`] left: the outcome, and whether a worker ran it (only then does
+/// it get target evidence).
+#[derive(Debug, Clone)]
+pub struct Ran {
+    pub outcome: Outcome,
+    pub evaluated: bool,
 }
 
 /// One evaluation asked of a [`Queue`], with where its outcome goes.

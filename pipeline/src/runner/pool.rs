@@ -33,26 +33,19 @@ pub fn evaluate_all(
         },
         |gpu, pair, waited| {
             progress.set_message(format!("{} on {}", pair.evaluation, pair.task));
-            let outcome = match &pair.work {
-                Work::Decided(o) => (**o).clone(),
-                Work::Evaluate(req) => {
-                    let mut o = evaluator.on_gpu(req, gpu, pair.timeout);
-                    // Before its first lap: how long the GPU had nothing to run while this
-                    // pair was being prepared (the CPU's share of the GPU's idle time).
-                    let at =
-                        usize::from(o.seconds.first().is_some_and(|(k, _)| k == COMPILE_AHEAD));
-                    o.seconds
-                        .insert(at, (GPU_IDLE.to_string(), waited.as_secs_f64()));
-                    o
-                }
-            };
-            (pair, outcome)
+            let mut ran = evaluator.gpu_stage(&pair.work, gpu, pair.timeout, None);
+            if ran.evaluated {
+                // Before its first lap: how long the GPU had nothing to run while this pair
+                // was being prepared (the CPU's share of the GPU's idle time).
+                let o = &mut ran.outcome;
+                let at = usize::from(o.seconds.first().is_some_and(|(k, _)| k == COMPILE_AHEAD));
+                o.seconds
+                    .insert(at, (GPU_IDLE.to_string(), waited.as_secs_f64()));
+            }
+            (pair, ran)
         },
-        |(pair, outcome)| {
-            let outcome = match &pair.work {
-                Work::Decided(_) => outcome,
-                Work::Evaluate(req) => Evaluator::with_evidence(req, outcome),
-            };
+        |(pair, ran)| {
+            let outcome = Evaluator::evidence_stage(&pair.work, ran);
             done(&pair, outcome);
             progress.inc(1);
         },

@@ -11,7 +11,7 @@ use crate::arch::Arch;
 use crate::candidate::{Candidate, KernelLang};
 use crate::check::CheckReport;
 use crate::digest::Digest;
-use crate::engine::evaluator::{Evaluator, Job, Prepared, Work};
+use crate::engine::evaluator::{Evaluator, Job, Prepared, Ran, Work};
 use crate::engine::key::{self, EvaluationKey};
 use crate::engine::{Outcome, Protocol, Verdict};
 use crate::record::measured::Measured;
@@ -453,9 +453,8 @@ pub struct ReadyJob {
 #[derive(Debug)]
 pub struct RanJob {
     ready: ReadyJob,
-    outcome: Outcome,
-    /// A worker evaluated it (its outcome gets its target evidence).
-    evaluated: bool,
+    /// The GPU stage's outcome, and whether a worker evaluated it (then it gets its evidence).
+    ran: Ran,
     gpu_seconds: f64,
 }
 
@@ -553,26 +552,23 @@ impl Bench {
     /// The GPU part on `gpu` (nothing when the static check decided).
     pub fn on_gpu(&self, ready: ReadyJob, gpu: usize, gave_up: Option<&str>) -> RanJob {
         let started = Instant::now();
-        let outcome = match (&ready.work, gave_up) {
-            (Work::Evaluate(_), Some(why)) => {
-                Outcome::failed(Verdict::Other, Stage::Worker, why.to_string())
-            }
-            (Work::Evaluate(req), None) => {
-                self.evaluator
-                    .on_gpu(req, gpu, Duration::from_secs(ready.job.timeout_s))
-            }
-            (Work::Decided(o), _) => (**o).clone(),
+        let instead =
+            gave_up.map(|why| Outcome::failed(Verdict::Other, Stage::Worker, why.to_string()));
+        let ran = self.evaluator.gpu_stage(
+            &ready.work,
+            gpu,
+            Duration::from_secs(ready.job.timeout_s),
+            instead,
+        );
+        let gpu_seconds = if ran.evaluated {
+            started.elapsed().as_secs_f64()
+        } else {
+            0.0
         };
-        let evaluated = matches!(ready.work, Work::Evaluate(_)) && gave_up.is_none();
         RanJob {
             ready,
-            outcome,
-            evaluated,
-            gpu_seconds: if evaluated {
-                started.elapsed().as_secs_f64()
-            } else {
-                0.0
-            },
+            ran,
+            gpu_seconds,
         }
     }
 
@@ -580,8 +576,7 @@ impl Bench {
     pub fn store(&self, ran: RanJob) -> Result<Answer, String> {
         let RanJob {
             ready,
-            outcome,
-            evaluated,
+            ran,
             gpu_seconds,
         } = ran;
         let ReadyJob {
@@ -591,10 +586,7 @@ impl Bench {
             report,
             work,
         } = ready;
-        let outcome = match &work {
-            Work::Evaluate(req) if evaluated => Evaluator::with_evidence(req, outcome),
-            _ => outcome,
-        };
+        let outcome = Evaluator::evidence_stage(&work, ran);
         let feedback = crate::generate::feedback::build(&report, &outcome, None);
         let cand = candidate.as_ref().ok();
         let verdict = outcome.verdict;
