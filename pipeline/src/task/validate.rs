@@ -1233,6 +1233,25 @@ fn page_problems(page_size: u64, pages: u64, tokens: u64) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// What parsing `text` (the task file `file`) with `from` replaced by `to` refuses, in
+    /// words; it must be refused.
+    fn refused(text: &str, file: &Path, from: &str, to: &str) -> Vec<String> {
+        assert!(text.contains(from), "{from}");
+        parse_task(&text.replacen(from, to, 1), file, file)
+            .expect_err("refused")
+            .iter()
+            .map(|p| p.to_string())
+            .collect()
+    }
+
+    /// Some problem of `p` names `field` and says `words`.
+    fn assert_refused(p: &[String], field: &str, words: &str) {
+        assert!(
+            p.iter().any(|m| m.contains(field) && m.contains(words)),
+            "{field} / {words}: {p:?}"
+        );
+    }
+
     #[test]
     fn identifiers() {
         for ok in ["M", "seq_len", "_x", "D2"] {
@@ -1296,51 +1315,23 @@ mod tests {
             task.flops_of(w).expect("flops"),
             (2 * 212 * 16 * (2 * 512 + 64)) as f64
         );
-        let problems = |from: &str, to: &str| -> Vec<String> {
-            assert!(text.contains(from), "{from}");
-            parse_task(&text.replacen(from, to, 1), file, file)
-                .expect_err("refused")
-                .iter()
-                .map(|p| p.to_string())
-                .collect()
-        };
+        let problems = |from: &str, to: &str| refused(&text, file, from, to);
         let p = problems("kv_lens: [17, 65, 130]", "kv_lens: [17, 65, 129]");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].kv_lens") && m.contains("sums to 211")),
-            "{p:?}"
-        );
+        assert_refused(&p, "workloads[1].kv_lens", "sums to 211");
         let p = problems("kv_lens: [17, 65, 130]", "kv_lens: [82, 130]");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].kv_lens")
-                    && m.contains("2 lengths for a batch of 3")),
-            "{p:?}"
-        );
+        assert_refused(&p, "workloads[1].kv_lens", "2 lengths for a batch of 3");
         let p = problems(
             "kv_lens: [17, 65, 130]}",
             "kv_lens: [17, 65, 130], qo_lens: [1, 1, 1]}",
         );
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].qo_lens") && m.contains("only prefill")),
-            "{p:?}"
-        );
+        assert_refused(&p, "workloads[1].qo_lens", "only prefill");
         let p = problems("paged: true}", "paged: false}");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("op.paged") && m.contains("only paged MLA decode")),
-            "{p:?}"
-        );
+        assert_refused(&p, "op.paged", "only paged MLA decode");
         let p = problems(
             "shape: [batch_size, num_qo_heads, head_dim_kpe]",
             "shape: [batch_size, num_qo_heads, head_dim_ckv]",
         );
-        assert!(
-            p.iter()
-                .any(|m| m.contains("inputs.kpe_cache.shape[2]") && m.contains("`d_pe`")),
-            "{p:?}"
-        );
+        assert_refused(&p, "inputs.kpe_cache.shape[2]", "`d_pe`");
     }
 
     /// GDN prefill: the committed task binds its roles (query/key and value heads, the packed
@@ -1369,62 +1360,26 @@ mod tests {
             task.flops_of(w).expect("flops"),
             (6 * 83 * 8 * 128 * 128) as f64
         );
-        let problems = |from: &str, to: &str| -> Vec<String> {
-            assert!(text.contains(from), "{from}");
-            parse_task(&text.replacen(from, to, 1), file, file)
-                .expect_err("refused")
-                .iter()
-                .map(|p| p.to_string())
-                .collect()
-        };
+        let problems = |from: &str, to: &str| refused(&text, file, from, to);
         let p = problems("seq_lens: [1, 17, 65]", "seq_lens: [1, 17, 64]");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].seq_lens") && m.contains("sums to 82")),
-            "{p:?}"
-        );
+        assert_refused(&p, "workloads[1].seq_lens", "sums to 82");
         let p = problems("seq_lens: [1, 17, 65]", "seq_lens: [18, 65]");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].seq_lens")
-                    && m.contains("2 lengths for a batch of 3")),
-            "{p:?}"
-        );
+        assert_refused(&p, "workloads[1].seq_lens", "2 lengths for a batch of 3");
         let p = problems("seq_lens: [1, 17, 65]", "kv_lens: [1, 17, 65]");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].seq_lens") && m.contains("token count")),
-            "{p:?}"
-        );
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].kv_lens") && m.contains("not op `gdn_prefill`")),
-            "{p:?}"
-        );
+        assert_refused(&p, "workloads[1].seq_lens", "token count");
+        assert_refused(&p, "workloads[1].kv_lens", "not op `gdn_prefill`");
         let p = problems("seq_lens: [1, 17, 65]", "seq_lens: [1, 0, 82]");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].seq_lens") && m.contains("at least one token")),
-            "{p:?}"
-        );
+        assert_refused(&p, "workloads[1].seq_lens", "at least one token");
         let p = problems(
             "shape: [num_seqs, num_v_heads, head_size, head_size], description: \"initial",
             "shape: [num_seqs, num_qk_heads, head_size, head_size], description: \"initial",
         );
-        assert!(
-            p.iter()
-                .any(|m| m.contains("inputs.state.shape[1]") && m.contains("`v_heads`")),
-            "{p:?}"
-        );
+        assert_refused(&p, "inputs.state.shape[1]", "`v_heads`");
         let p = problems(
             "op: {kind: gdn_prefill}",
             "op: {kind: gdn_prefill, paged: true}",
         );
-        assert!(
-            p.iter()
-                .any(|m| m.contains("op.paged") && m.contains("not a field")),
-            "{p:?}"
-        );
+        assert_refused(&p, "op.paged", "not a field");
     }
 
     /// Prefill workloads whose lengths disagree with their axes, or whose queries outnumber
@@ -1440,53 +1395,30 @@ mod tests {
         assert_eq!(w.qo_lens.as_deref(), Some(&[1, 17, 130][..]));
         // 1*(1-1) + 1 + 17*23 + 153 + 130*131/2 pairs, bound for the FLOP formula.
         assert_eq!(task.bindings(w)[ATTENDED_PAIRS], 1 + 17 * 23 + 153 + 8515);
-        let problems = |from: &str, to: &str| -> Vec<String> {
-            assert!(text.contains(from), "{from}");
-            parse_task(&text.replacen(from, to, 1), file, file)
-                .expect_err("refused")
-                .iter()
-                .map(|p| p.to_string())
-                .collect()
-        };
+        let problems = |from: &str, to: &str| refused(&text, file, from, to);
         let p = problems("qo_lens: [1, 17, 130]", "qo_lens: [1, 100, 47]");
-        assert!(
-            p.iter().any(|m| m.contains("workloads[1].qo_lens")
-                && m.contains("sequence 1 has 100 queries but 40 keys")),
-            "{p:?}"
+        assert_refused(
+            &p,
+            "workloads[1].qo_lens",
+            "sequence 1 has 100 queries but 40 keys",
         );
         let p = problems("qo_lens: [1, 17, 130]", "qo_lens: [1, 17, 129]");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].qo_lens") && m.contains("sums to 147")),
-            "{p:?}"
-        );
+        assert_refused(&p, "workloads[1].qo_lens", "sums to 147");
         let p = problems(
             "kv_lens: [1, 40, 130], qo_lens",
             "kv_lens: [41, 130], qo_lens",
         );
-        assert!(
-            p.iter()
-                .any(|m| m.contains("workloads[1].kv_lens") && m.contains("has 2 lengths")),
-            "{p:?}"
-        );
+        assert_refused(&p, "workloads[1].kv_lens", "has 2 lengths");
         let p = problems(", qo_lens: [1, 17, 130]", "");
-        assert!(
-            p.iter().any(|m| m.contains("workloads[1].qo_lens")
-                && m.contains("lists the query length of each sequence")),
-            "{p:?}"
+        assert_refused(
+            &p,
+            "workloads[1].qo_lens",
+            "lists the query length of each sequence",
         );
         let p = problems("causal: true}", "causal: false}");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("op.causal") && m.contains("only causal prefill")),
-            "{p:?}"
-        );
+        assert_refused(&p, "op.causal", "only causal prefill");
         let p = problems("paged: false, ", "");
-        assert!(
-            p.iter()
-                .any(|m| m.contains("op.paged") && m.contains("needs `paged: true|false`")),
-            "{p:?}"
-        );
+        assert_refused(&p, "op.paged", "needs `paged: true|false`");
     }
 
     #[test]
