@@ -76,6 +76,25 @@ fn build_driver(nvcc: &Path, dir: &Path, driver: &str) -> std::path::PathBuf {
     exe
 }
 
+/// Runs the host driver `exe` on `input` (one value per line, f32 as their bits) and reads
+/// back its outputs the same way.
+fn run_driver(exe: &Path, input: &str) -> Vec<f32> {
+    let mut child = std::process::Command::new(exe)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the driver starts");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes())
+        .expect("write the problem");
+    let out = child.wait_with_output().expect("the driver ends");
+    assert!(out.status.success(), "driver failed: {:?}", out.status);
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| f32::from_bits(l.parse().expect("bits")))
+        .collect()
+}
+
 /// One prefill problem: packed sequences, keys stored ragged or in shuffled pages.
 struct Prefill {
     heads: usize,
@@ -174,20 +193,7 @@ impl Prefill {
         floats(&mut input, &kc);
         floats(&mut input, &vc);
 
-        let mut child = std::process::Command::new(exe)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("the driver starts");
-        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes())
-            .expect("write the problem");
-        let out = child.wait_with_output().expect("the driver ends");
-        assert!(out.status.success(), "driver failed: {:?}", out.status);
-        let got: Vec<f32> = String::from_utf8(out.stdout)
-            .expect("utf-8")
-            .lines()
-            .map(|l| f32::from_bits(l.parse().expect("bits")))
-            .collect();
+        let got = run_driver(exe, &input);
         assert_eq!(
             got.len(),
             tq * h * d + tq * h,
@@ -419,20 +425,7 @@ impl Mla {
         let scale = super::reference::mla_scale(dp as u64);
         let _ = writeln!(input, "{}", scale.to_bits());
 
-        let mut child = std::process::Command::new(exe)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("the driver starts");
-        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes())
-            .expect("write the problem");
-        let out = child.wait_with_output().expect("the driver ends");
-        assert!(out.status.success(), "driver failed: {:?}", out.status);
-        let got: Vec<f32> = String::from_utf8(out.stdout)
-            .expect("utf-8")
-            .lines()
-            .map(|l| f32::from_bits(l.parse().expect("bits")))
-            .collect();
+        let got = run_driver(exe, &input);
         assert_eq!(
             got.len(),
             b * h * dc + b * h,
@@ -665,20 +658,7 @@ impl Gdn {
         // The scale the harness passes to the GPU reference.
         let scale = super::reference::gdn_scale(self.d as u64);
         let _ = writeln!(input, "{}", scale.to_bits());
-        let mut child = std::process::Command::new(exe)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("the driver starts");
-        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes())
-            .expect("write the problem");
-        let out = child.wait_with_output().expect("the driver ends");
-        assert!(out.status.success(), "driver failed: {:?}", out.status);
-        let got: Vec<f32> = String::from_utf8(out.stdout)
-            .expect("utf-8")
-            .lines()
-            .map(|l| f32::from_bits(l.parse().expect("bits")))
-            .collect();
+        let got = run_driver(exe, &input);
         let (hv, d) = (self.hv, self.d);
         assert_eq!(
             got.len(),
