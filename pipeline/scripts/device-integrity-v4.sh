@@ -8,10 +8,10 @@
 # Usage: pipeline/scripts/device-integrity-v4.sh PTXBENCH_BINARY LIMIT_S [OUT [PARTS]]
 # PARTS, comma-separated (default counters,ncu,zoo,integrity): counters (the counter run list,
 # its evidence and counter tables), ncu (Nsight Compute's names and reads of the counters), zoo,
-# integrity (the v4 run lists), suite-v3 (suite 1.4.0's library baselines alone, then its run
-# list), prefill-probe (the nvcc build of the SIMT prefill kernel on the 24-head paged task,
-# whose timed launches met an illegal address once: repeated, beside the NVRTC build, and under
-# compute-sanitizer where the machine has it), republish (the published run lists again under
+# integrity (the v4 run lists), suite-v3 (suite v3's library baselines alone, then its run
+# list), suite-v3-list (the list alone), prefill-probe (the nvcc build of the SIMT prefill
+# kernel on the 24-head paged task, whose timed launches met an illegal address once: repeated,
+# beside the NVRTC build, and under compute-sanitizer where the machine has it), republish (the published run lists again under
 # this binary's protocol: zoo, suite-v2, reference, engine, in that order). What the runs made is
 # packed after each run list, so a call cut short still brings back the lists it finished.
 set -uo pipefail
@@ -89,6 +89,8 @@ if want suite-v3; then
   done
   run_list suite-v3-sm90a
 fi
+# The list alone, without the baselines' own timing.
+want suite-v3-list && run_list suite-v3-sm90a
 limit=$(( limit * 2 / 3 ))
 if want prefill-probe; then
   probe=$(mktemp -d)
