@@ -80,6 +80,21 @@ pub(super) struct Planned {
     timed: Option<String>,
 }
 
+impl Planned {
+    /// The workload's SDPA plan: `build`'s on the first tensor set, the same one after.
+    fn sdpa<E: std::fmt::Display>(
+        &mut self,
+        build: impl FnOnce() -> Result<Sdpa, E>,
+    ) -> Result<Rc<Sdpa>, Stop> {
+        if let Some(s) = &self.sdpa {
+            return Ok(Rc::clone(s));
+        }
+        let s = Rc::new(build().map_err(|e| baseline_error(" setup", e))?);
+        self.sdpa = Some(Rc::clone(&s));
+        Ok(s)
+    }
+}
+
 pub(super) fn baseline_for(
     gpu: &Gpu,
     support: &Support,
@@ -221,21 +236,14 @@ fn sdpa_baseline(
     causal: bool,
 ) -> Result<Option<(Baseline, BaselineInfo)>, Stop> {
     let axis = |k: &str| *env.get(k).unwrap_or(&0);
-    let sdpa = match &planned.sdpa {
-        Some(s) => Rc::clone(s),
-        None => {
-            let shape = SdpaShape {
-                b: axis("B"),
-                h: axis("H"),
-                s: axis("S"),
-                d: axis("D"),
-                causal,
-            };
-            let s = Rc::new(Sdpa::new(gpu, pass, shape).map_err(|e| baseline_error(" setup", e))?);
-            planned.sdpa = Some(Rc::clone(&s));
-            s
-        }
+    let shape = SdpaShape {
+        b: axis("B"),
+        h: axis("H"),
+        s: axis("S"),
+        d: axis("D"),
+        causal,
     };
+    let sdpa = planned.sdpa(|| Sdpa::new(gpu, pass, shape))?;
     bind_sdpa(gpu, task, set, sdpa, Vec::new(), planned)
 }
 
@@ -325,14 +333,7 @@ fn planned_baseline(
             derived.push(("page_table", table));
             derived.push(("seq_len_kv", seq_len));
             // The padded key length depends on the longest sequence, fixed per workload.
-            match &planned.sdpa {
-                Some(s) => Rc::clone(s),
-                None => {
-                    let s = Rc::new(Sdpa::paged_decode(gpu, shape).map_err(|e| setup(&e))?);
-                    planned.sdpa = Some(Rc::clone(&s));
-                    s
-                }
-            }
+            planned.sdpa(|| Sdpa::paged_decode(gpu, shape))?
         }
         Op::AttentionPrefill { paged, .. } => {
             let p = problem.prefill().map_err(|e| setup(&e))?;
@@ -388,41 +389,27 @@ fn planned_baseline(
                 None
             };
             // The padded lengths depend on the longest sequences, fixed per workload.
-            match &planned.sdpa {
-                Some(s) => Rc::clone(s),
-                None => {
-                    let shape = PrefillShape {
-                        b: i64::from(b),
-                        h_q: hq as i64,
-                        h_kv: hkv as i64,
-                        d: d as i64,
-                        max_q: i64::from(max_q),
-                        max_kv: i64::from(max_kv),
-                        paged: kv_cache,
-                    };
-                    let s = Rc::new(Sdpa::prefill(gpu, shape).map_err(|e| setup(&e))?);
-                    planned.sdpa = Some(Rc::clone(&s));
-                    s
-                }
-            }
+            let shape = PrefillShape {
+                b: i64::from(b),
+                h_q: hq as i64,
+                h_kv: hkv as i64,
+                d: d as i64,
+                max_q: i64::from(max_q),
+                max_kv: i64::from(max_kv),
+                paged: kv_cache,
+            };
+            planned.sdpa(|| Sdpa::prefill(gpu, shape))?
         }
         Op::AttentionFwdFp8 { causal } => {
             let a = problem.attention().map_err(|e| setup(&e))?;
-            match &planned.sdpa {
-                Some(s) => Rc::clone(s),
-                None => {
-                    let shape = SdpaShape {
-                        b: a.batch as i64,
-                        h: a.heads as i64,
-                        s: a.seq as i64,
-                        d: a.head_dim as i64,
-                        causal,
-                    };
-                    let s = Rc::new(Sdpa::forward_fp8(gpu, shape).map_err(|e| setup(&e))?);
-                    planned.sdpa = Some(Rc::clone(&s));
-                    s
-                }
-            }
+            let shape = SdpaShape {
+                b: a.batch as i64,
+                h: a.heads as i64,
+                s: a.seq as i64,
+                d: a.head_dim as i64,
+                causal,
+            };
+            planned.sdpa(|| Sdpa::forward_fp8(gpu, shape))?
         }
         _ => return Ok(None),
     };

@@ -26,16 +26,20 @@ fn nvcc_here(test: &str) -> Option<std::path::PathBuf> {
     }
 }
 
-/// Reads the problem as unsigned integers (f32 values as their bits), runs `prefill_row<1>`
-/// over every (token, head) row, prints `O` then `LSE` as bits.
-const PREFILL_DRIVER: &str = r#"#include "support.cu"
+/// What every host driver starts with: support.cu, and readers of the problem's unsigned
+/// integers (f32 values as their bits) from standard input.
+const DRIVER_PRELUDE: &str = r#"#include "support.cu"
 #include <cstdio>
 #include <cstring>
 #include <vector>
 static unsigned next() { unsigned v = 0; if (scanf("%u", &v) != 1) { fprintf(stderr, "short input\n"); exit(2); } return v; }
 static std::vector<int> ints(size_t n) { std::vector<int> v(n); for (auto& x : v) x = (int)next(); return v; }
 static std::vector<float> floats(size_t n) { std::vector<float> v(n); for (auto& x : v) { unsigned b = next(); memcpy(&x, &b, 4); } return v; }
-int main() {
+"#;
+
+/// Reads the problem as unsigned integers (f32 values as their bits), runs `prefill_row<1>`
+/// over every (token, head) row, prints `O` then `LSE` as bits.
+const PREFILL_DRIVER: &str = r#"int main() {
   int B = next(), TQ = next(), H = next(), HKV = next(), D = next(), paged = next(), causal = next();
   size_t krows = next(), nidx = next();
   std::vector<int> qo = ints(B + 1), kv = ints(B + 1), idx = ints(nidx);
@@ -50,10 +54,12 @@ int main() {
 }
 "#;
 
-/// Compiles the driver next to a copy of support.cu; the executable's path.
+/// Compiles the driver (its `main`, after [`DRIVER_PRELUDE`]) next to a copy of support.cu;
+/// the executable's path.
 fn build_driver(nvcc: &Path, dir: &Path, driver: &str) -> std::path::PathBuf {
     std::fs::write(dir.join("support.cu"), SOURCE).expect("write support.cu");
-    std::fs::write(dir.join("driver.cu"), driver).expect("write driver.cu");
+    std::fs::write(dir.join("driver.cu"), format!("{DRIVER_PRELUDE}{driver}"))
+        .expect("write driver.cu");
     let lib = nvcc
         .parent()
         .and_then(Path::parent)
@@ -335,14 +341,7 @@ fn prefill_reference_matches_an_independent_cpu_implementation() {
 /// Reads an MLA decode problem as unsigned integers (f32 values as their bits, the scale
 /// last), runs `mla_decode_row<1>` over every (sequence, head) row, prints `O` then `LSE` as
 /// bits.
-const MLA_DRIVER: &str = r#"#include "support.cu"
-#include <cstdio>
-#include <cstring>
-#include <vector>
-static unsigned next() { unsigned v = 0; if (scanf("%u", &v) != 1) { fprintf(stderr, "short input\n"); exit(2); } return v; }
-static std::vector<int> ints(size_t n) { std::vector<int> v(n); for (auto& x : v) x = (int)next(); return v; }
-static std::vector<float> floats(size_t n) { std::vector<float> v(n); for (auto& x : v) { unsigned b = next(); memcpy(&x, &b, 4); } return v; }
-int main() {
+const MLA_DRIVER: &str = r#"int main() {
   int B = next(), H = next(), DC = next(), DP = next();
   size_t pages = next(), tokens = next();
   std::vector<int> indptr = ints(B + 1), idx = ints(tokens);
@@ -544,14 +543,7 @@ fn mla_decode_reference_matches_an_independent_cpu_implementation() {
 /// Reads a GDN prefill problem as unsigned integers (f32 values as their bits, the scale last),
 /// runs `gdn_column` over every (sequence, value head, state column), prints `O` then
 /// `NEW_STATE` as bits.
-const GDN_DRIVER: &str = r#"#include "support.cu"
-#include <cstdio>
-#include <cstring>
-#include <vector>
-static unsigned next() { unsigned v = 0; if (scanf("%u", &v) != 1) { fprintf(stderr, "short input\n"); exit(2); } return v; }
-static std::vector<int> ints(size_t n) { std::vector<int> v(n); for (auto& x : v) x = (int)next(); return v; }
-static std::vector<float> floats(size_t n) { std::vector<float> v(n); for (auto& x : v) { unsigned b = next(); memcpy(&x, &b, 4); } return v; }
-int main() {
+const GDN_DRIVER: &str = r#"int main() {
   int N = next(), HQK = next(), HV = next(), D = next(), T = next();
   std::vector<int> cu = ints(N + 1);
   std::vector<float> Q = floats((size_t)T * HQK * D), K = floats((size_t)T * HQK * D), V = floats((size_t)T * HV * D);

@@ -276,31 +276,11 @@ fn mla_decode_candidates_pass_the_static_check_on_every_mla_task() {
             seen.push((t.id.to_string(), name.to_string(), expect));
         }
     }
-    for t in &mla {
-        for (build, expect) in [
-            ("simt-", "correct"),
-            ("nvcc-simt-", "correct"),
-            ("simt-", "numerical"),
-        ] {
-            assert!(
-                seen.iter()
-                    .any(|(id, n, x)| id == t.id.as_str() && n.starts_with(build) && x == expect),
-                "{}: no {build} candidate expected {expect}",
-                t.id
-            );
-        }
-    }
-    let gqa = Candidate::from_files(
-        &root().join("tasks/candidates/simt/attention_decode/kernel.cu"),
-        &root().join("tasks/candidates/simt/attention_decode/plan.yaml"),
-    )
-    .expect("candidate");
-    let r = check(&gqa, mla[0], &opts());
-    assert!(!r.ok());
-    assert!(
-        format!("{:?}", r.failure).contains("no tensor `q`"),
-        "{:?}",
-        r.failure
+    each_has_its_engine_tests(&mla, &seen);
+    refused_on(
+        &root().join("tasks/candidates/simt/attention_decode"),
+        mla[0],
+        "no tensor `q`",
     );
 }
 
@@ -370,7 +350,19 @@ fn gdn_prefill_candidates_pass_the_static_check_on_every_gdn_task() {
             seen.push((t.id.to_string(), name.to_string(), expect));
         }
     }
-    for t in &gdn {
+    each_has_its_engine_tests(&gdn, &seen);
+    refused_on(
+        &root().join("tasks/candidates/simt/attention_prefill"),
+        gdn[0],
+        "no tensor `",
+    );
+}
+
+/// Every task of `tasks` has, among the `seen` (task, evaluation, expected verdict) of its run
+/// list, the engine's SIMT candidate (NVRTC and nvcc builds) expected correct and its known-bad
+/// variant expected numerical.
+fn each_has_its_engine_tests(tasks: &[&ptxbench::task::Task], seen: &[(String, String, String)]) {
+    for t in tasks {
         for (build, expect) in [
             ("simt-", "correct"),
             ("nvcc-simt-", "correct"),
@@ -384,15 +376,17 @@ fn gdn_prefill_candidates_pass_the_static_check_on_every_gdn_task() {
             );
         }
     }
-    let prefill = Candidate::from_files(
-        &root().join("tasks/candidates/simt/attention_prefill/kernel.cu"),
-        &root().join("tasks/candidates/simt/attention_prefill/plan.yaml"),
-    )
-    .expect("candidate");
-    let r = check(&prefill, gdn[0], &opts());
+}
+
+/// The candidate in `dir` (kernel.cu, plan.yaml), written for another op, fails the static
+/// check on `task`, saying `words`.
+fn refused_on(dir: &std::path::Path, task: &ptxbench::task::Task, words: &str) {
+    let c =
+        Candidate::from_files(&dir.join("kernel.cu"), &dir.join("plan.yaml")).expect("candidate");
+    let r = check(&c, task, &opts());
     assert!(!r.ok());
     assert!(
-        format!("{:?}", r.failure).contains("no tensor `"),
+        format!("{:?}", r.failure).contains(words),
         "{:?}",
         r.failure
     );

@@ -328,6 +328,16 @@ impl Builder {
         Ok(())
     }
 
+    /// The row (query) and column (key) index of every score of `s` `[B,H,Sq,Skv]`, int32.
+    fn row_and_col(&mut self, s: Tensor, dims: [i64; 4]) -> Result<(Tensor, Tensor), DnnError> {
+        let i32t = Dt::CUDNN_DATA_INT32;
+        let row = self.virt(dims, i32t)?;
+        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], row, Some(2))?;
+        let col = self.virt(dims, i32t)?;
+        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], col, Some(3))?;
+        Ok((row, col))
+    }
+
     /// The padding mask on scores `s` `[B,H,Sq,Skv]` (the frontend's `padding_mask` score
     /// modifier): keep (i, j) when `i < seq_len_q[b]` and `j < seq_len_kv[b]`, else -inf.
     pub(super) fn padding_mask(
@@ -337,12 +347,8 @@ impl Builder {
         seq_len_q: Tensor,
         seq_len_kv: Tensor,
     ) -> Result<Tensor, DnnError> {
-        let i32t = Dt::CUDNN_DATA_INT32;
         let boolean = Dt::CUDNN_DATA_BOOLEAN;
-        let row = self.virt(dims, i32t)?;
-        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], row, Some(2))?;
-        let col = self.virt(dims, i32t)?;
-        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], col, Some(3))?;
+        let (row, col) = self.row_and_col(s, dims)?;
         let row_in = self.virt(dims, boolean)?;
         self.pointwise(
             Pw::CUDNN_POINTWISE_CMP_LT,
@@ -430,10 +436,7 @@ impl Builder {
         seq_len_kv: Tensor,
     ) -> Result<Tensor, DnnError> {
         let i32t = Dt::CUDNN_DATA_INT32;
-        let row = self.virt(dims, i32t)?;
-        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], row, Some(2))?;
-        let col = self.virt(dims, i32t)?;
-        self.pointwise(Pw::CUDNN_POINTWISE_GEN_INDEX, i32t, &[s], col, Some(3))?;
+        let (row, col) = self.row_and_col(s, dims)?;
         let plus_kv = self.virt(dims, i32t)?;
         self.pointwise(
             Pw::CUDNN_POINTWISE_ADD,
