@@ -7,7 +7,8 @@
 #   attn    the hand-written attention forward, mha_with_lse_d128 B4_H48_S4096
 #   ptr     Triton's pointer-load GEMM (far from the library), gemm_n7168_k5120 M8192
 # Usage: pipeline/scripts/device-repeatability.sh PTXBENCH_BINARY N OUT_DIR [EXTRA EVAL FLAGS...]
-# KERNELS="attn" (say) runs only those of the three. Each process's raw timed pairs go to
+# KERNELS="attn" (say) runs only those of the three. DEADLINE (seconds since the epoch) ends the
+# rounds early: no round starts after it, so every process that ran finished. Each process's raw timed pairs go to
 # OUT_DIR/pairs/KERNEL-I.jsonl (PTXBENCH_PAIRS_OUT); pipeline/scripts/pair_estimators.py
 # compares estimators on them.
 set -uo pipefail
@@ -25,6 +26,10 @@ state() {
     --format=csv,noheader 2>&1
 }
 for i in $(seq 1 "$n"); do
+  if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then
+    echo "deadline: stopped before round $i of $n" >> "$out/wall.txt"
+    break
+  fi
   for k in ${KERNELS:-gemm attn ptr}; do
     case "$k" in
       gemm) args=(tasks/reference/wgmma_gemm --task gemm_n7168_k5120 --workload M8192) ;;

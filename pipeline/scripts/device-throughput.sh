@@ -6,6 +6,7 @@
 # and the warm-against-cold speedups, and packs the store objects made and the logs into
 # OUT/throughput.tgz.
 # Usage: pipeline/scripts/device-throughput.sh PTXBENCH_BINARY [OUT]
+# HOWS="warm" runs only the default pipeline (no cold comparison).
 set -uo pipefail
 bin=$(realpath "$1")
 out="${2:-${OUT:-out}}"
@@ -17,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,temperature.g
 runs=()
 for mode in correctness full; do
   list="tasks/runs/throughput-$mode-sm90a.yaml"
-  for how in warm cold; do
+  for how in ${HOWS:-warm cold}; do
     args=()
     [ "$how" = cold ] && args=(--shard 0/3 --cold-workers)
     s=$(date +%s.%N)
@@ -31,7 +32,7 @@ for mode in correctness full; do
   done
 done
 python3 pipeline/scripts/throughput_table.py "${runs[@]}" | tee "$log/throughput.md"
-python3 pipeline/scripts/warm_vs_cold.py "${runs[3]#*=}" "${runs[2]#*=}" | tee "$log/warm-vs-cold.md"
+[ "${#runs[@]}" -eq 4 ] && python3 pipeline/scripts/warm_vs_cold.py "${runs[3]#*=}" "${runs[2]#*=}" | tee "$log/warm-vs-cold.md"
 find artifacts -type f -newer "$marker" > "$log/new-files.txt"
 # One file back: the store objects made and the logs.
 tar czf "$out/throughput.tgz" -T "$log/new-files.txt" -C "$out" log
