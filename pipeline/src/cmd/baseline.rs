@@ -1,7 +1,8 @@
 //! `ptxbench baseline --task ID [--workload W]`: times the library baseline alone (no
 //! candidate) with the engine's protocol and checks its outputs against the fp32 reference.
 //! For inspecting the baselines and for comparing them with other front ends
-//! (pipeline/scripts/fidelity.py).
+//! (pipeline/scripts/fidelity.py). The GPU work runs in a worker process
+//! ([`crate::engine::harness_work`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,10 +10,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::cuda::driver::Gpu;
-use crate::engine::support::Support;
-use crate::engine::{Protocol, baseline};
-use crate::task::WorkloadKind;
+use crate::engine::Protocol;
+use crate::engine::harness_work::{Produced, Work};
+use crate::engine::worker::run_harness;
+use crate::record::TaskObject;
 
 #[derive(Debug, Args)]
 pub struct BaselineArgs {
@@ -29,6 +30,9 @@ pub struct BaselineArgs {
     pub iterations: u32,
     #[arg(long, default_value_t = 0)]
     pub gpu: usize,
+    /// Wall-clock limit of the worker process that runs it, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
     /// One JSON object per workload instead of a line of text.
     #[arg(long)]
     pub json: bool,
@@ -39,34 +43,37 @@ pub fn run(a: BaselineArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let task = suite
         .get(&a.task)
         .with_context(|| format!("no task `{}`", a.task))?;
-    let workloads: Vec<_> = if a.workload.is_empty() {
-        task.workloads
-            .iter()
-            .filter(|w| w.kind == WorkloadKind::Performance)
-            .collect()
-    } else {
-        a.workload
-            .iter()
-            .map(|n| {
-                task.workload(n)
-                    .with_context(|| format!("task {} has no workload `{n}`", a.task))
-            })
-            .collect::<anyhow::Result<_>>()?
+    for n in &a.workload {
+        task.workload(n)
+            .with_context(|| format!("task {} has no workload `{n}`", a.task))?;
+    }
+    let work = Work::Baseline {
+        task: TaskObject::from_suite(&suite, task)?,
+        workloads: a.workload.clone(),
+        seed: a.seed,
+        protocol: Protocol {
+            warmup: a.warmup,
+            iterations: a.iterations,
+            ..Protocol::default()
+        },
     };
-    let gpu = Gpu::open(a.gpu)?;
-    let support = Support::load(&gpu)?;
-    let protocol = Protocol {
-        warmup: a.warmup,
-        iterations: a.iterations,
-        ..Protocol::default()
+    let exe = std::env::current_exe().context("locating the ptxbench executable")?;
+    let limit = std::time::Duration::from_secs(a.timeout);
+    let (answer, ()) = run_harness(&exe, a.gpu, &work, limit, |_| Ok(()))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.task))?;
+    let runs = match answer.result {
+        Ok(Produced::Baseline(runs)) => runs,
+        Ok(Produced::Reference(_)) => anyhow::bail!("the worker answered with a reference"),
+        Err(e) => anyhow::bail!("{}: {e}", a.task),
     };
     let mut ok = true;
-    for w in workloads {
-        let r = baseline::time_baseline(&gpu, &support, task, w, a.seed, &protocol)
-            .map_err(|s| anyhow::anyhow!("{}: {}", w.name, s.0.message))?;
+    for (workload, r) in runs {
+        let r = r.map_err(|e| anyhow::anyhow!("{workload}: {e}"))?;
         ok &= r.check.iter().all(|c| c.passed);
         if a.json {
-            let v = serde_json::json!({"task": task.id.as_str(), "workload": w.name, "run": r});
+            let v = serde_json::json!({
+                "task": task.id.as_str(), "workload": workload, "device": answer.device, "run": r,
+            });
             println!("{v}");
             continue;
         }
@@ -92,9 +99,8 @@ pub fn run(a: BaselineArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             })
             .collect();
         println!(
-            "{} {}: {label}: median {} ms (IQR {}), {} TFLOP/s; {}",
+            "{} {workload}: {label}: median {} ms (IQR {}), {} TFLOP/s; {}",
             task.id.as_str(),
-            w.name,
             r.stats
                 .as_ref()
                 .map_or("-".into(), |s| format!("{:.4}", s.median_ms)),

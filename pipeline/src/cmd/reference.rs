@@ -1,7 +1,7 @@
 //! `ptxbench reference --task ID --workload W`: runs the harness's fp32 reference on the GPU
 //! and writes its inputs and outputs as raw little-endian fp32 files plus a JSON index, so an
 //! independent implementation (pipeline/scripts/crosscheck_references.py, PyTorch in float64)
-//! can check it.
+//! can check it. The GPU work runs in a worker process ([`crate::engine::harness_work`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,10 +9,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::cuda::driver::Gpu;
-use crate::engine::inputs::{GUARD, allocate, fill_inputs};
-use crate::engine::reference::compute_reference;
-use crate::engine::support::Support;
+use crate::engine::harness_work::{Produced, REFERENCE_DIR, Work};
+use crate::engine::worker::run_harness;
+use crate::record::TaskObject;
 
 #[derive(Debug, Args)]
 pub struct ReferenceArgs {
@@ -27,6 +26,9 @@ pub struct ReferenceArgs {
     pub out: PathBuf,
     #[arg(long, default_value_t = 0)]
     pub gpu: usize,
+    /// Wall-clock limit of the worker process that runs it, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
 }
 
 pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -34,53 +36,46 @@ pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let task = suite
         .get(&a.task)
         .with_context(|| format!("no task `{}`", a.task))?;
-    let w = task
-        .workload(&a.workload)
+    task.workload(&a.workload)
         .with_context(|| format!("task {} has no workload `{}`", a.task, a.workload))?;
-    let env = task.bindings(w);
-    let gpu = Gpu::open(a.gpu)?;
-    let support = Support::load(&gpu)?;
-    let plan = crate::candidate::plan::LaunchPlan {
-        launches: Vec::new(),
-        workspaces: Vec::new(),
+    let work = Work::Reference {
+        task: TaskObject::from_suite(&suite, task)?,
+        workload: a.workload.clone(),
+        seed: a.seed,
     };
-    let fail = |s: crate::engine::verdict::Stop| anyhow::anyhow!("{}", s.0.message);
-    let set = allocate(&gpu, task, &plan, &env).map_err(fail)?;
-    fill_inputs(&gpu, &support, task, w, &set, a.seed).map_err(fail)?;
-    let reference = compute_reference(&gpu, &support, task, &env, &set).map_err(fail)?;
+    let exe = std::env::current_exe().context("locating the ptxbench executable")?;
+    let limit = std::time::Duration::from_secs(a.timeout);
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let mut index = serde_json::Map::new();
-    for t in &task.inputs {
-        let (buf, _, dtype, numel) = &set.tensors[&t.name];
-        let f32buf = gpu.alloc(*numel as usize * 4)?;
-        support.to_f32(&gpu, buf.ptr() + GUARD as u64, *dtype, f32buf.ptr(), *numel)?;
-        let bytes = gpu.download(&f32buf, 0, *numel as usize * 4)?;
-        let file = format!("input_{}.f32", t.name);
-        crate::destination::write_atomic(&a.out.join(&file), &bytes)?;
-        index.insert(
-            t.name.clone(),
-            serde_json::json!({"file": file, "shape": task.dims(t, &env)?, "role": "input"}),
-        );
+    // The worker's files are moved out of its exchange folder before the folder goes.
+    let out = &a.out;
+    let (answer, moved) = run_harness(&exe, a.gpu, &work, limit, |exchange| {
+        let from = exchange.join(REFERENCE_DIR);
+        let Ok(entries) = std::fs::read_dir(&from) else {
+            return Ok(0);
+        };
+        let mut moved = 0usize;
+        for e in entries {
+            let e = e.map_err(|e| format!("reading {}: {e}", from.display()))?;
+            let bytes = std::fs::read(e.path())
+                .map_err(|err| format!("reading {}: {err}", e.path().display()))?;
+            crate::destination::write_atomic(&out.join(e.file_name()), &bytes)
+                .map_err(|err| err.to_string())?;
+            moved += 1;
+        }
+        Ok(moved)
+    })
+    .map_err(|e| anyhow::anyhow!("{} {}: {e}", a.task, a.workload))?;
+    match answer.result {
+        Ok(Produced::Reference(files)) if files.len() == moved => {
+            println!("wrote {} ({} files)", a.out.display(), files.len());
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(Produced::Reference(files)) => anyhow::bail!(
+            "the worker wrote {} files but {moved} reached {}",
+            files.len(),
+            a.out.display()
+        ),
+        Ok(Produced::Baseline(_)) => anyhow::bail!("the worker answered with a baseline"),
+        Err(e) => anyhow::bail!("{} {}: {e}", a.task, a.workload),
     }
-    for t in &task.outputs {
-        let buf = &reference.outputs[&t.name];
-        let numel = task.numel(t, &env)?;
-        let bytes = gpu.download(buf, 0, numel as usize * 4)?;
-        let file = format!("reference_{}.f32", t.name);
-        crate::destination::write_atomic(&a.out.join(&file), &bytes)?;
-        index.insert(
-            t.name.clone(),
-            serde_json::json!({"file": file, "shape": task.dims(t, &env)?, "role": "output"}),
-        );
-    }
-    let meta = serde_json::json!({
-        "task": task.id.as_str(), "workload": w.name, "seed": a.seed, "op": task.op,
-        "axes": env, "tensors": index, "device": gpu.info.name, "harness_compiler": support.compiler,
-    });
-    crate::destination::write_atomic(
-        &a.out.join("index.json"),
-        &serde_json::to_vec_pretty(&meta)?,
-    )?;
-    println!("wrote {}", a.out.display());
-    Ok(ExitCode::SUCCESS)
 }

@@ -2,8 +2,8 @@
 //! host API evaluates the metrics; no Perfworks calls of our own).
 //!
 //! One [`Profiler`] is made per timed workload, with groups of metric names the device offers
-//! (read with [`base_metrics`]); it enables one range profiler on the context and keeps one
-//! configuration per group. Each group must fit one pass, so a measured launch runs once, with
+//! (read with [`base_metrics`]); it keeps one configuration per group and enables a range
+//! profiler on the context for each measurement. Each group must fit one pass, so a measured launch runs once, with
 //! no replay, exactly as it would unmeasured. [`Profiler::measure`] sets one group's
 //! configuration, brackets one launch in a user range (start, push, launch, synchronise, pop,
 //! stop), decodes the counter data and evaluates the group's metrics for that range.
@@ -197,7 +197,8 @@ struct Group {
 
 /// One range profiler on one context, configured for groups of metrics that each fit a pass.
 pub struct Profiler {
-    object: *mut sys::CUpti_RangeProfiler_Object,
+    /// The context the range profilers are enabled on (the GPU's, current on this thread).
+    context: cudarc::driver::sys::CUcontext,
     groups: Vec<Group>,
     /// The target nesting level `cuptiRangeProfilerSetConfig` accepted, once one was.
     nesting: Option<u16>,
@@ -315,17 +316,8 @@ impl Profiler {
             prepared.push((host, names, config));
         }
 
-        let mut enable = params!(
-            CUpti_RangeProfiler_Enable_Params,
-            RangeProfiler_Enable_Params_STRUCT_SIZE
-        );
-        enable.ctx = gpu.raw_context();
-        // SAFETY: our context, current on this thread.
-        check("cuptiRangeProfilerEnable", unsafe {
-            sys::cuptiRangeProfilerEnable(&mut enable)
-        })?;
         let mut profiler = Profiler {
-            object: enable.pRangeProfilerObject,
+            context: gpu.raw_context(),
             groups: Vec::with_capacity(prepared.len()),
             nesting: None,
         };
@@ -366,7 +358,11 @@ impl Profiler {
         group: usize,
         launch: impl FnOnce() -> Result<(), E>,
     ) -> Result<Vec<f64>, Failed<E>> {
-        let object = self.object;
+        // A range profiler of its own for each measurement: with one object enabled for all
+        // of them, an H100 returned values for the first group configured and none for the
+        // second, on every launch.
+        let enabled = Enabled::new(self.context)?;
+        let object = enabled.0;
         let Group {
             host,
             names,
@@ -541,13 +537,31 @@ impl<E> From<ProfilerError> for Failed<E> {
     }
 }
 
-impl Drop for Profiler {
+/// A range profiler enabled on a context for one measurement, disabled on drop.
+struct Enabled(*mut sys::CUpti_RangeProfiler_Object);
+
+impl Enabled {
+    fn new(context: cudarc::driver::sys::CUcontext) -> Result<Enabled, ProfilerError> {
+        let mut enable = params!(
+            CUpti_RangeProfiler_Enable_Params,
+            RangeProfiler_Enable_Params_STRUCT_SIZE
+        );
+        enable.ctx = context;
+        // SAFETY: the profiler's context, current on this thread.
+        check("cuptiRangeProfilerEnable", unsafe {
+            sys::cuptiRangeProfilerEnable(&mut enable)
+        })?;
+        Ok(Enabled(enable.pRangeProfilerObject))
+    }
+}
+
+impl Drop for Enabled {
     fn drop(&mut self) {
         let mut p = params!(
             CUpti_RangeProfiler_Disable_Params,
             RangeProfiler_Disable_Params_STRUCT_SIZE
         );
-        p.pRangeProfilerObject = self.object;
+        p.pRangeProfilerObject = self.0;
         // SAFETY: the object `new` enabled, disabled once.
         let _ = unsafe { sys::cuptiRangeProfilerDisable(&mut p) };
     }

@@ -539,7 +539,7 @@ pub(super) fn check_baseline(
 }
 
 /// What [`time_baseline`] measured.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct BaselineRun {
     pub info: Option<BaselineInfo>,
     pub check: Vec<OutputCheck>,

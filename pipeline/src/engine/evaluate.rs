@@ -69,6 +69,14 @@ impl Opened {
         }
     }
 
+    /// The opened GPU and harness, or why they could not be opened.
+    pub fn ready(&self) -> Result<(&Gpu, &Support), String> {
+        self.ready
+            .as_ref()
+            .map(|(g, s)| (g, s))
+            .map_err(|(_, why)| why.clone())
+    }
+
     /// Whether the same worker process may open a fresh context for another candidate after
     /// this `outcome`: only when the candidate was judged by our checks (correct, wrong,
     /// below the floor, refused by the JIT) and its context still answers without an error.

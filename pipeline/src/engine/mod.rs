@@ -13,6 +13,7 @@ pub mod estimate;
 pub mod evaluate;
 pub mod evaluator;
 pub mod floor;
+pub mod harness_work;
 #[cfg(test)]
 mod host_reference;
 pub mod inputs;

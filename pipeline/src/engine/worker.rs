@@ -29,6 +29,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use super::harness_work::{HARNESS_FILE, HarnessAnswer, Work, WorkRef};
 use super::{Outcome, Request, Verdict};
 
 /// File names inside the exchange folder.
@@ -281,7 +282,7 @@ impl Lane {
     /// moment it got the request.
     pub fn run(&mut self, req: &Request, limit: Duration) -> Outcome {
         let failed = |why: String| Outcome::failed(Verdict::Other, Stage::Worker, why);
-        let body = match serde_json::to_vec(req) {
+        let body = match serde_json::to_vec(&WorkRef::Evaluate(req)) {
             Ok(mut b) => {
                 b.push(b'\n');
                 b
@@ -424,6 +425,76 @@ impl Drop for Lane {
     }
 }
 
+/// Runs the harness's own `work` (a baseline or a reference, never an evaluation) in a worker
+/// process on `gpu`, killed after `limit` from the moment it got the work; `take` reads what
+/// the worker left in its exchange folder (the files its answer names) before the folder goes.
+pub fn run_harness<R>(
+    exe: &Path,
+    gpu: usize,
+    work: &Work,
+    limit: Duration,
+    take: impl FnOnce(&Path) -> Result<R, String>,
+) -> Result<(HarnessAnswer, R), String> {
+    if matches!(work, Work::Evaluate(_)) {
+        return Err("an evaluation goes through a lane, not run_harness".into());
+    }
+    let mut body = serde_json::to_vec(work).map_err(|e| e.to_string())?;
+    body.push(b'\n');
+    let mut w = Started::spawn(exe, gpu, None, 1)?;
+    if !w.wait_ready(Instant::now() + START_LIMIT) {
+        w.stop();
+        let tail = w.stderr_tail();
+        return Err(format!(
+            "the worker did not start within {} s; its last output:\n{tail}",
+            START_LIMIT.as_secs()
+        ));
+    }
+    w.say(&body);
+    let deadline = Instant::now() + limit;
+    let done = loop {
+        match w
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            // Nothing else shares this worker's GPU lane: it may time at once.
+            Ok(line) if line == TIMING => w.say(b"go\n"),
+            Ok(line) if line == DONE || line == AGAIN => break true,
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                w.stop();
+                return Err(format!(
+                    "no answer within {} s; the worker was killed",
+                    limit.as_secs()
+                ));
+            }
+            Err(RecvTimeoutError::Disconnected) => break false,
+        }
+    };
+    let file = w.dir.path().join(HARNESS_FILE);
+    let answer = std::fs::read(&file)
+        .map_err(|e| format!("left no answer ({e})"))
+        .and_then(|b| {
+            serde_json::from_slice::<HarnessAnswer>(&b)
+                .map_err(|e| format!("left an answer that does not read back ({e})"))
+        });
+    let answer = match answer {
+        Ok(a) => a,
+        Err(why) => {
+            w.stop();
+            let tail = w.stderr_tail();
+            let how = if done {
+                "said it was done but"
+            } else {
+                "died and"
+            };
+            return Err(format!("the worker {how} {why}; its last output:\n{tail}"));
+        }
+    };
+    let taken = take(w.dir.path())?;
+    w.wait_exit(Instant::now() + QUIET_LIMIT);
+    Ok((answer, taken))
+}
+
 /// Adds the lane's laps to a worker's outcome: `started` (waiting for a ready worker) first,
 /// and last the hand-over: the rest of the lane's time since `asked`, beyond the worker's own
 /// laps after its setup (sending the request, starting the next spares, the worker writing its
@@ -516,8 +587,12 @@ pub fn serve(
             let mut go = String::new();
             let _ = stdin.read_line(&mut go);
         };
-        let outcome = match serde_json::from_str::<Request>(&line) {
-            Ok(req) if req.gpu != gpu => Outcome::failed(
+        let atomic = |path: &Path, bytes: &[u8]| {
+            crate::destination::write_atomic(path, bytes)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        };
+        let outcome = match serde_json::from_str::<Work>(&line) {
+            Ok(Work::Evaluate(req)) if req.gpu != gpu => Outcome::failed(
                 Verdict::Other,
                 Stage::Worker,
                 format!(
@@ -525,12 +600,17 @@ pub fn serve(
                     req.gpu
                 ),
             ),
-            Ok(req) => super::evaluate::evaluate_opened(&req, &opened, &mut gate),
+            Ok(Work::Evaluate(req)) => super::evaluate::evaluate_opened(&req, &opened, &mut gate),
+            Ok(work) => {
+                // The harness's own work: its answer, then this worker exits.
+                let answer = super::harness_work::run(&work, opened.ready(), dir);
+                let json = serde_json::to_vec(&answer).map_err(std::io::Error::other)?;
+                atomic(&dir.join(HARNESS_FILE), &json)?;
+                writeln!(stdout, "{token} {DONE}")?;
+                stdout.flush()?;
+                break;
+            }
             Err(e) => Outcome::failed(Verdict::Other, Stage::Worker, format!("bad request: {e}")),
-        };
-        let atomic = |path: &Path, bytes: &[u8]| {
-            crate::destination::write_atomic(path, bytes)
-                .map_err(|e| std::io::Error::other(e.to_string()))
         };
         if let Some(cubin) = &outcome.cubin {
             atomic(&dir.join(CUBIN_FILE), cubin)?;

@@ -408,3 +408,78 @@ fn issue_58_the_queue_answers_every_asking_thread_through_the_shared_scheduler()
     let ran = std::fs::read_to_string(&log).expect("log").lines().count();
     assert_eq!(ran, 4, "each asked evaluation ran once");
 }
+
+/// Issue 58: `baseline` and `reference` run their GPU work in a worker process, never in the
+/// command's own. The worker reads the work line, opens the GPU (or says why it cannot) and
+/// answers in its exchange folder; a reference's files are taken out before the folder goes.
+#[test]
+fn issue_58_harness_work_runs_in_a_worker_process() {
+    use ptxbench::engine::harness_work::{Produced, Work};
+    let suite = ptxbench::task::Suite::load(&crate::root().join("tasks")).expect("suite");
+    let task = suite.get("gemm_n4096_k4096").expect("task");
+    let object = ptxbench::record::TaskObject::from_suite(&suite, task).expect("object");
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ptxbench"));
+    let gpus = ptxbench::cuda::driver::device_count().unwrap_or(0);
+    let work = Work::Reference {
+        task: object.clone(),
+        workload: "M232".into(),
+        seed: 3,
+    };
+    let (answer, names) = ptxbench::engine::worker::run_harness(
+        &exe,
+        0,
+        &work,
+        std::time::Duration::from_secs(120),
+        |dir| {
+            let listed = std::fs::read_dir(dir.join("reference"))
+                .map(|d| d.filter_map(|e| e.ok()).count())
+                .unwrap_or(0);
+            Ok(listed)
+        },
+    )
+    .expect("the worker answers");
+    if gpus == 0 {
+        assert_eq!(answer.device, None);
+        let why = answer.result.expect_err("no GPU, no reference");
+        assert!(why.starts_with("no GPU"), "{why}");
+        assert_eq!(names, 0);
+    } else {
+        match answer.result.expect("a reference") {
+            // A and B in, C out, and the index.
+            Produced::Reference(files) => assert_eq!((files.len(), names), (4, 4), "{files:?}"),
+            other => panic!("answered {other:?}"),
+        }
+    }
+    // An evaluation never goes this way (it needs a lane's timing gate and outcome).
+    let mut req = reference_request();
+    req.cubin = None;
+    let refused = ptxbench::engine::worker::run_harness(
+        &exe,
+        0,
+        &Work::Evaluate(Box::new(req)),
+        std::time::Duration::from_secs(5),
+        |_| Ok(()),
+    );
+    assert!(refused.is_err());
+    // An unknown workload is the worker's clear answer, not a crash.
+    let work = Work::Baseline {
+        task: object,
+        workloads: vec!["M404".into()],
+        seed: 1,
+        protocol: ptxbench::engine::Protocol::default(),
+    };
+    let (answer, ()) = ptxbench::engine::worker::run_harness(
+        &exe,
+        0,
+        &work,
+        std::time::Duration::from_secs(120),
+        |_| Ok(()),
+    )
+    .expect("the worker answers");
+    let why = answer.result.expect_err("no such workload");
+    if gpus > 0 {
+        assert!(why.contains("has no workload `M404`"), "{why}");
+    } else {
+        assert!(why.starts_with("no GPU"), "{why}");
+    }
+}
