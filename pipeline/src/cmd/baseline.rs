@@ -63,7 +63,7 @@ pub fn run(a: BaselineArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.task))?;
     let runs = match answer.result {
         Ok(Produced::Baseline(runs)) => runs,
-        Ok(Produced::Reference(_)) => anyhow::bail!("the worker answered with a reference"),
+        Ok(other) => anyhow::bail!("the worker answered with other work: {other:?}"),
         Err(e) => anyhow::bail!("{}: {e}", a.task),
     };
     let mut ok = true;

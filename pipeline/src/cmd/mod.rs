@@ -32,6 +32,7 @@ mod run;
 mod serve;
 mod show;
 mod site;
+mod site_cost;
 mod tasks;
 mod verify;
 mod worker;
@@ -99,6 +100,8 @@ pub enum Command {
     Baseline(baseline::BaselineArgs),
     /// Run the harness's fp32 reference for one workload and write inputs and outputs.
     Reference(reference::ReferenceArgs),
+    /// Measure what the counted copy's counters cost a CTA, for a reference kernel.
+    SiteCost(site_cost::SiteCostArgs),
     /// Serve evaluations over HTTP: submit, poll, tasks, health, metrics.
     Serve(serve::ServeArgs),
     /// Take evaluations from a service's Redis queue (one worker per GPU).
@@ -133,6 +136,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(a) => run::run(a, tasks_dir),
         Command::Generate(a) => generate::run(a, tasks_dir),
         Command::Reference(a) => reference::run(a, tasks_dir),
+        Command::SiteCost(a) => site_cost::run(a, tasks_dir),
         Command::Serve(a) => serve::run(a, tasks_dir),
         Command::Worker(a) => worker::run(a, tasks_dir),
         Command::CompileCuda => {

@@ -75,7 +75,7 @@ pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             files.len(),
             a.out.display()
         ),
-        Ok(Produced::Baseline(_)) => anyhow::bail!("the worker answered with a baseline"),
+        Ok(other) => anyhow::bail!("the worker answered with other work: {other:?}"),
         Err(e) => anyhow::bail!("{} {}: {e}", a.task, a.workload),
     }
 }

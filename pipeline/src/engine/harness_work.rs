@@ -1,6 +1,7 @@
 //! The harness's own GPU work, run in a worker process like a candidate's evaluation:
 //! `ptxbench baseline` (the library baseline timed alone, its outputs checked against the fp32
-//! reference) and `ptxbench reference` (the fp32 reference's inputs and outputs written out).
+//! reference), `ptxbench reference` (the fp32 reference's inputs and outputs written out) and
+//! `ptxbench site-cost` (what the counted copy's increments cost a CTA).
 //! No command opens the GPU in its own process: a library or driver fault ends the worker, the
 //! command reports it, and the work runs under the same wall-clock limit, context and harness
 //! loading as an evaluation.
@@ -47,6 +48,17 @@ pub enum Work {
         workload: String,
         seed: u64,
     },
+    /// Measure what the counted copy's increments cost a CTA ([`super::site_cost`]) for a
+    /// kernel of the harness's own (a reference kernel: never a graded candidate's).
+    SiteCost {
+        task: TaskObject,
+        arch: crate::arch::Arch,
+        ptx: String,
+        plan: String,
+        workload: String,
+        seed: u64,
+        launches: u32,
+    },
 }
 
 /// The same line as [`Work::Evaluate`], from a borrowed request.
@@ -70,6 +82,8 @@ pub enum Produced {
     Baseline(Vec<(String, Result<BaselineRun, String>)>),
     /// The reference's files, under [`REFERENCE_DIR`] (their names, the index last).
     Reference(Vec<String>),
+    /// Each variant's cycles per CTA.
+    SiteCost(Vec<super::site_cost::VariantCost>),
 }
 
 /// The worker's side: runs `work` (not an evaluation) on the opened GPU, writing files into
@@ -100,6 +114,21 @@ pub(super) fn run(
             *seed,
             &dir.join(REFERENCE_DIR),
         ),
+        Work::SiteCost {
+            task,
+            arch,
+            ptx,
+            plan,
+            workload,
+            seed,
+            launches,
+        } => {
+            let task = validated(task)?;
+            super::site_cost::measure(
+                gpu, support, &task, *arch, ptx, plan, workload, *seed, *launches,
+            )
+            .map(Produced::SiteCost)
+        }
     });
     HarnessAnswer { device, result }
 }

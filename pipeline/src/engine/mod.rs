@@ -21,6 +21,7 @@ pub mod judge;
 pub mod key;
 pub mod launch;
 pub mod reference;
+pub mod site_cost;
 pub mod stages;
 pub mod support;
 pub mod target_evidence;

@@ -8,6 +8,7 @@
 //! - [`work`]: the arithmetic done outside the target families, counted in the same copy.
 //! - [`status`]: the paper's status per required family, and the "correct with arch" rule.
 
+pub mod cta_clock;
 pub mod hardware;
 pub mod in_bounds;
 pub mod ncu;

@@ -311,7 +311,7 @@ fn splice_inner(ptx: &str, families: &[Family], count_work: bool) -> Result<Spli
 }
 
 /// Byte offset just after the `.address_size` directive (else `.target`) line.
-fn header_end(ptx: &str) -> Option<usize> {
+pub(super) fn header_end(ptx: &str) -> Option<usize> {
     let mut offset = 0usize;
     let mut target_end = None;
     for line in ptx.split_inclusive('\n') {

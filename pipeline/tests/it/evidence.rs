@@ -490,3 +490,30 @@ fn issue_57_tma_credit_goes_only_to_maps_over_the_tasks_inputs() {
         "another element size"
     );
 }
+
+/// Issue 61 item 2: the CTA clock probe goes into the reference GEMM and into its counted copy,
+/// and ptxas takes both (the site-cost variants compile; the GPU measures them).
+#[test]
+fn issue_61_the_clock_probe_compiles_into_the_kernel_and_its_counted_copy() {
+    if !crate::cuda_tools("issue_61_the_clock_probe_compiles_into_the_kernel_and_its_counted_copy")
+    {
+        return;
+    }
+    let suite = crate::suite();
+    let task = suite.get("gemm_n7168_k5120").expect("task");
+    let ptx = std::fs::read_to_string(crate::root().join("tasks/reference/wgmma_gemm/kernel.ptx"))
+        .expect("reads");
+    let arch = ptxbench::arch::Arch::Sm90a;
+    let counted = ptxbench::engine::target_evidence::counted_copy(task, arch, &ptx)
+        .expect("splices")
+        .expect("the task counts its targets");
+    for (name, text) in [
+        ("kernel", ptx.as_str()),
+        ("counted copy", counted.ptx.as_str()),
+    ] {
+        let probed = ptxbench::evidence::cta_clock::probe(text).expect("probes");
+        assert!(probed.contains("red.global.max.u64"), "{name}");
+        ptxbench::cuda::driver::whole_program(&probed, arch)
+            .unwrap_or_else(|e| panic!("{name}: ptxas refused the probed copy: {e}"));
+    }
+}
