@@ -12,7 +12,6 @@ use clap::Args;
 
 use crate::engine::Protocol;
 use crate::engine::harness_work::{Produced, Work};
-use crate::engine::worker::run_harness;
 use crate::record::TaskObject;
 
 #[derive(Debug, Args)]
@@ -28,11 +27,8 @@ pub struct BaselineArgs {
     pub warmup: u32,
     #[arg(long, default_value_t = 40)]
     pub iterations: u32,
-    #[arg(long, default_value_t = 0)]
-    pub gpu: usize,
-    /// Wall-clock limit of the worker process that runs it, in seconds.
-    #[arg(long, default_value_t = 600)]
-    pub timeout: u64,
+    #[command(flatten)]
+    pub worker: super::WorkerFlags,
     /// One JSON object per workload instead of a line of text.
     #[arg(long)]
     pub json: bool,
@@ -57,10 +53,7 @@ pub fn run(a: BaselineArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             ..Protocol::default()
         },
     };
-    let exe = std::env::current_exe().context("locating the ptxbench executable")?;
-    let limit = std::time::Duration::from_secs(a.timeout);
-    let (answer, ()) = run_harness(&exe, a.gpu, &work, limit, |_| Ok(()))
-        .map_err(|e| anyhow::anyhow!("{}: {e}", a.task))?;
+    let (answer, ()) = a.worker.run(&a.task, &work, |_| Ok(()))?;
     let runs = match answer.result {
         Ok(Produced::Baseline(runs)) => runs,
         Ok(other) => anyhow::bail!("the worker answered with other work: {other:?}"),

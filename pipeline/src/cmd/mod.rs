@@ -168,6 +168,33 @@ fn load_suite(flag: Option<PathBuf>) -> anyhow::Result<Suite> {
     Suite::load(&dir).with_context(|| format!("loading the task suite in {}", dir.display()))
 }
 
+/// The GPU and the wall-clock limit of a command's harness work, which runs in a worker
+/// process ([`crate::engine::harness_work`]).
+#[derive(Debug, clap::Args)]
+pub struct WorkerFlags {
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+    /// Wall-clock limit of the worker process that runs it, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+}
+
+impl WorkerFlags {
+    /// Runs `work` in a worker process; `take` reads its exchange folder (see
+    /// [`crate::engine::worker::run_harness`]). `what` names the work in errors.
+    fn run<R>(
+        &self,
+        what: &str,
+        work: &crate::engine::harness_work::Work,
+        take: impl FnOnce(&Path) -> Result<R, String>,
+    ) -> anyhow::Result<(crate::engine::harness_work::HarnessAnswer, R)> {
+        let exe = std::env::current_exe().context("locating the ptxbench executable")?;
+        let limit = std::time::Duration::from_secs(self.timeout);
+        crate::engine::worker::run_harness(&exe, self.gpu, work, limit, take)
+            .map_err(|e| anyhow::anyhow!("{what}: {e}"))
+    }
+}
+
 fn read_text(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }

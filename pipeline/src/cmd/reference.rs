@@ -10,7 +10,6 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::engine::harness_work::{Produced, REFERENCE_DIR, Work};
-use crate::engine::worker::run_harness;
 use crate::record::TaskObject;
 
 #[derive(Debug, Args)]
@@ -24,11 +23,8 @@ pub struct ReferenceArgs {
     /// Output folder (created).
     #[arg(short, long)]
     pub out: PathBuf,
-    #[arg(long, default_value_t = 0)]
-    pub gpu: usize,
-    /// Wall-clock limit of the worker process that runs it, in seconds.
-    #[arg(long, default_value_t = 600)]
-    pub timeout: u64,
+    #[command(flatten)]
+    pub worker: super::WorkerFlags,
 }
 
 pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -43,12 +39,11 @@ pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         workload: a.workload.clone(),
         seed: a.seed,
     };
-    let exe = std::env::current_exe().context("locating the ptxbench executable")?;
-    let limit = std::time::Duration::from_secs(a.timeout);
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     // The worker's files are moved out of its exchange folder before the folder goes.
     let out = &a.out;
-    let (answer, moved) = run_harness(&exe, a.gpu, &work, limit, |exchange| {
+    let what = format!("{} {}", a.task, a.workload);
+    let (answer, moved) = a.worker.run(&what, &work, |exchange| {
         let from = exchange.join(REFERENCE_DIR);
         let Ok(entries) = std::fs::read_dir(&from) else {
             return Ok(0);
@@ -63,8 +58,7 @@ pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             moved += 1;
         }
         Ok(moved)
-    })
-    .map_err(|e| anyhow::anyhow!("{} {}: {e}", a.task, a.workload))?;
+    })?;
     match answer.result {
         Ok(Produced::Reference(files)) if files.len() == moved => {
             println!("wrote {} ({} files)", a.out.display(), files.len());

@@ -13,7 +13,6 @@ use clap::Args;
 use crate::arch::Arch;
 use crate::candidate::{Candidate, KernelLang};
 use crate::engine::harness_work::{Produced, Work};
-use crate::engine::worker::run_harness;
 use crate::record::TaskObject;
 
 #[derive(Debug, Args)]
@@ -31,11 +30,8 @@ pub struct SiteCostArgs {
     pub launches: u32,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    #[arg(long, default_value_t = 0)]
-    pub gpu: usize,
-    /// Wall-clock limit of the worker process that runs it, in seconds.
-    #[arg(long, default_value_t = 600)]
-    pub timeout: u64,
+    #[command(flatten)]
+    pub worker: super::WorkerFlags,
     /// The figures as JSON.
     #[arg(long)]
     pub json: bool,
@@ -63,10 +59,8 @@ pub fn run(a: SiteCostArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         seed: a.seed,
         launches: a.launches,
     };
-    let exe = std::env::current_exe().context("locating the ptxbench executable")?;
-    let limit = std::time::Duration::from_secs(a.timeout);
-    let (answer, ()) = run_harness(&exe, a.gpu, &work, limit, |_| Ok(()))
-        .map_err(|e| anyhow::anyhow!("{} {}: {e}", a.task, a.workload))?;
+    let what = format!("{} {}", a.task, a.workload);
+    let (answer, ()) = a.worker.run(&what, &work, |_| Ok(()))?;
     let variants = match answer.result {
         Ok(Produced::SiteCost(v)) => v,
         Ok(other) => anyhow::bail!("the worker answered with other work: {other:?}"),
