@@ -8,8 +8,9 @@
 # Usage: pipeline/scripts/device-integrity-v4.sh PTXBENCH_BINARY LIMIT_S [OUT [PARTS]]
 # PARTS, comma-separated (default counters,ncu,zoo,integrity): counters (the counter run list,
 # its evidence and counter tables), ncu (Nsight Compute's names and reads of the counters), zoo,
-# integrity (the v4 run lists), suite-v3 (suite v3's library baselines alone, then its run
-# list), suite-v3-list (the list alone), prefill-probe (the nvcc build of the SIMT prefill
+# integrity (the v4 run lists), suite-v3 (suite v3's baselines alone, library or composed, then
+# its run list), site-cost (what the counted copy's counters cost a CTA), reference (the fp32
+# reference's files through a worker), suite-v3-list (the list alone), prefill-probe (the nvcc build of the SIMT prefill
 # kernel on the 24-head paged task, whose timed launches met an illegal address once: repeated,
 # beside the NVRTC build, and under compute-sanitizer where the machine has it), republish (the published run lists again under
 # this binary's protocol: zoo, suite-v2, reference, engine, in that order). What the runs made is
@@ -82,12 +83,31 @@ echo "exit $?" >> "$log/ncu-cublas.stderr.txt"
 fi
 
 if want suite-v3; then
-  for f in tasks/attention_prefill/*.yaml; do
+  for f in tasks/attention_prefill/*.yaml tasks/attention_mla_decode/*.yaml tasks/gdn_prefill/*.yaml; do
     t=$(basename "$f" .yaml)
     timeout 120 "$bin" baseline --task "$t" --json > "$log/baseline-$t.jsonl" 2> "$log/baseline-$t.stderr.txt"
     echo "exit $?" >> "$log/baseline-$t.stderr.txt"
   done
   run_list suite-v3-sm90a
+fi
+# What the counted copy's counters cost a CTA (issue 61 item 2): the reference GEMM and the
+# attention forward, each against its counted variants, launched in turns.
+if want site-cost; then
+  attn=$(mktemp -d)
+  cp tasks/reference/wgmma_attn_fwd/kernel.ptx "$attn/kernel.ptx"
+  cp tasks/reference/wgmma_attn_fwd/plan.d128.yaml "$attn/plan.yaml"
+  timeout 200 "$bin" site-cost tasks/reference/wgmma_gemm --task gemm_n7168_k5120 --workload M8192 > "$log/site-cost-gemm.md" 2>&1
+  echo "exit $?" >> "$log/site-cost-gemm.md"
+  timeout 200 "$bin" site-cost "$attn" --task mha_with_lse_d128 --workload B4_H48_S4096 > "$log/site-cost-attn.md" 2>&1
+  echo "exit $?" >> "$log/site-cost-attn.md"
+  pack
+fi
+# The fp32 reference's files through a worker process (ptxbench reference).
+if want reference; then
+  timeout 120 "$bin" reference --task gemm_n4096_k4096 --workload M232 -o "$log/reference-gemm" > "$log/reference.txt" 2>&1
+  echo "exit $?" >> "$log/reference.txt"
+  ls -la "$log/reference-gemm" >> "$log/reference.txt" 2>&1
+  rm -rf "$log/reference-gemm"
 fi
 # The list alone, without the baselines' own timing.
 want suite-v3-list && run_list suite-v3-sm90a
