@@ -737,6 +737,7 @@ fn record_sample(
         provenance: Provenance::Measured,
         entry: record.entry.clone(),
         arch,
+        gpu: record.gpu_name().unwrap_or_default().to_string(),
         task: record.task.clone(),
         trajectory,
         turn,

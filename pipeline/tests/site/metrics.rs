@@ -3,7 +3,10 @@
 
 use ptxbench::metrics::reported::{Grouping, reported_arch, reported_samples};
 use ptxbench::metrics::{self, FAST_P, Provenance, Sample, Samples};
-use ptxbench::site::Context;
+use ptxbench::record::put_record;
+use ptxbench::site::input::LoadedRecord;
+use ptxbench::site::{Context, SiteInput};
+use ptxbench::store::Store;
 use ptxbench::store::reported::ReportedData;
 
 use crate::{committed_store, fixture_input, paper_import};
@@ -92,6 +95,7 @@ fn sample(traj: &str, turn: u32, correct: bool, speedup: Option<f64>) -> Sample 
         provenance: Provenance::Measured,
         entry: "e".into(),
         arch: "sm_90a".into(),
+        gpu: "NVIDIA H200".into(),
         task: "t".into(),
         trajectory: traj.into(),
         turn,
@@ -259,6 +263,133 @@ fn the_fixture_keeps_sources_apart_and_is_monotone_in_turns() {
     }
 }
 
+/// The GPU names of the two-GPU tests: as the records' devices give them.
+pub const H100: &str = "NVIDIA H100 80GB HBM3";
+pub const H200: &str = "NVIDIA H200";
+
+/// The fixture input with its records replaced by two of one entry and task, a copy of one
+/// correct timed record measured on each of `gpus` with every workload's speedup as given
+/// (and a narrow interval around it), stored in the fixture store; no runs.
+pub fn on_two_gpus(gpus: [(&str, f64); 2]) -> (tempfile::TempDir, SiteInput, String, String) {
+    let (dir, mut input) = fixture_input();
+    let store = Store::open(dir.path().join("artifacts"));
+    let base = input
+        .records
+        .iter()
+        .find(|r| {
+            r.record.is_correct() && !r.record.is_harness_test() && r.record.min_speedup().is_some()
+        })
+        .expect("a correct timed record")
+        .record
+        .clone();
+    let copy = |gpu: &str, speedup: f64| {
+        let mut r = base.clone();
+        r.previous_digest = None;
+        r.turn = None;
+        r.outcome.device.as_mut().expect("a device").name = gpu.to_string();
+        for t in r
+            .outcome
+            .workloads
+            .iter_mut()
+            .filter_map(|w| w.timing.as_mut())
+        {
+            t.speedup = Some(speedup);
+            t.speedup_ci95 = Some([speedup * 0.99, speedup * 1.01]);
+        }
+        let digest = put_record(&store, &r).expect("stored");
+        let bytes = store.get(&digest).expect("readable").len() as u64;
+        LoadedRecord {
+            digest,
+            record: r,
+            runs: Vec::new(),
+            bytes,
+        }
+    };
+    input.records = gpus.iter().map(|(g, s)| copy(g, *s)).collect();
+    input.runs.clear();
+    (dir, input, base.entry, base.task)
+}
+
+/// One entry measured on two GPUs: a row per GPU at every level (task, all tasks, speedup
+/// points), each with its own GPU's speedups, never pooled; the results table names one GPU
+/// per row.
+#[test]
+fn an_entry_measured_on_two_gpus_gets_a_row_per_gpu() {
+    let (_dir, input, entry, task) = on_two_gpus([(H200, 2.0), (H100, 0.5)]);
+    let ctx = Context::new(&input).expect("context");
+    let measured = |e: &str, p: Provenance| e == entry && p == Provenance::Measured;
+    for limit in metrics::TURN_LIMITS {
+        let rows: Vec<_> = ctx
+            .metrics
+            .tasks
+            .iter()
+            .filter(|t| measured(&t.entry, t.provenance) && t.turn_limit == limit)
+            .collect();
+        let got: Vec<(&str, &str, u32, Option<f64>)> = rows
+            .iter()
+            .map(|t| {
+                (
+                    t.gpu.as_str(),
+                    t.task.as_str(),
+                    t.trajectories,
+                    t.min_speedup,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (H100, task.as_str(), 1, Some(0.5)),
+                (H200, task.as_str(), 1, Some(2.0))
+            ],
+            "turn limit {limit}"
+        );
+        let overall: Vec<(&str, Option<f64>, Option<f64>)> = ctx
+            .metrics
+            .overall
+            .iter()
+            .filter(|o| measured(&o.entry, o.provenance) && o.turn_limit == limit)
+            .map(|o| (o.gpu.as_str(), o.best_speedup, o.geomean_speedup))
+            .collect();
+        assert_eq!(overall.len(), 2, "{overall:?}");
+        for ((gpu, best, geomean), (want_gpu, want)) in
+            overall.iter().zip([(H100, 0.5), (H200, 2.0)])
+        {
+            assert_eq!(*gpu, want_gpu);
+            assert!(close(best.expect("timed"), want), "{gpu}: {best:?}");
+            assert!(close(geomean.expect("timed"), want), "{gpu}: {geomean:?}");
+        }
+    }
+    let points: Vec<(&str, f64)> = ctx
+        .metrics
+        .speedups
+        .iter()
+        .filter(|p| measured(&p.entry, p.provenance))
+        .map(|p| (p.gpu.as_str(), p.speedup))
+        .collect();
+    assert_eq!(points, [(H100, 0.5), (H200, 2.0)]);
+
+    let mut csv = Vec::new();
+    let mut frame = metrics::export::results_frame(&ctx.metrics).expect("the table");
+    metrics::export::write_frame(&mut frame, metrics::export::Format::Csv, &mut csv)
+        .expect("written");
+    let csv = String::from_utf8(csv).expect("UTF-8");
+    let mine: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.starts_with(&format!("measured,{entry},")))
+        .collect();
+    // Per GPU: a row per task and turn limit and one over all tasks per turn limit.
+    assert_eq!(mine.len(), 2 * 2 * metrics::TURN_LIMITS.len(), "{mine:#?}");
+    for gpu in [H100, H200] {
+        let prefix = format!("measured,{entry},sm_90a,{gpu},");
+        assert_eq!(
+            mine.iter().filter(|l| l.starts_with(&prefix)).count(),
+            2 * metrics::TURN_LIMITS.len(),
+            "{gpu}: {mine:#?}"
+        );
+    }
+}
+
 #[test]
 fn results_export_to_csv_and_parquet() {
     let (dir, input) = fixture_input();
@@ -272,7 +403,7 @@ fn results_export_to_csv_and_parquet() {
     let header = text.lines().next().expect("header");
     assert!(
         header.starts_with(
-            "provenance,entry,arch,task,turn_limit,trajectories,correct,correctness_rate"
+            "provenance,entry,arch,gpu,task,turn_limit,trajectories,correct,correctness_rate"
         ),
         "{header}"
     );
