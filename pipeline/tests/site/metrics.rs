@@ -3,13 +3,10 @@
 
 use ptxbench::metrics::reported::{Grouping, reported_arch, reported_samples};
 use ptxbench::metrics::{self, FAST_P, Provenance, Sample, Samples};
-use ptxbench::record::put_record;
-use ptxbench::site::input::LoadedRecord;
-use ptxbench::site::{Context, SiteInput};
-use ptxbench::store::Store;
+use ptxbench::site::Context;
 use ptxbench::store::reported::ReportedData;
 
-use crate::{committed_store, fixture_input, paper_import};
+use crate::{H100, H200, committed_store, fixture_input, on_two_gpus, paper_import};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 * b.abs().max(1.0)
@@ -261,53 +258,6 @@ fn the_fixture_keeps_sources_apart_and_is_monotone_in_turns() {
             );
         }
     }
-}
-
-/// The GPU names of the two-GPU tests: as the records' devices give them.
-pub const H100: &str = "NVIDIA H100 80GB HBM3";
-pub const H200: &str = "NVIDIA H200";
-
-/// The fixture input with its records replaced by two of one entry and task, a copy of one
-/// correct timed record measured on each of `gpus` with every workload's speedup as given
-/// (and a narrow interval around it), stored in the fixture store; no runs.
-pub fn on_two_gpus(gpus: [(&str, f64); 2]) -> (tempfile::TempDir, SiteInput, String, String) {
-    let (dir, mut input) = fixture_input();
-    let store = Store::open(dir.path().join("artifacts"));
-    let base = input
-        .records
-        .iter()
-        .find(|r| {
-            r.record.is_correct() && !r.record.is_harness_test() && r.record.min_speedup().is_some()
-        })
-        .expect("a correct timed record")
-        .record
-        .clone();
-    let copy = |gpu: &str, speedup: f64| {
-        let mut r = base.clone();
-        r.previous_digest = None;
-        r.turn = None;
-        r.outcome.device.as_mut().expect("a device").name = gpu.to_string();
-        for t in r
-            .outcome
-            .workloads
-            .iter_mut()
-            .filter_map(|w| w.timing.as_mut())
-        {
-            t.speedup = Some(speedup);
-            t.speedup_ci95 = Some([speedup * 0.99, speedup * 1.01]);
-        }
-        let digest = put_record(&store, &r).expect("stored");
-        let bytes = store.get(&digest).expect("readable").len() as u64;
-        LoadedRecord {
-            digest,
-            record: r,
-            runs: Vec::new(),
-            bytes,
-        }
-    };
-    input.records = gpus.iter().map(|(g, s)| copy(g, *s)).collect();
-    input.runs.clear();
-    (dir, input, base.entry, base.task)
 }
 
 /// One entry measured on two GPUs: a row per GPU at every level (task, all tasks, speedup
