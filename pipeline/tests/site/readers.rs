@@ -264,10 +264,13 @@ fn issue_44_plots_are_small_multiples_of_one_source() {
         .collect();
     assert!(!plots.is_empty());
     assert_eq!(plots, drawn, "plots that are no panel's");
-    assert!(
-        measured_gpus.contains(&("sm_90a".to_string(), "NVIDIA H200".to_string())),
-        "{measured_gpus:?}"
-    );
+    // The default manifest's runs on the H200 and on an H100: a measured panel for each.
+    for gpu in ["NVIDIA H100 80GB HBM3", "NVIDIA H200"] {
+        assert!(
+            measured_gpus.contains(&("sm_90a".to_string(), gpu.to_string())),
+            "{gpu}: {measured_gpus:?}"
+        );
+    }
 }
 
 /// The plots a panel draws (the middle of [`Panel::name`]'s stems).
@@ -404,8 +407,8 @@ fn issue_44_harness_page_shows_grades_and_orders_rows() {
 }
 
 /// Item 9: the engine's `simt-*` kernels are not reference rows; a reference kernel has one
-/// row (one attempt), not one per turn limit; the paper's ablations are not ranked as models;
-/// Gemini 3.1 Pro's release date says where it comes from.
+/// row per GPU it was measured on (one attempt), not one per turn limit; the paper's ablations
+/// are not ranked as models; Gemini 3.1 Pro's release date says where it comes from.
 #[test]
 fn issue_44_rows_are_what_their_table_says() {
     let (_input, pages) = published();
@@ -415,17 +418,29 @@ fn issue_44_rows_are_what_their_table_says() {
     // (nvcc's own SIMT build, `nvcc-13-0-simt-…`, is a reference kernel.)
     assert!(refs.iter().all(|r| !r.contains(">simt-")));
     assert!(refs.iter().all(|r| !r.contains("data-turn=")));
-    let names: std::collections::BTreeSet<&str> = refs
+    // (name, GPU) of each row: the GPU is under the source badge.
+    let cell = |r: &'static str, open: &str, close: &str| -> &'static str {
+        let at = r.find(open).unwrap_or_else(|| panic!("no {open} in {r}"));
+        &r[at + open.len()..at + r[at..].find(close).expect("ends")]
+    };
+    let names: std::collections::BTreeSet<(&str, &str)> = refs
         .iter()
         .map(|r| {
-            let at = r.find("class=\"name\"").expect("a name");
-            &r[at..at + r[at..].find("</td>").expect("ends")]
+            (
+                cell(r, "class=\"name\"", "</td>"),
+                cell(r, "<br><small>", "</small>"),
+            )
         })
         .collect();
     assert_eq!(
         names.len(),
         refs.len(),
-        "a reference kernel has several rows"
+        "a reference kernel has several rows on one GPU"
+    );
+    let gpus: std::collections::BTreeSet<&str> = names.iter().map(|(_, g)| *g).collect();
+    assert_eq!(
+        gpus.into_iter().collect::<Vec<_>>(),
+        ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
     );
     let models = rows(arch, "lb-paper-sm_90a");
     assert!(models.iter().all(|r| !r.contains("Qwen3.6-27B-s")));
