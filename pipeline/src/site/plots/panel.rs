@@ -1,9 +1,8 @@
 //! Small multiples: each plot of an arch page is drawn once per source (the paper's reported
 //! data, the records measured here) and GPU, so no plot mixes GPUs or grades, and each holds at
-//! most
-//! [`MAX_SERIES`] entries (the best by the leaderboard's order); the rest are named under the
-//! plot and are in the tables above it. The paper's ablations and the engine's simple kernels
-//! are in no plot.
+//! most [`MAX_SERIES`] entries (the best by the leaderboard's order); the rest are named under
+//! the plot and are in the tables above it. The paper's ablations and the engine's simple
+//! kernels are in no plot.
 
 use std::collections::BTreeSet;
 
@@ -33,8 +32,9 @@ impl Panel {
         source == self.source && gpu == self.gpu && self.entries.contains(entry)
     }
 
-    /// A plot's file name stem: `sm_90a-fast-p-reported-h100`, `sm_90a-fast-p-measured-nvidia-h200`
-    /// (`sm_90a-fast-p-measured` where no GPU was recorded).
+    /// A plot's file name stem: `sm_90a-fast-p-reported-h100`,
+    /// `sm_90a-fast-p-measured-nvidia-h200` (`sm_90a-fast-p-measured` where no GPU was
+    /// recorded).
     pub fn name(&self, plot: &str) -> String {
         if self.gpu.is_empty() {
             format!("{}-{plot}-{}", self.arch, self.source)
