@@ -446,6 +446,12 @@ fn main() -> anyhow::Result<()> {
                 },
                 entry: format!("model-{:02}", i % 40),
                 arch: if i % 3 == 0 { "sm_100a" } else { "sm_90a" }.to_string(),
+                gpu: if i % 3 == 0 {
+                    "NVIDIA B200"
+                } else {
+                    "NVIDIA H200"
+                }
+                .to_string(),
                 task: tasks[(i / 40) % tasks.len()].clone(),
                 trajectory: format!("t{}", i / 8),
                 turn: (i % 8) as u32,

@@ -1,6 +1,6 @@
 //! `ptxbench export results MANIFEST --format parquet|csv -o FILE`: the metrics table of a
-//! manifest (what the leaderboard shows) as a file, one row per (source, entry, arch, task,
-//! turn limit) and one per (source, entry, arch, turn limit) over all tasks.
+//! manifest (what the leaderboard shows) as a file, one row per (source, entry, arch, GPU, task,
+//! turn limit) and one per (source, entry, arch, GPU, turn limit) over all tasks.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -8,7 +8,7 @@ use super::estimator::{geometric_mean_from_logs, pass_at_k};
 use super::sample::{Keys, Provenance, Samples, provenance_of_code};
 use super::{FAST_P, MetricsError, PASS_K, TURN_LIMITS};
 
-/// Metrics of one (provenance, entry, arch, task) at one turn limit.
+/// Metrics of one (provenance, entry, arch, GPU, task) at one turn limit.
 ///
 /// A trajectory counts as correct when any of its turns below the limit is correct; its
 /// speedup is the best over those correct turns.
@@ -17,6 +17,8 @@ pub struct TaskMetrics {
     pub provenance: Provenance,
     pub entry: String,
     pub arch: String,
+    /// The GPU of its samples ([`super::Sample::gpu`]; empty: not recorded).
+    pub gpu: String,
     pub task: String,
     pub turn_limit: u32,
     pub trajectories: u32,
@@ -77,7 +79,7 @@ impl TaskMetrics {
     }
 }
 
-/// Metrics of one (provenance, entry, arch) over all its tasks at one turn limit. Rates are
+/// Metrics of one (provenance, entry, arch, GPU) over all its tasks at one turn limit. Rates are
 /// macro averages over tasks (each task weighs the same); speedup maxima are over tasks; the
 /// geometric mean pools every timed correct trajectory.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +87,8 @@ pub struct OverallMetrics {
     pub provenance: Provenance,
     pub entry: String,
     pub arch: String,
+    /// The GPU of its tasks' samples (empty: not recorded).
+    pub gpu: String,
     pub turn_limit: u32,
     pub tasks: u32,
     /// Tasks with at least one correct trajectory.
@@ -117,6 +121,7 @@ pub struct SpeedupPoint {
     pub provenance: Provenance,
     pub entry: String,
     pub arch: String,
+    pub gpu: String,
     pub task: String,
     pub turn_limit: u32,
     /// Smallest over the workloads.
@@ -126,11 +131,11 @@ pub struct SpeedupPoint {
 /// Everything the leaderboard shows, computed once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metrics {
-    /// Sorted by (provenance, entry, arch, task, turn limit).
+    /// Sorted by (provenance, entry, arch, GPU, task, turn limit).
     pub tasks: Vec<TaskMetrics>,
-    /// Sorted by (provenance, entry, arch, turn limit).
+    /// Sorted by (provenance, entry, arch, GPU, turn limit).
     pub overall: Vec<OverallMetrics>,
-    /// At the largest turn limit, sorted by (provenance, entry, arch, task, speedup).
+    /// At the largest turn limit, sorted by (provenance, entry, arch, GPU, task, speedup).
     pub speedups: Vec<SpeedupPoint>,
 }
 
@@ -142,7 +147,9 @@ fn ratio(a: u32, b: u32) -> f64 {
     }
 }
 
-const TASK_KEYS: [&str; 5] = ["provenance", "entry", "arch", "task", "turn_limit"];
+/// What a per-task row is: the GPU is part of it, so no metric pools speedups measured on two
+/// GPUs.
+const TASK_KEYS: [&str; 6] = ["provenance", "entry", "arch", "gpu", "task", "turn_limit"];
 
 fn cols(names: &[&str]) -> Vec<Expr> {
     names.iter().map(|n| col(*n)).collect()
@@ -170,7 +177,14 @@ fn at_largest(name: &str, key: &str) -> Expr {
 fn trajectories(samples: LazyFrame, limit: u32) -> LazyFrame {
     samples
         .filter(col("turn").lt(lit(limit)))
-        .group_by(cols(&["provenance", "entry", "arch", "task", "trajectory"]))
+        .group_by(cols(&[
+            "provenance",
+            "entry",
+            "arch",
+            "gpu",
+            "task",
+            "trajectory",
+        ]))
         .agg([
             col("correct").any(true).alias("correct"),
             col("correct_with_arch")
@@ -214,6 +228,7 @@ pub fn compute(samples: Samples) -> Result<Metrics, MetricsError> {
                 "provenance",
                 "entry",
                 "arch",
+                "gpu",
                 "task",
                 "turn_limit",
                 "trajectory",
@@ -337,6 +352,7 @@ fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsErr
     let provenance = u32_col(df, "provenance")?;
     let entry = u32_col(df, "entry")?;
     let arch = u32_col(df, "arch")?;
+    let gpu = u32_col(df, "gpu")?;
     let task = u32_col(df, "task")?;
     let limit = u32_col(df, "turn_limit")?;
     let n = u32_col(df, "trajectories")?;
@@ -371,6 +387,7 @@ fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsErr
             provenance: provenance_of(provenance, i)?,
             entry: key_at(&keys.entry, entry, i)?,
             arch: key_at(&keys.arch, arch, i)?,
+            gpu: key_at(&keys.gpu, gpu, i)?,
             task: key_at(&keys.task, task, i)?,
             turn_limit: limit.get(i).unwrap_or(0),
             trajectories: n.get(i).unwrap_or(0),
@@ -395,7 +412,8 @@ fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsErr
     Ok(out)
 }
 
-/// The per-task metrics as a frame (one row per task and turn limit), with derived rates.
+/// The per-task metrics as a frame (one row per task and turn limit), with derived rates. The
+/// `gpu` column is empty (null) where no GPU was recorded.
 pub fn task_frame(tasks: &[TaskMetrics]) -> PolarsResult<DataFrame> {
     let n = tasks.len();
     let strs = |f: fn(&TaskMetrics) -> &str| -> Vec<String> {
@@ -415,6 +433,10 @@ pub fn task_frame(tasks: &[TaskMetrics]) -> PolarsResult<DataFrame> {
         ),
         Column::new("entry".into(), strs(|t| &t.entry)),
         Column::new("arch".into(), strs(|t| &t.arch)),
+        Column::new(
+            "gpu".into(),
+            gpu_column(tasks.iter().map(|t| t.gpu.as_str())),
+        ),
         Column::new("task".into(), strs(|t| &t.task)),
         Column::new("turn_limit".into(), u32s(|t| t.turn_limit)),
         Column::new("trajectories".into(), u32s(|t| t.trajectories)),
@@ -483,6 +505,11 @@ pub fn task_frame(tasks: &[TaskMetrics]) -> PolarsResult<DataFrame> {
     DataFrame::new(n, columns)
 }
 
+/// A `gpu` column: the GPU's name, null where none was recorded.
+pub fn gpu_column<'a>(gpus: impl Iterator<Item = &'a str>) -> Vec<Option<&'a str>> {
+    gpus.map(|g| (!g.is_empty()).then_some(g)).collect()
+}
+
 /// The mean of a float column over a group, summed in sorted order: the same values always
 /// give the same bits, whatever order the parallel group-by delivers them in.
 fn mean_of(name: &str) -> Expr {
@@ -505,7 +532,7 @@ fn at_best(name: &str) -> Expr {
 
 /// The per-entry metrics over the tasks of `tasks` (as [`compute`] makes them from all).
 pub fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsError> {
-    const KEYS: [&str; 4] = ["provenance", "entry", "arch", "turn_limit"];
+    const KEYS: [&str; 5] = ["provenance", "entry", "arch", "gpu", "turn_limit"];
     let frame = task_frame(tasks)?;
     let mut aggs = vec![
         len().cast(DataType::UInt32).alias("tasks"),
@@ -555,6 +582,7 @@ pub fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsErro
     let provenance = str_col(&df, "provenance")?;
     let entry = str_col(&df, "entry")?;
     let arch = str_col(&df, "arch")?;
+    let gpu = str_col(&df, "gpu")?;
     let limit = u32_col(&df, "turn_limit")?;
     let n_tasks = u32_col(&df, "tasks")?;
     let solved = u32_col(&df, "tasks_solved")?;
@@ -595,6 +623,7 @@ pub fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsErro
             provenance: provenance_at(provenance, i)?,
             entry: text_at(entry, i),
             arch: text_at(arch, i),
+            gpu: text_at(gpu, i),
             turn_limit: limit.get(i).unwrap_or(0),
             tasks: n_tasks.get(i).unwrap_or(0),
             tasks_solved: solved.get(i).unwrap_or(0),
@@ -627,6 +656,7 @@ fn speedup_points(trajectories: DataFrame, keys: &Keys) -> Result<Vec<SpeedupPoi
         "provenance",
         "entry",
         "arch",
+        "gpu",
         "task",
         "speedup_min",
         "trajectory",
@@ -645,6 +675,7 @@ fn speedup_points(trajectories: DataFrame, keys: &Keys) -> Result<Vec<SpeedupPoi
     let provenance = u32_col(&df, "provenance")?;
     let entry = u32_col(&df, "entry")?;
     let arch = u32_col(&df, "arch")?;
+    let gpu = u32_col(&df, "gpu")?;
     let task = u32_col(&df, "task")?;
     let speedup = f64_col(&df, "speedup_min")?;
     let mut out = Vec::with_capacity(df.height());
@@ -653,6 +684,7 @@ fn speedup_points(trajectories: DataFrame, keys: &Keys) -> Result<Vec<SpeedupPoi
             provenance: provenance_of(provenance, i)?,
             entry: key_at(&keys.entry, entry, i)?,
             arch: key_at(&keys.arch, arch, i)?,
+            gpu: key_at(&keys.gpu, gpu, i)?,
             task: key_at(&keys.task, task, i)?,
             turn_limit: limit,
             speedup: speedup.get(i).unwrap_or(0.0),

@@ -1,6 +1,7 @@
 //! Writing the metrics table to Parquet or CSV (`ptxbench export results`). The table is
-//! [`results_frame`]: one row per (provenance, entry, arch, task, turn limit), then one per
-//! (provenance, entry, arch, turn limit) over all tasks with `task` = `*`.
+//! [`results_frame`]: one row per (provenance, entry, arch, GPU, task, turn limit), then one per
+//! (provenance, entry, arch, GPU, turn limit) over all tasks with `task` = `*`. The `gpu` column
+//! holds one GPU's name (null where none was recorded), never a list.
 
 use std::io::Write;
 use std::path::Path;
@@ -41,6 +42,10 @@ pub fn results_frame(metrics: &Metrics) -> Result<DataFrame, MetricsError> {
         Column::new(
             "arch".into(),
             o.iter().map(|r| r.arch.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "gpu".into(),
+            super::aggregate::gpu_column(o.iter().map(|r| r.gpu.as_str())),
         ),
         Column::new("task".into(), vec!["*"; n]),
         Column::new(

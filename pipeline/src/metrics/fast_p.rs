@@ -7,12 +7,14 @@ use std::collections::BTreeMap;
 
 use super::{Provenance, SpeedupPoint, TURN_LIMITS, TaskMetrics};
 
-/// One entry's fast_p curve on one architecture: `points[i]` is fast_p at `ps[i]`.
+/// One entry's fast_p curve on one architecture and GPU: `points[i]` is fast_p at `ps[i]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FastCurve {
     pub provenance: Provenance,
     pub entry: String,
     pub arch: String,
+    /// The GPU of its rows (empty: not recorded).
+    pub gpu: String,
     /// Tasks averaged over.
     pub tasks: usize,
     pub points: Vec<(f64, f64)>,
@@ -26,7 +28,8 @@ pub fn p_grid(max: f64, steps: u32) -> Vec<f64> {
         .collect()
 }
 
-/// The fast_p curve of every (provenance, entry) on `arch`, in key order, at each p of `ps`.
+/// The fast_p curve of every (provenance, entry, GPU) on `arch`, in key order, at each p of
+/// `ps`.
 /// p = 0 counts every correct trajectory (timed or not), as `fast_0.0` does.
 pub fn fast_p_curves(
     tasks: &[TaskMetrics],
@@ -35,15 +38,15 @@ pub fn fast_p_curves(
     ps: &[f64],
 ) -> Vec<FastCurve> {
     let limit = TURN_LIMITS[TURN_LIMITS.len() - 1];
-    // (provenance, entry) → task → (trajectories, correct, sorted speedups)
+    // (provenance, entry, GPU) → task → (trajectories, correct, sorted speedups)
     type PerTask<'a> = BTreeMap<&'a str, (u32, u32, Vec<f64>)>;
-    let mut groups: BTreeMap<(Provenance, &str), PerTask<'_>> = BTreeMap::new();
+    let mut groups: BTreeMap<(Provenance, &str, &str), PerTask<'_>> = BTreeMap::new();
     for t in tasks
         .iter()
         .filter(|t| t.arch == arch && t.turn_limit == limit && t.trajectories > 0)
     {
         groups
-            .entry((t.provenance, t.entry.as_str()))
+            .entry((t.provenance, t.entry.as_str(), t.gpu.as_str()))
             .or_default()
             .insert(t.task.as_str(), (t.trajectories, t.correct, Vec::new()));
     }
@@ -52,7 +55,7 @@ pub fn fast_p_curves(
         .filter(|s| s.arch == arch && s.turn_limit == limit)
     {
         if let Some((_, _, v)) = groups
-            .get_mut(&(s.provenance, s.entry.as_str()))
+            .get_mut(&(s.provenance, s.entry.as_str(), s.gpu.as_str()))
             .and_then(|g| g.get_mut(s.task.as_str()))
         {
             v.push(s.speedup);
@@ -60,7 +63,7 @@ pub fn fast_p_curves(
     }
     groups
         .into_iter()
-        .map(|((provenance, entry), mut per_task)| {
+        .map(|((provenance, entry, gpu), mut per_task)| {
             for (_, _, v) in per_task.values_mut() {
                 v.sort_by(f64::total_cmp);
             }
@@ -86,6 +89,7 @@ pub fn fast_p_curves(
                 provenance,
                 entry: entry.to_string(),
                 arch: arch.to_string(),
+                gpu: gpu.to_string(),
                 tasks: n,
                 points,
             }
@@ -103,6 +107,7 @@ mod tests {
             provenance: Provenance::Measured,
             entry: "m".into(),
             arch: "sm_90a".into(),
+            gpu: "NVIDIA H200".into(),
             task: task.into(),
             trajectory: traj.into(),
             turn,

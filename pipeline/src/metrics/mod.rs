@@ -1,11 +1,12 @@
 //! The benchmark's metrics, computed with Polars (lazy) from samples: records measured here
-//! and the paper's reported per-turn data, never mixed (provenance is part of every key).
+//! and the paper's reported per-turn data, never mixed (provenance is part of every key), and
+//! samples of different GPUs never pooled (the GPU is part of every key too).
 //!
-//! Per (provenance, entry, arch, task) and turn limit ([`TURN_LIMITS`]): correctness rate,
+//! Per (provenance, entry, arch, GPU, task) and turn limit ([`TURN_LIMITS`]): correctness rate,
 //! correct-with-arch rate (where the evidence was measured), best speedup, best min-over-
 //! workloads speedup, fast_p for p in [`FAST_P`], the geometric-mean speedup over correct
 //! trajectories, pass@k for k in [`PASS_K`] (unbiased estimator) and the best fraction of the
-//! measured peak; and the same per (provenance, entry, arch) over all tasks.
+//! measured peak; and the same per (provenance, entry, arch, GPU) over all tasks.
 //!
 //! `sample` (the unit counted), `estimator` (pass@k, geometric mean), `aggregate` (the Polars
 //! queries), `fast_p` (the fast_p curve), `core_set` (the common task set of the default view), `reported` (samples from the paper's data), `export` (Parquet/CSV).

@@ -84,7 +84,7 @@ struct Columns {
 
 fn sample(c: &Columns, row: &[String], grouping: Grouping) -> Result<Sample, String> {
     let cell = |i: usize| row.get(i).map(String::as_str).unwrap_or("");
-    let (arch, _) =
+    let (arch, gpu) =
         reported_arch(cell(c.arch)).ok_or_else(|| format!("unknown arch `{}`", cell(c.arch)))?;
     let turn: u32 = cell(c.turn)
         .parse()
@@ -112,6 +112,7 @@ fn sample(c: &Columns, row: &[String], grouping: Grouping) -> Result<Sample, Str
         provenance: Provenance::Reported,
         entry: cell(c.model).to_string(),
         arch: arch.to_string(),
+        gpu: gpu.to_string(),
         task,
         trajectory: format!("{run}/{}", cell(c.trajectory)),
         turn,

@@ -17,8 +17,12 @@ pub struct Sample {
     pub entry: String,
     /// `sm_90a`, `sm_100a`.
     pub arch: String,
+    /// The GPU the sample was measured on: the device name its record holds (`NVIDIA H200`),
+    /// or for reported data the GPU the source declares (`H100`); empty: not recorded. Part of
+    /// every key, so speedups measured on two GPUs are never pooled.
+    pub gpu: String,
     pub task: String,
-    /// Names the trajectory within (provenance, entry, arch, task): turns of one trajectory
+    /// Names the trajectory within (provenance, entry, arch, GPU, task): turns of one trajectory
     /// share it.
     pub trajectory: String,
     /// 0-based turn within the trajectory (a record without turns is turn 0).
@@ -88,6 +92,7 @@ impl Interner {
 pub struct Keys {
     pub entry: Vec<String>,
     pub arch: Vec<String>,
+    pub gpu: Vec<String>,
     pub task: Vec<String>,
     pub trajectory: Vec<String>,
 }
@@ -101,10 +106,12 @@ pub struct Samples {
     provenance: Vec<u32>,
     entry: Vec<u32>,
     arch: Vec<u32>,
+    gpu: Vec<u32>,
     task: Vec<u32>,
     trajectory: Vec<u32>,
     entries: Interner,
     archs: Interner,
+    gpus: Interner,
     tasks: Interner,
     trajectories: Interner,
     turn: Vec<u32>,
@@ -148,6 +155,7 @@ impl Samples {
             provenance: Vec::with_capacity(n),
             entry: Vec::with_capacity(n),
             arch: Vec::with_capacity(n),
+            gpu: Vec::with_capacity(n),
             task: Vec::with_capacity(n),
             trajectory: Vec::with_capacity(n),
             turn: Vec::with_capacity(n),
@@ -193,6 +201,7 @@ impl Samples {
         self.provenance.push(provenance_code(s.provenance));
         self.entry.push(self.entries.code(s.entry));
         self.arch.push(self.archs.code(s.arch));
+        self.gpu.push(self.gpus.code(s.gpu));
         self.task.push(self.tasks.code(s.task));
         self.trajectory.push(self.trajectories.code(s.trajectory));
         self.turn.push(s.turn);
@@ -228,7 +237,7 @@ impl Samples {
         }
     }
 
-    /// The samples as a frame with columns `provenance, entry, arch, task, trajectory` (codes,
+    /// The samples as a frame with columns `provenance, entry, arch, gpu, task, trajectory` (codes,
     /// see [`Keys`]), `turn, correct, correct_with_arch, speedup_min, speedup_best,
     /// ln_speedup_min, peak_fraction`; and the text of the codes.
     pub fn into_frame(self) -> PolarsResult<(DataFrame, Keys)> {
@@ -242,6 +251,7 @@ impl Samples {
         };
         let (entry, entries) = recode(self.entry, self.entries);
         let (arch, archs) = recode(self.arch, self.archs);
+        let (gpu, gpus) = recode(self.gpu, self.gpus);
         let (task, tasks) = recode(self.task, self.tasks);
         let (trajectory, trajectories) = recode(self.trajectory, self.trajectories);
         let frame = DataFrame::new(
@@ -250,6 +260,7 @@ impl Samples {
                 Column::new("provenance".into(), self.provenance),
                 Column::new("entry".into(), entry),
                 Column::new("arch".into(), arch),
+                Column::new("gpu".into(), gpu),
                 Column::new("task".into(), task),
                 Column::new("trajectory".into(), trajectory),
                 Column::new("turn".into(), self.turn),
@@ -272,6 +283,7 @@ impl Samples {
             Keys {
                 entry: entries,
                 arch: archs,
+                gpu: gpus,
                 task: tasks,
                 trajectory: trajectories,
             },

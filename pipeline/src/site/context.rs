@@ -27,10 +27,14 @@ pub fn is_evaluated(r: &Record) -> bool {
     r.outcome.stage != crate::record::Stage::NotEvaluated
 }
 
-/// The peak proxy of one (arch, precision): the best library throughput seen in any record.
+/// The peak proxy of one (arch, GPU, precision): the best library throughput seen in any
+/// record measured on that GPU (a library is faster on one GPU than on another, so a fraction
+/// of another GPU's peak would say nothing).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Peak {
     pub arch: String,
+    /// The GPU's name as the records give it (empty: not recorded).
+    pub gpu: String,
     /// The dtype of the task's first input (`bf16`, `e4m3`).
     pub precision: String,
     pub tflops: f64,
@@ -61,8 +65,9 @@ pub struct Context<'a> {
     /// Indices into `input.records` of the records of (entry, arch) pairs with work not
     /// evaluated yet ([`Pending`]), evaluated or not: in no table, plot or rate.
     pub pending: Vec<usize>,
-    /// Indices into `input.records` of role `entry`, by (entry, arch, task).
-    pub cell_records: BTreeMap<(String, String, String), Vec<usize>>,
+    /// Indices into `input.records` of role `entry`, by (entry, arch, GPU, task) (the GPU as
+    /// [`Record::gpu_name`] gives it, empty where none).
+    pub cell_records: BTreeMap<CellKey, Vec<usize>>,
     /// The paper's own per-run aggregates, per reported data set (as published).
     pub published: Vec<Vec<ReportedResult>>,
     /// `Suite::digest()` of the suite, computed once (it hashes every task).
@@ -99,6 +104,9 @@ pub struct Context<'a> {
     /// them by comparing numbers.
     pub list_rank: Vec<u32>,
 }
+
+/// The key of a metric row's records: (entry, arch, GPU, task).
+pub type CellKey = (String, String, String, String);
 
 /// What the site holds of a digest.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -171,7 +179,7 @@ impl<'a> Context<'a> {
         let records = &input.records;
         let flops = FlopTable::new(suite);
 
-        let mut peak_at: BTreeMap<(String, String), Peak> = BTreeMap::new();
+        let mut peak_at: BTreeMap<PeakKey, Peak> = BTreeMap::new();
         for r in records {
             let Some(task) = suite.get(&r.record.task) else {
                 continue;
@@ -180,14 +188,19 @@ impl<'a> Context<'a> {
                 let Some(tf) = w.baseline_tflops else {
                     continue;
                 };
-                let key = (r.record.arch.to_string(), precision(task));
+                let key = (
+                    r.record.arch.to_string(),
+                    r.record.gpu_name().unwrap_or_default().to_string(),
+                    precision(task),
+                );
                 let better = peak_at.get(&key).is_none_or(|p| tf > p.tflops);
                 if better {
                     peak_at.insert(
                         key.clone(),
                         Peak {
                             arch: key.0,
-                            precision: key.1,
+                            gpu: key.1,
+                            precision: key.2,
                             tflops: tf,
                             task: task.id.to_string(),
                             workload: w.workload.clone(),
@@ -204,7 +217,7 @@ impl<'a> Context<'a> {
         let mut task_records: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut harness = Vec::new();
         let mut unevaluated = Vec::new();
-        let mut cell_records: BTreeMap<(String, String, String), Vec<usize>> = BTreeMap::new();
+        let mut cell_records: BTreeMap<CellKey, Vec<usize>> = BTreeMap::new();
         let mut archs = BTreeSet::new();
         let mut tasks: BTreeSet<String> = suite.tasks.iter().map(|t| t.id.to_string()).collect();
         let add_entry = |entries: &mut BTreeMap<String, EntryInfo>,
@@ -293,7 +306,12 @@ impl<'a> Context<'a> {
                 .or_default()
                 .push(i);
             cell_records
-                .entry((r.record.entry.clone(), arch.clone(), r.record.task.clone()))
+                .entry((
+                    r.record.entry.clone(),
+                    arch.clone(),
+                    gpu.clone(),
+                    r.record.task.clone(),
+                ))
                 .or_default()
                 .push(i);
             let task = suite.get(&r.record.task);
@@ -449,17 +467,23 @@ impl<'a> Context<'a> {
             .unwrap_or_else(|| format!("hash {}", r.suite_hash.short(12)))
     }
 
-    /// The best correct record of (entry, arch, task) among turns below `turn_limit`: the
+    /// The best correct record of (entry, arch, GPU, task) among turns below `turn_limit`: the
     /// largest smallest-over-workloads speedup, then untimed ones, then digest order. What an
     /// aggregate's cell links to as its evidence.
     pub fn best_record(
         &self,
         entry: &str,
         arch: &str,
+        gpu: &str,
         task: &str,
         turn_limit: u32,
     ) -> Option<&LoadedRecord> {
-        let key = (entry.to_string(), arch.to_string(), task.to_string());
+        let key = (
+            entry.to_string(),
+            arch.to_string(),
+            gpu.to_string(),
+            task.to_string(),
+        );
         let speed = |r: &LoadedRecord| r.record.min_speedup().filter(|s| s.is_finite());
         self.cell_records
             .get(&key)?
@@ -526,19 +550,11 @@ impl<'a> Context<'a> {
         }
     }
 
-    pub fn peak(&self, arch: &str, precision: &str) -> Option<&Peak> {
+    /// The peak proxy of (arch, GPU, precision), where a record measured one.
+    pub fn peak(&self, arch: &str, gpu: &str, precision: &str) -> Option<&Peak> {
         self.peaks
             .iter()
-            .find(|p| p.arch == arch && p.precision == precision)
-    }
-
-    /// The GPUs of an entry's results on `arch` under `prov`, joined for display.
-    pub fn gpus(&self, entry: &str, prov: Provenance, arch: &str) -> String {
-        self.entries
-            .get(entry)
-            .and_then(|e| e.gpus.get(&(prov, arch.to_string())))
-            .map(|g| g.iter().cloned().collect::<Vec<_>>().join(", "))
-            .unwrap_or_default()
+            .find(|p| p.arch == arch && p.gpu == gpu && p.precision == precision)
     }
 }
 
@@ -673,6 +689,9 @@ fn trajectory_roots(records: &[LoadedRecord]) -> Vec<Digest> {
         .collect()
 }
 
+/// The key of a peak proxy: (arch, GPU, precision).
+type PeakKey = (String, String, String);
+
 /// The metric sample of one record (role `entry`).
 ///
 /// A trajectory is a chain of records linked by `previous_digest`, named by its first record;
@@ -683,7 +702,7 @@ fn record_sample(
     root: Digest,
     task: Option<&Task>,
     flops: &FlopTable,
-    peaks: &BTreeMap<(String, String), Peak>,
+    peaks: &BTreeMap<PeakKey, Peak>,
 ) -> Sample {
     let record = &r.record;
     let arch = record.arch.to_string();
@@ -724,7 +743,8 @@ fn record_sample(
         let hi = cis.iter().map(|c| c[1]).max_by(f64::total_cmp);
         [lo.unwrap_or(f64::NAN), hi.unwrap_or(f64::NAN)]
     });
-    let peak = task.and_then(|t| peaks.get(&(arch.clone(), precision(t))));
+    let gpu = record.gpu_name().unwrap_or_default().to_string();
+    let peak = task.and_then(|t| peaks.get(&(arch.clone(), gpu.clone(), precision(t))));
     let peak_fraction = peak.and_then(|p| {
         perf.iter()
             .filter_map(|w| w.candidate_tflops)
@@ -737,6 +757,7 @@ fn record_sample(
         provenance: Provenance::Measured,
         entry: record.entry.clone(),
         arch,
+        gpu,
         task: record.task.clone(),
         trajectory,
         turn,

@@ -12,8 +12,8 @@ use super::SiteError;
 use super::context::{Context, is_evaluated, workload_rates};
 use super::input::LoadedRecord;
 use super::paths;
+use crate::metrics::MetricsError;
 use crate::metrics::export::{Format, write_frame};
-use crate::metrics::{MetricsError, Provenance};
 use crate::record::Record;
 
 /// One documented column: name, type as the CSV holds it, meaning.
@@ -201,7 +201,7 @@ fn metric_meaning(name: &str) -> &'static str {
         "entry" => "the entry",
         "arch" => "target architecture",
         "gpu" => {
-            "the GPUs the row's numbers were measured on (reported: the paper's; measured: the records'); speedups compare across GPUs, times and throughputs do not"
+            "the GPU the row's numbers were measured on (reported: the one the paper names; measured: the records' device): an entry measured on two GPUs has a row for each, never pooled; speedups compare across GPUs, times and throughputs do not"
         }
         "task" => "task id; * on rows over all the entry's tasks",
         "turn_limit" => "a trajectory counts its turns 0..limit",
@@ -400,31 +400,6 @@ fn workloads_frame(
     Ok(DataFrame::new(height, columns)?)
 }
 
-/// Adds the `gpu` column after `arch`: the GPUs each row's numbers were measured on (the
-/// paper's H100 or B200 for reported rows, the records' for measured ones), so rows of
-/// different GPUs are never read as one.
-fn with_gpu_column(ctx: &Context<'_>, frame: &mut DataFrame) -> Result<(), SiteError> {
-    let text = |name: &str| -> Result<Vec<String>, SiteError> {
-        let c = frame.column(name).map_err(MetricsError::from)?;
-        let s = c.str().map_err(MetricsError::from)?;
-        Ok((0..s.len())
-            .map(|i| s.get(i).unwrap_or_default().to_string())
-            .collect())
-    };
-    let (prov, entry, arch) = (text("provenance")?, text("entry")?, text("arch")?);
-    let gpu: Vec<String> = (0..frame.height())
-        .map(|i| {
-            let p = if prov[i] == Provenance::Reported.as_str() {
-                Provenance::Reported
-            } else {
-                Provenance::Measured
-            };
-            ctx.gpus(&entry[i], p, &arch[i])
-        })
-        .collect();
-    insert_after(frame, "arch", Column::new("gpu".into(), gpu))
-}
-
 /// Inserts `column` after column `after` (last when there is none).
 fn insert_after(frame: &mut DataFrame, after: &str, column: Column) -> Result<(), SiteError> {
     let at = frame
@@ -530,7 +505,6 @@ pub fn tables(
         "trajectories",
         Column::new("tasks_solved".into(), solved),
     )?;
-    with_gpu_column(ctx, &mut results)?;
     with_kind_column(ctx, &mut results)?;
     lead_with_every_type(&mut results)?;
     let results_columns = results
@@ -547,7 +521,7 @@ pub fn tables(
     each(Table::new(
         "results",
         "Metrics",
-        "One row per (source, entry, architecture, task, turn limit), then one per (source, entry, architecture, turn limit) over all its tasks: the numbers of the leaderboards. A reference kernel (one attempt) has turn limit 1 only; the engine's simple kernels are harness tests and have no row (see the records).",
+        "One row per (source, entry, architecture, GPU, task, turn limit), then one per (source, entry, architecture, GPU, turn limit) over all its tasks: the numbers of the leaderboards. A reference kernel (one attempt) has turn limit 1 only; the engine's simple kernels are harness tests and have no row (see the records).",
         results_columns,
         results,
     ))?;

@@ -26,14 +26,19 @@ pub fn entry(slug: &str) -> String {
     format!("entry/{slug}.html")
 }
 
-/// The anchor of a task's rows on an entry's page.
-pub fn task_anchor(arch: &str, task: &str) -> String {
-    format!("{arch}-{}", slug(task))
+/// The anchor of a task's rows on one GPU on an entry's page (`sm_90a-nvidia-h200-gemm_x`;
+/// `sm_90a-gemm_x` where no GPU was recorded): an entry measured on two GPUs has rows of each.
+pub fn task_anchor(arch: &str, gpu: &str, task: &str) -> String {
+    if gpu.is_empty() {
+        format!("{arch}-{}", slug(task))
+    } else {
+        format!("{arch}-{}-{}", slug(gpu), slug(task))
+    }
 }
 
-/// A task's rows on an entry's page.
-pub fn entry_task(slug: &str, arch: &str, task: &str) -> String {
-    format!("{}#{}", entry(slug), task_anchor(arch, task))
+/// A task's rows on one GPU on an entry's page.
+pub fn entry_task(slug: &str, arch: &str, gpu: &str, task: &str) -> String {
+    format!("{}#{}", entry(slug), task_anchor(arch, gpu, task))
 }
 
 pub fn record(digest: &Digest) -> String {

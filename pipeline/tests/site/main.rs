@@ -11,6 +11,7 @@ mod ceilings;
 mod cli;
 mod core_set;
 mod determinism;
+mod gpus;
 mod intervals;
 mod links;
 mod loading;
@@ -119,6 +120,56 @@ pub fn fixture_input() -> (tempfile::TempDir, SiteInput) {
     )
     .expect("fixture input loads");
     (dir, input)
+}
+
+/// The GPU names of the two-GPU tests: as the records' devices give them.
+pub const H100: &str = "NVIDIA H100 80GB HBM3";
+pub const H200: &str = "NVIDIA H200";
+
+/// The fixture input with its records replaced by two of one model's entry and task, a copy of
+/// one correct timed record measured on each of `gpus` with every workload's speedup as given
+/// (and a narrow interval around it), stored in the fixture store; no runs.
+pub fn on_two_gpus(gpus: [(&str, f64); 2]) -> (tempfile::TempDir, SiteInput, String, String) {
+    let (dir, mut input) = fixture_input();
+    let store = Store::open(dir.path().join("artifacts"));
+    let base = input
+        .records
+        .iter()
+        .find(|r| {
+            r.record.is_correct()
+                && !r.record.is_harness_test()
+                && r.record.model.is_some()
+                && r.record.min_speedup().is_some()
+        })
+        .expect("a correct timed record of a model")
+        .record
+        .clone();
+    let copy = |gpu: &str, speedup: f64| {
+        let mut r = base.clone();
+        r.previous_digest = None;
+        r.turn = None;
+        r.outcome.device.as_mut().expect("a device").name = gpu.to_string();
+        for t in r
+            .outcome
+            .workloads
+            .iter_mut()
+            .filter_map(|w| w.timing.as_mut())
+        {
+            t.speedup = Some(speedup);
+            t.speedup_ci95 = Some([speedup * 0.99, speedup * 1.01]);
+        }
+        let digest = ptxbench::record::put_record(&store, &r).expect("stored");
+        let bytes = store.get(&digest).expect("readable").len() as u64;
+        ptxbench::site::input::LoadedRecord {
+            digest,
+            record: r,
+            runs: Vec::new(),
+            bytes,
+        }
+    };
+    input.records = gpus.iter().map(|(g, s)| copy(g, *s)).collect();
+    input.runs.clear();
+    (dir, input, base.entry, base.task)
 }
 
 pub fn bless() -> bool {

@@ -6,7 +6,7 @@ use ptxbench::metrics::{self, FAST_P, Provenance, Sample, Samples};
 use ptxbench::site::Context;
 use ptxbench::store::reported::ReportedData;
 
-use crate::{committed_store, fixture_input, paper_import};
+use crate::{H100, H200, committed_store, fixture_input, on_two_gpus, paper_import};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 * b.abs().max(1.0)
@@ -92,6 +92,7 @@ fn sample(traj: &str, turn: u32, correct: bool, speedup: Option<f64>) -> Sample 
         provenance: Provenance::Measured,
         entry: "e".into(),
         arch: "sm_90a".into(),
+        gpu: "NVIDIA H200".into(),
         task: "t".into(),
         trajectory: traj.into(),
         turn,
@@ -259,6 +260,86 @@ fn the_fixture_keeps_sources_apart_and_is_monotone_in_turns() {
     }
 }
 
+/// One entry measured on two GPUs: a row per GPU at every level (task, all tasks, speedup
+/// points), each with its own GPU's speedups, never pooled; the results table names one GPU
+/// per row.
+#[test]
+fn an_entry_measured_on_two_gpus_gets_a_row_per_gpu() {
+    let (_dir, input, entry, task) = on_two_gpus([(H200, 2.0), (H100, 0.5)]);
+    let ctx = Context::new(&input).expect("context");
+    let measured = |e: &str, p: Provenance| e == entry && p == Provenance::Measured;
+    for limit in metrics::TURN_LIMITS {
+        let rows: Vec<_> = ctx
+            .metrics
+            .tasks
+            .iter()
+            .filter(|t| measured(&t.entry, t.provenance) && t.turn_limit == limit)
+            .collect();
+        let got: Vec<(&str, &str, u32, Option<f64>)> = rows
+            .iter()
+            .map(|t| {
+                (
+                    t.gpu.as_str(),
+                    t.task.as_str(),
+                    t.trajectories,
+                    t.min_speedup,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (H100, task.as_str(), 1, Some(0.5)),
+                (H200, task.as_str(), 1, Some(2.0))
+            ],
+            "turn limit {limit}"
+        );
+        let overall: Vec<(&str, Option<f64>, Option<f64>)> = ctx
+            .metrics
+            .overall
+            .iter()
+            .filter(|o| measured(&o.entry, o.provenance) && o.turn_limit == limit)
+            .map(|o| (o.gpu.as_str(), o.best_speedup, o.geomean_speedup))
+            .collect();
+        assert_eq!(overall.len(), 2, "{overall:?}");
+        for ((gpu, best, geomean), (want_gpu, want)) in
+            overall.iter().zip([(H100, 0.5), (H200, 2.0)])
+        {
+            assert_eq!(*gpu, want_gpu);
+            assert!(close(best.expect("timed"), want), "{gpu}: {best:?}");
+            assert!(close(geomean.expect("timed"), want), "{gpu}: {geomean:?}");
+        }
+    }
+    let points: Vec<(&str, f64)> = ctx
+        .metrics
+        .speedups
+        .iter()
+        .filter(|p| measured(&p.entry, p.provenance))
+        .map(|p| (p.gpu.as_str(), p.speedup))
+        .collect();
+    assert_eq!(points, [(H100, 0.5), (H200, 2.0)]);
+
+    let mut csv = Vec::new();
+    let mut frame = metrics::export::results_frame(&ctx.metrics).expect("the table");
+    metrics::export::write_frame(&mut frame, metrics::export::Format::Csv, &mut csv)
+        .expect("written");
+    let csv = String::from_utf8(csv).expect("UTF-8");
+    let mine: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.starts_with(&format!("measured,{entry},")))
+        .collect();
+    // Per GPU: a row per task and turn limit and one over all tasks per turn limit.
+    assert_eq!(mine.len(), 2 * 2 * metrics::TURN_LIMITS.len(), "{mine:#?}");
+    for gpu in [H100, H200] {
+        let prefix = format!("measured,{entry},sm_90a,{gpu},");
+        assert_eq!(
+            mine.iter().filter(|l| l.starts_with(&prefix)).count(),
+            2 * metrics::TURN_LIMITS.len(),
+            "{gpu}: {mine:#?}"
+        );
+    }
+}
+
 #[test]
 fn results_export_to_csv_and_parquet() {
     let (dir, input) = fixture_input();
@@ -272,7 +353,7 @@ fn results_export_to_csv_and_parquet() {
     let header = text.lines().next().expect("header");
     assert!(
         header.starts_with(
-            "provenance,entry,arch,task,turn_limit,trajectories,correct,correctness_rate"
+            "provenance,entry,arch,gpu,task,turn_limit,trajectories,correct,correctness_rate"
         ),
         "{header}"
     );

@@ -227,47 +227,80 @@ fn issue_44_plots_are_small_multiples_of_one_source() {
             }
         }
     }
-    let plots: Vec<&String> = pages
+    // Each plot file is one panel's: named after its source and GPU, and saying both.
+    let mut drawn = std::collections::BTreeSet::new();
+    let mut measured_gpus = std::collections::BTreeSet::new();
+    for arch in &ctx.archs {
+        for panel in panels(&ctx, arch) {
+            let (words, gpu) = match panel.source {
+                Provenance::Reported => {
+                    let gpu = if arch == "sm_100a" { "B200" } else { "H100" };
+                    assert_eq!(panel.gpu, gpu, "{arch}: the paper's GPU");
+                    ("reported by the paper", gpu)
+                }
+                Provenance::Measured => {
+                    measured_gpus.insert((arch.clone(), panel.gpu.clone()));
+                    ("measured here", panel.gpu.as_str())
+                }
+            };
+            let source = format!("{words}, {gpu}");
+            for plot in PLOTS {
+                let path = format!("plots/{}.svg", panel.name(plot));
+                let Some(svg) = pages.text(&path) else {
+                    continue;
+                };
+                assert!(svg.contains(&source), "{path}: does not name {source}");
+                assert!(!svg.contains("Qwen3.6-27B-s"), "{path}: an ablation drawn");
+                assert!(!svg.contains("simt-"), "{path}: an engine kernel drawn");
+                drawn.insert(path);
+            }
+        }
+    }
+    let plots: std::collections::BTreeSet<String> = pages
         .files
         .keys()
         .filter(|p| p.starts_with("plots/"))
+        .cloned()
         .collect();
     assert!(!plots.is_empty());
-    for p in plots {
-        let svg = page(pages, p);
-        let source = if p.ends_with("-reported.svg") {
-            "reported by the paper, H100"
-        } else {
-            assert!(p.ends_with("-measured.svg"), "{p}");
-            "measured here, NVIDIA H200"
-        };
-        let source = if p.starts_with("plots/sm_100a") {
-            source.replace("H100", "B200")
-        } else {
-            source.to_string()
-        };
-        assert!(svg.contains(&source), "{p}: does not name {source}");
-        assert!(!svg.contains("Qwen3.6-27B-s"), "{p}: an ablation drawn");
-        assert!(!svg.contains("simt-"), "{p}: an engine kernel drawn");
+    assert_eq!(plots, drawn, "plots that are no panel's");
+    // The default manifest's runs on the H200 and on an H100: a measured panel for each.
+    for gpu in ["NVIDIA H100 80GB HBM3", "NVIDIA H200"] {
+        assert!(
+            measured_gpus.contains(&("sm_90a".to_string(), gpu.to_string())),
+            "{gpu}: {measured_gpus:?}"
+        );
     }
 }
+
+/// The plots a panel draws (the middle of [`Panel::name`]'s stems).
+const PLOTS: [&str; 5] = [
+    "best-speedup",
+    "fast-p",
+    "rates-by-turn-limit",
+    "speedup-by-release-date",
+    "speedup-distribution",
+];
 
 /// Item 5 (plots): intervals where they exist. Every measured point of a best-speedup plot
 /// carries its 95% interval, none of the paper's does (it reports none), and the captions say
 /// which, and how many intervals are too narrow to show as a bar.
 #[test]
 fn issue_44_plots_give_measured_intervals() {
-    let (_, pages) = published();
+    let (input, pages) = published();
+    let ctx = Context::new(input).expect("context");
     let mut measured = 0;
-    for (path, bytes) in &pages.files {
-        if !path.starts_with("plots/") || !path.contains("best-speedup") {
+    let mut seen = 0;
+    for panel in ctx.archs.iter().flat_map(|a| panels(&ctx, a)) {
+        let path = format!("plots/{}.svg", panel.name("best-speedup"));
+        let Some(svg) = pages.text(&path) else {
             continue;
-        }
-        let svg = std::str::from_utf8(bytes).expect("text");
+        };
+        seen += 1;
         let tips = svg.matches("</title></circle>").count();
         let with_ci = svg.matches(" (95% interval ").count();
         assert!(tips > 0, "{path}: no points");
-        if path.ends_with("-measured.svg") {
+        if panel.source == Provenance::Measured {
             assert_eq!(
                 with_ci, tips,
                 "{path}: a measured point without its interval"
@@ -278,6 +311,15 @@ fn issue_44_plots_give_measured_intervals() {
         }
     }
     assert!(measured > 0, "no measured best-speedup plot");
+    assert_eq!(
+        seen,
+        pages
+            .files
+            .keys()
+            .filter(|p| p.starts_with("plots/") && p.contains("best-speedup"))
+            .count(),
+        "a best-speedup plot of no panel"
+    );
     let arch = page(pages, "arch/sm_90a.html");
     assert!(arch.contains("The paper reports no intervals, so none are drawn."));
     assert!(arch.contains("Vertical bars are the 95% intervals of the measured speedups"));
@@ -365,8 +407,8 @@ fn issue_44_harness_page_shows_grades_and_orders_rows() {
 }
 
 /// Item 9: the engine's `simt-*` kernels are not reference rows; a reference kernel has one
-/// row (one attempt), not one per turn limit; the paper's ablations are not ranked as models;
-/// Gemini 3.1 Pro's release date says where it comes from.
+/// row per GPU it was measured on (one attempt), not one per turn limit; the paper's ablations
+/// are not ranked as models; Gemini 3.1 Pro's release date says where it comes from.
 #[test]
 fn issue_44_rows_are_what_their_table_says() {
     let (_input, pages) = published();
@@ -376,17 +418,29 @@ fn issue_44_rows_are_what_their_table_says() {
     // (nvcc's own SIMT build, `nvcc-13-0-simt-…`, is a reference kernel.)
     assert!(refs.iter().all(|r| !r.contains(">simt-")));
     assert!(refs.iter().all(|r| !r.contains("data-turn=")));
-    let names: std::collections::BTreeSet<&str> = refs
+    // (name, GPU) of each row: the GPU is under the source badge.
+    let cell = |r: &'static str, open: &str, close: &str| -> &'static str {
+        let at = r.find(open).unwrap_or_else(|| panic!("no {open} in {r}"));
+        &r[at + open.len()..at + r[at..].find(close).expect("ends")]
+    };
+    let names: std::collections::BTreeSet<(&str, &str)> = refs
         .iter()
         .map(|r| {
-            let at = r.find("class=\"name\"").expect("a name");
-            &r[at..at + r[at..].find("</td>").expect("ends")]
+            (
+                cell(r, "class=\"name\"", "</td>"),
+                cell(r, "<br><small>", "</small>"),
+            )
         })
         .collect();
     assert_eq!(
         names.len(),
         refs.len(),
-        "a reference kernel has several rows"
+        "a reference kernel has several rows on one GPU"
+    );
+    let gpus: std::collections::BTreeSet<&str> = names.iter().map(|(_, g)| *g).collect();
+    assert_eq!(
+        gpus.into_iter().collect::<Vec<_>>(),
+        ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
     );
     let models = rows(arch, "lb-paper-sm_90a");
     assert!(models.iter().all(|r| !r.contains("Qwen3.6-27B-s")));

@@ -20,20 +20,20 @@ const SNAPSHOTS: &[(&str, Option<&str>)] = &[
     ),
     ("record-correct.html", None),
     (
-        "sm_90a-best-speedup-measured.svg",
-        Some("plots/sm_90a-best-speedup-measured.svg"),
+        "sm_90a-best-speedup-measured-nvidia-h200.svg",
+        Some("plots/sm_90a-best-speedup-measured-nvidia-h200.svg"),
     ),
     (
-        "sm_90a-fast-p-measured.svg",
-        Some("plots/sm_90a-fast-p-measured.svg"),
+        "sm_90a-fast-p-measured-nvidia-h200.svg",
+        Some("plots/sm_90a-fast-p-measured-nvidia-h200.svg"),
     ),
     (
-        "sm_90a-rates-by-turn-limit-measured.svg",
-        Some("plots/sm_90a-rates-by-turn-limit-measured.svg"),
+        "sm_90a-rates-by-turn-limit-measured-nvidia-h200.svg",
+        Some("plots/sm_90a-rates-by-turn-limit-measured-nvidia-h200.svg"),
     ),
     (
-        "sm_90a-speedup-distribution-measured.svg",
-        Some("plots/sm_90a-speedup-distribution-measured.svg"),
+        "sm_90a-speedup-distribution-measured-nvidia-h200.svg",
+        Some("plots/sm_90a-speedup-distribution-measured-nvidia-h200.svg"),
     ),
     ("results.csv", Some("data/results.csv")),
 ];

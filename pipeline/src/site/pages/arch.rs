@@ -37,7 +37,8 @@ pub struct ArchView {
     pub no_model_measured: String,
 }
 
-/// Best speedup (at the largest turn limit) for every entry and task.
+/// Best speedup (at the largest turn limit) for every entry, GPU and task: one row per
+/// (source, entry, GPU).
 #[derive(Debug)]
 pub struct Matrix {
     pub id: String,
@@ -52,6 +53,8 @@ pub struct Matrix {
 pub struct MatrixRow {
     pub entry: Link,
     pub provenance: &'static str,
+    /// The GPU of the row's numbers (empty: not recorded).
+    pub gpu: String,
     pub text: String,
     pub cells: Vec<Cell>,
 }
@@ -79,19 +82,19 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         .into_iter()
         .collect();
     // The engine's simple kernels are listed with the harness tests, not here.
-    let series: Vec<(Provenance, &str)> = rows
+    let series: Vec<(Provenance, &str, &str)> = rows
         .iter()
         .filter(|t| {
             ctx.entry(&t.entry)
                 .is_none_or(|e| e.kind != EntryKind::EngineCheck)
         })
-        .map(|t| (t.provenance, t.entry.as_str()))
+        .map(|t| (t.provenance, t.entry.as_str(), t.gpu.as_str()))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
     let matrix_rows = series
         .iter()
-        .map(|(p, e)| {
+        .map(|(p, e, gpu)| {
             let (text, href) = match ctx.entry(e) {
                 Some(info) => (
                     info.display_name.clone(),
@@ -103,23 +106,24 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
                 text: text.to_lowercase(),
                 entry: Link { text, href },
                 provenance: badge(*p),
+                gpu: gpu.to_string(),
                 cells: tasks
                     .iter()
                     .map(|t| {
-                        let m = rows
-                            .iter()
-                            .find(|r| r.provenance == *p && r.entry == *e && r.task == *t);
+                        let m = rows.iter().find(|r| {
+                            r.provenance == *p && r.entry == *e && r.gpu == *gpu && r.task == *t
+                        });
+                        let entry_task =
+                            || super::leaderboard::entry_task_href(ctx, e, (arch, gpu), t, &from);
                         match m {
                             // Its evidence: the best record (measured), the entry's task rows
                             // (reported).
                             Some(m) if m.min_speedup.is_some() => {
-                                let href = match ctx.best_record(e, arch, t, limit) {
+                                let href = match ctx.best_record(e, arch, gpu, t, limit) {
                                     Some(r) if *p == Provenance::Measured => {
                                         paths::link(&from, &paths::record(&r.digest))
                                     }
-                                    _ => ctx.entry(e).map_or_else(String::new, |info| {
-                                        paths::link(&from, &paths::entry_task(&info.slug, arch, t))
-                                    }),
+                                    _ => entry_task(),
                                 };
                                 Cell::speedup(m.min_speedup).linked(href)
                             }
@@ -128,11 +132,7 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
                                 v: "0".into(),
                                 ..Cell::default()
                             }
-                            .linked(
-                                ctx.entry(e).map_or_else(String::new, |info| {
-                                    paths::link(&from, &paths::entry_task(&info.slug, arch, t))
-                                }),
-                            ),
+                            .linked(entry_task()),
                             None => Cell::default(),
                         }
                     })
@@ -142,11 +142,11 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
         .collect();
     let mut undated: Vec<String> = series
         .iter()
-        .filter(|(_, e)| {
+        .filter(|(_, e, _)| {
             ctx.entry(e)
                 .is_none_or(|i| i.kind == EntryKind::Model && i.release_date.is_none())
         })
-        .map(|(_, e)| e.to_string())
+        .map(|(_, e, _)| e.to_string())
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -167,7 +167,7 @@ pub fn view(ctx: &Context<'_>, arch: &str, plots: &[Plot]) -> ArchView {
     let captions = |name: &str| -> String {
         let mut caption = caption(name).to_string();
         if name.contains("best-speedup") || name.contains("release-date") {
-            caption.push_str(if name.ends_with("-measured") {
+            caption.push_str(if name.contains("-measured") {
                 " Vertical bars are the 95% intervals of the measured speedups (from the largest lower and the largest upper bound over the workloads); hover a point for its interval in numbers."
             } else {
                 " The paper reports no intervals, so none are drawn."

@@ -157,9 +157,8 @@ pub fn reported_best(ctx: &Context<'_>, arch: &str, task: &str, from: &str) -> O
         .filter_map(|t| t.min_speedup.map(|s| (s, t)))
         .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.entry.cmp(&a.1.entry)))?;
     let (s, t) = best;
-    let href = ctx.entry(&t.entry).map_or_else(String::new, |e| {
-        paths::link(from, &paths::entry_task(&e.slug, arch, task))
-    });
+    let href =
+        super::leaderboard::entry_task_href(ctx, &t.entry, (arch, t.gpu.as_str()), task, from);
     Some(
         Cell::speedup(Some(s))
             .linked(href)

@@ -1,6 +1,7 @@
-//! The metric tables several pages share: the leaderboard (one row per entry, source and turn
-//! limit, over all tasks) and the per-task table (one row per entry, task, source and turn
-//! limit). Rows carry `data-*` keys for the page script's filters.
+//! The metric tables several pages share: the leaderboard (one row per entry, source, GPU and
+//! turn limit, over all tasks) and the per-task table (one row per entry, task, source, GPU and
+//! turn limit). Rows carry `data-*` keys for the page script's filters. An entry measured on
+//! two GPUs has a row for each, and ranks are counted among the rows of one GPU.
 
 use super::{Cell, Link, badge, format};
 use crate::metrics::{FAST_P, OverallMetrics, PASS_K, Provenance, TaskMetrics};
@@ -20,6 +21,9 @@ pub struct LeaderboardView {
     pub turn_default: &'static str,
     /// Whether the rows carry rank numbers (the arch leaderboards; not an entry's own rows).
     pub ranked: bool,
+    /// Whether the table holds rows of more than one GPU (ranks then count per GPU, and the
+    /// rank column's header says so).
+    pub several_gpus: bool,
     /// Set where reported and measured rows of different GPUs share the table.
     pub gpu_note: String,
     /// The primary column's header and its hover text: the rows' own grade.
@@ -131,18 +135,27 @@ fn fast_one() -> usize {
     FAST_P.iter().position(|p| *p == 1.0).unwrap_or(0)
 }
 
-/// Leaderboard order: by turn limit, then the primary metric, then correctness, then the
-/// geometric-mean speedup, then name and source (a total order, so pages are stable).
+/// Leaderboard order: by turn limit, then GPU (a rank never compares rows of two GPUs), then
+/// [`by_metric`].
 fn rank(a: &OverallMetrics, b: &OverallMetrics) -> std::cmp::Ordering {
-    let speed = |o: &OverallMetrics| o.geomean_speedup.unwrap_or(-1.0);
-    let first = |o: &OverallMetrics| primary(o).0.unwrap_or(-1.0);
     a.turn_limit
         .cmp(&b.turn_limit)
-        .then(first(b).total_cmp(&first(a)))
+        .then(a.gpu.cmp(&b.gpu))
+        .then(by_metric(a, b))
+}
+
+/// By the primary metric, then correctness, then the geometric-mean speedup, then name, source
+/// and GPU (a total order, so pages are stable).
+fn by_metric(a: &OverallMetrics, b: &OverallMetrics) -> std::cmp::Ordering {
+    let speed = |o: &OverallMetrics| o.geomean_speedup.unwrap_or(-1.0);
+    let first = |o: &OverallMetrics| primary(o).0.unwrap_or(-1.0);
+    first(b)
+        .total_cmp(&first(a))
         .then(b.correctness_rate.total_cmp(&a.correctness_rate))
         .then(speed(b).total_cmp(&speed(a)))
         .then(a.entry.cmp(&b.entry))
         .then(a.provenance.cmp(&b.provenance))
+        .then(a.gpu.cmp(&b.gpu))
 }
 
 /// Which tasks a leaderboard's rows aggregate over.
@@ -164,7 +177,7 @@ impl Scope {
 }
 
 /// The rows of `arch` whose entry is of `kind`, over the tasks of `scope`, in leaderboard
-/// order.
+/// order ([`rank`]: per turn limit, each GPU's rows together).
 pub fn ranked<'m>(
     ctx: &'m Context<'_>,
     arch: &str,
@@ -180,14 +193,24 @@ pub fn ranked<'m>(
     ranked
 }
 
+/// The GPUs of `rows`, sorted, without the empty name of rows that recorded none.
+fn gpus_of(rows: &[&OverallMetrics]) -> std::collections::BTreeSet<String> {
+    rows.iter()
+        .filter(|o| !o.gpu.is_empty())
+        .map(|o| o.gpu.clone())
+        .collect()
+}
+
 /// The note a table needs where reported and measured rows come from different GPUs.
-fn gpu_note(ctx: &Context<'_>, rows: &[&OverallMetrics]) -> String {
+fn gpu_note(rows: &[&OverallMetrics]) -> String {
     let mut by_prov: std::collections::BTreeMap<Provenance, std::collections::BTreeSet<String>> =
         Default::default();
     for o in rows {
-        let g = ctx.gpus(&o.entry, o.provenance, &o.arch);
-        if !g.is_empty() {
-            by_prov.entry(o.provenance).or_default().insert(g);
+        if !o.gpu.is_empty() {
+            by_prov
+                .entry(o.provenance)
+                .or_default()
+                .insert(o.gpu.clone());
         }
     }
     let join = |p: Provenance| {
@@ -228,11 +251,12 @@ impl LeaderboardView {
         let core = ctx.core_tasks.len();
         let reported_only =
             !ranked.is_empty() && ranked.iter().all(|o| o.provenance == Provenance::Reported);
-        let mut at_limit: std::collections::BTreeMap<u32, usize> = Default::default();
+        // Ranks count within a turn limit and a GPU.
+        let mut at_limit: std::collections::BTreeMap<(u32, &str), usize> = Default::default();
         let rows = ranked
             .iter()
             .map(|o| {
-                let n = at_limit.entry(o.turn_limit).or_default();
+                let n = at_limit.entry((o.turn_limit, o.gpu.as_str())).or_default();
                 *n += 1;
                 let mut r = row(ctx, o, from);
                 // The paper's ablations run over different task sets: listed, never ranked.
@@ -262,7 +286,7 @@ impl LeaderboardView {
             ON_TARGET_HEADER
         };
         let metric = primary_header.to_lowercase();
-        let on = source_words(ctx, arch, &ranked, source);
+        let on = source_words(&ranked, source);
         let caption = match (kind, scope) {
             (EntryKind::Model, Scope::Core) => format!(
                 "Models on {arch}{on}, over the {core} core tasks, ranked by {metric} (per turn limit)"
@@ -280,7 +304,8 @@ impl LeaderboardView {
         LeaderboardView {
             id: id.to_string(),
             caption,
-            gpu_note: gpu_note(ctx, &ranked),
+            gpu_note: gpu_note(&ranked),
+            several_gpus: several_gpus(&ranked),
             rows,
             turn_default: DEFAULT_TURN,
             ranked: true,
@@ -316,8 +341,9 @@ impl LeaderboardView {
         };
         LeaderboardView {
             id: id.to_string(),
-            caption: format!("Over all its tasks on {arch}, per source and turn limit"),
-            gpu_note: gpu_note(ctx, &mine),
+            caption: format!("Over all its tasks on {arch}, per source, GPU and turn limit"),
+            gpu_note: gpu_note(&mine),
+            several_gpus: several_gpus(&mine),
             rows: mine
                 .iter()
                 .map(|o| {
@@ -380,19 +406,22 @@ pub fn tables(ctx: &Context<'_>, arch: &str, from: &str) -> Vec<LeaderboardView>
         .collect()
 }
 
-/// How a caption names a table's source and GPUs: ` as the paper reports them (H100)`.
-fn source_words(
-    ctx: &Context<'_>,
-    arch: &str,
-    rows: &[&OverallMetrics],
-    source: Option<Provenance>,
-) -> String {
-    let gpus: std::collections::BTreeSet<String> = rows
-        .iter()
-        .map(|o| ctx.gpus(&o.entry, o.provenance, arch))
-        .filter(|g| !g.is_empty())
-        .collect();
-    let gpus = gpus.into_iter().collect::<Vec<_>>().join(", ");
+/// Whether `rows` come from more than one GPU.
+fn several_gpus(rows: &[&OverallMetrics]) -> bool {
+    rows.iter().any(|o| o.gpu != rows[0].gpu)
+}
+
+/// How a caption names a table's source and GPUs: ` as the paper reports them (H100)`; rows of
+/// several GPUs: ` measured here (NVIDIA H100 80GB HBM3 and NVIDIA H200, ranked per GPU)`.
+fn source_words(rows: &[&OverallMetrics], source: Option<Provenance>) -> String {
+    let several = several_gpus(rows);
+    let gpus = gpus_of(rows).into_iter().collect::<Vec<_>>();
+    let gpus = if several && gpus.len() > 1 {
+        let (last, first) = gpus.split_last().expect("more than one");
+        format!("{} and {last}, ranked per GPU", first.join(", "))
+    } else {
+        gpus.join(", ")
+    };
     let gpus = if gpus.is_empty() {
         String::new()
     } else {
@@ -446,14 +475,16 @@ pub fn core_statement(ctx: &Context<'_>, arch: &str) -> String {
 }
 
 /// The one-line leader statement of `arch`: the first model at turn limit
-/// [`DEFAULT_TURN`], its source and GPU; and the best measured model when the leader is
-/// reported. Empty when there is no model.
+/// [`DEFAULT_TURN`] by the primary metric over the rows of every GPU, its source and the GPU
+/// of its row; and the best measured model when the leader is reported. Empty when there is
+/// no model.
 pub fn leader_statement(ctx: &Context<'_>, arch: &str) -> String {
     let scope = default_scope(ctx, arch);
-    let single: Vec<&OverallMetrics> = ranked(ctx, arch, EntryKind::Model, scope)
+    let mut single: Vec<&OverallMetrics> = ranked(ctx, arch, EntryKind::Model, scope)
         .into_iter()
         .filter(|o| o.turn_limit.to_string() == DEFAULT_TURN)
         .collect();
+    single.sort_by(|a, b| by_metric(a, b));
     let Some(lead) = single.first() else {
         return String::new();
     };
@@ -467,11 +498,10 @@ pub fn leader_statement(ctx: &Context<'_>, arch: &str) -> String {
         } else {
             PRIMARY_METRIC.to_string()
         };
-        let gpu = ctx.gpus(&o.entry, o.provenance, &o.arch);
-        let gpu = if gpu.is_empty() {
+        let gpu = if o.gpu.is_empty() {
             "GPU not recorded".to_string()
         } else {
-            gpu
+            o.gpu.clone()
         };
         let over = match scope {
             Scope::Core => format!("{} core tasks", o.tasks),
@@ -505,10 +535,17 @@ fn entry_link(ctx: &Context<'_>, name: &str, from: &str) -> Link {
     }
 }
 
-/// The page of `entry`'s rows of `task` on `arch`, from `from`; empty for an unknown entry.
-fn entry_task_href(ctx: &Context<'_>, entry: &str, arch: &str, task: &str, from: &str) -> String {
+/// The page of `entry`'s rows of `task` on `arch` and `gpu`, from `from`; empty for an
+/// unknown entry.
+pub fn entry_task_href(
+    ctx: &Context<'_>,
+    entry: &str,
+    (arch, gpu): (&str, &str),
+    task: &str,
+    from: &str,
+) -> String {
     ctx.entry(entry).map_or_else(String::new, |e| {
-        paths::link(from, &paths::entry_task(&e.slug, arch, task))
+        paths::link(from, &paths::entry_task(&e.slug, arch, gpu, task))
     })
 }
 
@@ -526,14 +563,14 @@ fn row(ctx: &Context<'_>, o: &OverallMetrics, from: &str) -> LeaderboardRow {
     }
     let mut min = speedup_ci(o.min_speedup, o.min_speedup_ci95);
     if let Some(t) = &o.min_speedup_task {
-        min = min.linked(entry_task_href(ctx, &o.entry, &o.arch, t, from));
+        min = min.linked(entry_task_href(ctx, &o.entry, (&o.arch, &o.gpu), t, from));
     }
     LeaderboardRow {
         rank: String::new(),
         text: entry.text.to_lowercase(),
         entry,
         provenance: badge(o.provenance),
-        gpu: ctx.gpus(&o.entry, o.provenance, &o.arch),
+        gpu: o.gpu.clone(),
         turn_limit: o.turn_limit.to_string(),
         primary: primary_cell,
         tasks: Cell {
@@ -584,7 +621,8 @@ pub struct TaskTableView {
     /// Whether the Task and Entry columns are shown.
     pub task_column: bool,
     pub entry_column: bool,
-    /// Whether the Arch, GPU column is shown (a task page holds both architectures' rows).
+    /// Whether the Arch, GPU column is shown (a task page holds both architectures' rows);
+    /// elsewhere the source column names the GPU.
     pub arch_column: bool,
     pub rows: Vec<TaskRow>,
     pub turn_default: &'static str,
@@ -594,7 +632,8 @@ pub struct TaskTableView {
 
 #[derive(Debug, Clone)]
 pub struct TaskRow {
-    /// The row's element id (the first row of each task on an entry's page); empty: none.
+    /// The row's element id (the first row of each task and GPU on an entry's page); empty:
+    /// none.
     pub anchor: String,
     pub task: Link,
     pub entry: Link,
@@ -619,7 +658,7 @@ pub struct TaskRow {
 
 impl TaskTableView {
     /// A table of per-task rows, as seen from page `from`. On an entry's page the first row of
-    /// each (arch, task) gets the id [`paths::task_anchor`].
+    /// each (arch, GPU, task) gets the id [`paths::task_anchor`].
     pub fn new<'m>(
         ctx: &Context<'_>,
         rows: impl Iterator<Item = &'m TaskMetrics>,
@@ -632,7 +671,7 @@ impl TaskTableView {
         let rows = rows
             .map(|t| {
                 let entry = entry_link(ctx, &t.entry, from);
-                let anchor = paths::task_anchor(&t.arch, &t.task);
+                let anchor = paths::task_anchor(&t.arch, &t.gpu, &t.task);
                 let anchor = if anchors && seen.insert(anchor.clone()) {
                     anchor
                 } else {
@@ -640,7 +679,7 @@ impl TaskTableView {
                 };
                 // The evidence of a measured row: its best record, and the task's records.
                 let best = (t.provenance == Provenance::Measured)
-                    .then(|| ctx.best_record(&t.entry, &t.arch, &t.task, t.turn_limit))
+                    .then(|| ctx.best_record(&t.entry, &t.arch, &t.gpu, &t.task, t.turn_limit))
                     .flatten()
                     .map(|r| paths::link(from, &paths::record(&r.digest)))
                     .unwrap_or_default();
@@ -659,7 +698,7 @@ impl TaskTableView {
                     entry,
                     provenance: badge(t.provenance),
                     arch: t.arch.clone(),
-                    gpu: ctx.gpus(&t.entry, t.provenance, &t.arch),
+                    gpu: t.gpu.clone(),
                     turn_limit: t.turn_limit.to_string(),
                     trajectories: Cell::count(t.trajectories).linked(records),
                     correct: Cell::count_rate_ci(t.correct, t.trajectories).linked(best.clone()),

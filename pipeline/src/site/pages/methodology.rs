@@ -86,6 +86,7 @@ pub struct ProtocolRow {
 #[derive(Debug)]
 pub struct PeakRow {
     pub arch: String,
+    pub gpu: String,
     pub precision: String,
     pub tflops: String,
     pub source: Link,
@@ -235,6 +236,11 @@ pub fn view(ctx: &Context<'_>) -> Result<MethodologyView, crate::metrics::Metric
             .iter()
             .map(|p| PeakRow {
                 arch: p.arch.clone(),
+                gpu: if p.gpu.is_empty() {
+                    "not recorded".to_string()
+                } else {
+                    p.gpu.clone()
+                },
                 precision: p.precision.clone(),
                 tflops: format::tflops(p.tflops),
                 source: Link {

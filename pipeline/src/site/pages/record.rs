@@ -546,7 +546,8 @@ pub fn view<'a>(ctx: &'a Context<'_>, index: usize) -> RecordView<'a> {
     }
 
     let arch = doc.arch.to_string();
-    let peak = task.and_then(|t| ctx.peak(&arch, &precision(t)));
+    let gpu = doc.gpu_name().unwrap_or_default();
+    let peak = task.and_then(|t| ctx.peak(&arch, gpu, &precision(t)));
     let rates = workload_rates(doc, &ctx.flops);
     let timings = o
         .workloads

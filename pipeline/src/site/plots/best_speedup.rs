@@ -24,7 +24,7 @@ pub fn best_speedup_per_task<'a>(
         .tasks
         .iter()
         .filter(|t| t.arch == arch && t.turn_limit == limit && t.best_speedup.is_some())
-        .filter(|t| panel.admits(&t.entry, t.provenance))
+        .filter(|t| panel.admits(&t.entry, t.provenance, &t.gpu))
         .collect();
     if rows.is_empty() {
         return Ok(None);

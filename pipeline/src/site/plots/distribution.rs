@@ -27,7 +27,7 @@ pub fn speedup_distribution(
         .speedups
         .iter()
         .filter(|p| p.arch == arch && p.turn_limit == limit)
-        .filter(|p| panel.admits(&p.entry, p.provenance))
+        .filter(|p| panel.admits(&p.entry, p.provenance, &p.gpu))
         .collect();
     if points.is_empty() {
         return Ok(None);

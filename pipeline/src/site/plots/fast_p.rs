@@ -29,7 +29,7 @@ pub fn fast_p_curves_plot(
     let arch = panel.arch.as_str();
     let ps = p_grid(P_MAX, STEPS);
     let mut curves = fast_p_curves(&ctx.metrics.tasks, &ctx.metrics.speedups, arch, &ps);
-    curves.retain(|c| panel.admits(&c.entry, c.provenance));
+    curves.retain(|c| panel.admits(&c.entry, c.provenance, &c.gpu));
     if curves.is_empty() {
         return Ok(None);
     }

@@ -1,8 +1,8 @@
 //! Small multiples: each plot of an arch page is drawn once per source (the paper's reported
-//! data, the records measured here), so no plot mixes GPUs or grades, and each holds at most
-//! [`MAX_SERIES`] entries (the best by the leaderboard's order); the rest are named under the
-//! plot and are in the tables above it. The paper's ablations and the engine's simple kernels
-//! are in no plot.
+//! data, the records measured here) and GPU, so no plot mixes GPUs or grades, and each holds at
+//! most [`MAX_SERIES`] entries (the best by the leaderboard's order); the rest are named under
+//! the plot and are in the tables above it. The paper's ablations and the engine's simple
+//! kernels are in no plot.
 
 use std::collections::BTreeSet;
 
@@ -12,12 +12,13 @@ use crate::site::context::{Context, EntryKind};
 /// The most series one plot draws: past about eight, colours stop being told apart.
 pub const MAX_SERIES: usize = 8;
 
-/// One source's plots on one arch.
+/// One source's plots on one arch and GPU.
 #[derive(Debug, Clone)]
 pub struct Panel {
     pub arch: String,
     pub source: Provenance,
-    /// The GPUs the source's numbers were measured on (`H100`), or empty where unknown.
+    /// The GPU the panel's numbers were measured on (`H100`, `NVIDIA H200`), or empty where
+    /// none was recorded.
     pub gpu: String,
     /// The entries drawn (at most [`MAX_SERIES`]).
     pub entries: BTreeSet<String>,
@@ -26,14 +27,25 @@ pub struct Panel {
 }
 
 impl Panel {
-    /// Whether a row of `entry` from `source` is drawn in this panel.
-    pub fn admits(&self, entry: &str, source: Provenance) -> bool {
-        source == self.source && self.entries.contains(entry)
+    /// Whether a row of `entry` from `source` on `gpu` is drawn in this panel.
+    pub fn admits(&self, entry: &str, source: Provenance, gpu: &str) -> bool {
+        source == self.source && gpu == self.gpu && self.entries.contains(entry)
     }
 
-    /// A plot's file name stem: `sm_90a-fast-p-reported`.
+    /// A plot's file name stem: `sm_90a-fast-p-reported-h100`,
+    /// `sm_90a-fast-p-measured-nvidia-h200` (`sm_90a-fast-p-measured` where no GPU was
+    /// recorded).
     pub fn name(&self, plot: &str) -> String {
-        format!("{}-{plot}-{}", self.arch, self.source)
+        if self.gpu.is_empty() {
+            format!("{}-{plot}-{}", self.arch, self.source)
+        } else {
+            format!(
+                "{}-{plot}-{}-{}",
+                self.arch,
+                self.source,
+                crate::site::paths::slug(&self.gpu)
+            )
+        }
     }
 
     /// A plot's title, naming the source and the GPU.
@@ -61,19 +73,30 @@ impl Panel {
     }
 }
 
-/// The panels of `arch`: reported, then measured; a source with nothing to draw has none.
-/// Models come first in leaderboard order (at turn limit 1, over every task), then, in the
-/// measured panel, the reference kernels by geometric-mean speedup.
+/// The panels of `arch`: reported, then measured, each per GPU in name order; a source and GPU
+/// with nothing to draw has none. Models come first in leaderboard order (at turn limit 1, over
+/// every task), then, in a measured panel, the reference kernels by geometric-mean speedup.
 pub fn panels(ctx: &Context<'_>, arch: &str) -> Vec<Panel> {
     let first = TURN_LIMITS[0];
     let mut out = Vec::new();
-    for source in [Provenance::Reported, Provenance::Measured] {
+    let sources = [Provenance::Reported, Provenance::Measured];
+    for (source, gpu) in sources.into_iter().flat_map(|source| {
+        ctx.metrics
+            .overall
+            .iter()
+            .filter(|o| o.arch == arch && o.provenance == source)
+            .map(|o| o.gpu.as_str())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .map(move |gpu| (source, gpu))
+    }) {
         let rows = |kind: EntryKind| -> Vec<&OverallMetrics> {
             let mut rows: Vec<&OverallMetrics> = ctx
                 .metrics
                 .overall
                 .iter()
                 .filter(|o| o.arch == arch && o.provenance == source && o.turn_limit == first)
+                .filter(|o| o.gpu == gpu)
                 .filter(|o| ctx.entry(&o.entry).is_some_and(|e| e.kind == kind))
                 .collect();
             rows.sort_by(|a, b| {
@@ -106,16 +129,11 @@ pub fn panels(ctx: &Context<'_>, arch: &str) -> Vec<Panel> {
         if ordered.is_empty() {
             continue;
         }
-        let gpus: BTreeSet<String> = ordered
-            .iter()
-            .map(|o| ctx.gpus(&o.entry, source, arch))
-            .filter(|g| !g.is_empty())
-            .collect();
         let name = |o: &&OverallMetrics| super::display_name(ctx, &o.entry).to_string();
         out.push(Panel {
             arch: arch.to_string(),
             source,
-            gpu: gpus.into_iter().collect::<Vec<_>>().join(", "),
+            gpu: gpu.to_string(),
             entries: ordered
                 .iter()
                 .take(MAX_SERIES)

@@ -97,7 +97,7 @@ pub fn speedup_by_release_date<'a>(
         .tasks
         .iter()
         .filter(|t| t.arch == arch && t.turn_limit == limit)
-        .filter(|t| panel.admits(&t.entry, t.provenance))
+        .filter(|t| panel.admits(&t.entry, t.provenance, &t.gpu))
     {
         let date = ctx
             .entry(&t.entry)

@@ -51,7 +51,7 @@ pub fn rates_by_turn_limit<'a>(
         .metrics
         .overall
         .iter()
-        .filter(|o| o.arch == arch && panel.admits(&o.entry, o.provenance))
+        .filter(|o| o.arch == arch && panel.admits(&o.entry, o.provenance, &o.gpu))
         .collect();
     if rows.is_empty() {
         return Ok(None);
