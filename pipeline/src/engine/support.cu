@@ -453,6 +453,155 @@ extern "C" __global__ void ref_gdn_prefill(const float* Q, const float* K, const
   gdn_column(a, n, h, v);
 }
 
+// ---------------------------------------------------------------- composed baselines
+// Where no library has the op, the baseline is composed from cuBLASLt products and these
+// kernels (pipeline/src/engine/composed/). Like the references, each kernel is a __global__
+// wrapper around __host__ __device__ functions that the tests run on the host, with the
+// products emulated there, against an independent CPU implementation.
+
+template <int LANES>
+__host__ __device__ inline float lanes_max(float v) {
+#ifdef __CUDA_ARCH__
+  if (LANES == 32)
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+#endif
+  return v;
+}
+
+// The sequence b of a CSR row pointer with indptr[b] <= t < indptr[b + 1] (B sequences).
+__host__ __device__ inline int sequence_of(const int* indptr, int B, long long t) {
+  int lo = 0, hi = B;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (indptr[mid] <= t) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+// MLA decode, composed (engine/composed/mla.rs). The sequences are sorted into buckets of
+// similar length; a bucket's queries and keys are laid out for one strided-batched product
+// each way: Q [position, H, DK] and KV rows of DK = DC + DP (ckv then kpe; the first DC
+// columns are the values), the scores S (fp32) and probabilities P (bf16) of a slot's H rows
+// at S[s_off + h * pad + j]. The slot table (engine/composed/mla.rs, `MlaPlan::slots`) holds
+// MLA_SLOT longs per slot, slots in bucket order: the sequence, its length, its padded length,
+// the first row of its keys in KV, the offset of its scores in S and P, and its position in Q
+// and O; then, for each sequence, its slot.
+#define MLA_SLOT 6
+struct MlaComposedArgs {
+  const __nv_bfloat16 *q_nope, *q_pe, *ckv, *kpe;
+  const int *kv_indptr, *kv_indices;
+  const long long* slots;
+  __nv_bfloat16 *Q, *KV, *P, *out;
+  const float* S;
+  const __nv_bfloat16* O;
+  float* lse;
+  int B, H, DC, DP;
+};
+
+// Q[position, h, :] = [q_nope[b, h, :] | q_pe[b, h, :]], element i of the slots' queries.
+__host__ __device__ inline void mla_pack_q_element(const MlaComposedArgs& a, u64 i) {
+  const int DK = a.DC + a.DP;
+  const u64 per = (u64)a.H * DK;
+  const long long* sl = a.slots + (i / per) * MLA_SLOT;
+  const int h = (int)(i % per / DK), d = (int)(i % DK);
+  const u64 row = (u64)sl[0] * a.H + h;
+  a.Q[(u64)sl[5] * per + i % per] =
+      d < a.DC ? a.q_nope[row * a.DC + d] : a.q_pe[row * a.DP + (d - a.DC)];
+}
+
+// KV row of token t (t over kv_indices): [ckv | kpe] of its page, at its slot's rows. Rows
+// past a sequence's length are never written (the buffer is zeroed once, so the padding
+// stays zero: finite, and weighed by P = 0). With DC and DP multiples of 8, 16 bytes a copy.
+__host__ __device__ inline void mla_gather_row(const MlaComposedArgs& a, long long t, int lane,
+                                               int lanes) {
+  const int b = sequence_of(a.kv_indptr, a.B, t);
+  const long long j = t - a.kv_indptr[b];
+  const long long* sl = a.slots + a.slots[(u64)a.B * MLA_SLOT + b] * MLA_SLOT;
+  if (j >= sl[2]) return;  // a longer sequence than planned: refused by the check, not written
+  const int DK = a.DC + a.DP;
+  const u64 page = (u64)a.kv_indices[t];
+  __nv_bfloat16* dst = a.KV + ((u64)sl[3] + j) * DK;
+  const __nv_bfloat16* c = a.ckv + page * a.DC;
+  const __nv_bfloat16* r = a.kpe + page * a.DP;
+  if (a.DC % 8 == 0 && a.DP % 8 == 0) {
+    const int cu = a.DC / 8, units = DK / 8;
+    for (int u = lane; u < units; u += lanes)
+      reinterpret_cast<uint4*>(dst)[u] = u < cu ? reinterpret_cast<const uint4*>(c)[u]
+                                                : reinterpret_cast<const uint4*>(r)[u - cu];
+  } else {
+    for (int d = lane; d < DK; d += lanes) dst[d] = d < a.DC ? c[d] : r[d - a.DC];
+  }
+}
+
+// One (slot, head) row of the scores (already scaled by the product's alpha): the natural-log
+// LSE, and P = exp(s - lse) in bf16 over the sequence's keys, 0 over the padding.
+template <int LANES>
+__host__ __device__ void mla_softmax_row(const MlaComposedArgs& a, u64 row, int lane) {
+  const long long* sl = a.slots + (row / a.H) * MLA_SLOT;
+  const int h = (int)(row % a.H);
+  const long long len = sl[1], pad = sl[2];
+  const u64 at = (u64)sl[4] + (u64)h * pad;
+  const float* s = a.S + at;
+  float m = minus_infinity();
+  for (long long j = lane; j < len; j += LANES) m = fmaxf(m, s[j]);
+  m = lanes_max<LANES>(m);
+  float l = 0.0f;
+  for (long long j = lane; j < len; j += LANES) l += expf(s[j] - m);
+  l = lanes_sum<LANES>(l);
+  const float lse = m + logf(l);
+  for (long long j = lane; j < pad; j += LANES)
+    a.P[at + j] = __float2bfloat16(j < len ? expf(s[j] - lse) : 0.0f);
+  if (lane == 0) a.lse[(u64)sl[0] * a.H + h] = lse;
+}
+
+// out[b, h, :] = O[position of b's slot, h, :], element i of out.
+__host__ __device__ inline void mla_unpack_element(const MlaComposedArgs& a, u64 i) {
+  const u64 per = (u64)a.H * a.DC;
+  const long long* sl = a.slots + a.slots[(u64)a.B * MLA_SLOT + i / per] * MLA_SLOT;
+  a.out[i] = a.O[(u64)sl[5] * per + i % per];
+}
+
+extern "C" __global__ void mla_pack_q(const __nv_bfloat16* q_nope, const __nv_bfloat16* q_pe,
+                                      const long long* slots, __nv_bfloat16* Q, int B, int H,
+                                      int DC, int DP) {
+  MlaComposedArgs a = {};
+  a.q_nope = q_nope; a.q_pe = q_pe; a.slots = slots; a.Q = Q;
+  a.B = B; a.H = H; a.DC = DC; a.DP = DP;
+  const u64 n = (u64)B * H * (DC + DP);
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    mla_pack_q_element(a, i);
+}
+
+extern "C" __global__ void mla_gather_kv(const __nv_bfloat16* ckv, const __nv_bfloat16* kpe,
+                                         const int* kv_indptr, const int* kv_indices,
+                                         const long long* slots, __nv_bfloat16* KV, int B, int DC,
+                                         int DP, u64 T) {
+  MlaComposedArgs a = {};
+  a.ckv = ckv; a.kpe = kpe; a.kv_indptr = kv_indptr; a.kv_indices = kv_indices;
+  a.slots = slots; a.KV = KV; a.B = B; a.DC = DC; a.DP = DP;
+  const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+  for (u64 t = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < T; t += warps)
+    mla_gather_row(a, (long long)t, (int)(threadIdx.x & 31), 32);
+}
+
+extern "C" __global__ void mla_softmax(const float* S, const long long* slots,
+                                       __nv_bfloat16* P, float* lse, int B, int H) {
+  const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  if (warp >= (u64)B * H) return;
+  MlaComposedArgs a = {};
+  a.S = S; a.slots = slots; a.P = P; a.lse = lse; a.B = B; a.H = H;
+  mla_softmax_row<32>(a, warp, (int)(threadIdx.x & 31));
+}
+
+extern "C" __global__ void mla_unpack(const __nv_bfloat16* O, const long long* slots,
+                                      __nv_bfloat16* out, int B, int H, int DC) {
+  MlaComposedArgs a = {};
+  a.O = O; a.slots = slots; a.out = out; a.B = B; a.H = H; a.DC = DC;
+  const u64 n = (u64)B * H * DC;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    mla_unpack_element(a, i);
+}
+
 // Delta[i] = sum_d dO[i, d] * O[i, d].
 extern "C" __global__ void ref_attn_delta(const float* O, const float* dO, float* Delta, int rows,
                                           int D) {
