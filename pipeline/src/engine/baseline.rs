@@ -125,13 +125,10 @@ pub(super) fn baseline_for(
         Op::AttentionFwdFp8 { .. } | Op::AttentionDecode { .. } | Op::AttentionPrefill { .. } => {
             return planned_baseline(gpu, support, task, env, set, planned);
         }
-        // No library has MLA decode: its baseline is composed.
-        Op::AttentionMlaDecode { .. } => {
+        // No library has MLA decode or the gated delta rule: their baselines are composed.
+        Op::AttentionMlaDecode { .. } | Op::GdnPrefill => {
             return composed_baseline(gpu, support, task, env, set);
         }
-        // No library has the gated delta rule either: a composed baseline (the chunked form's
-        // products on cuBLASLt, the rest in harness kernels) is future work.
-        Op::GdnPrefill => return Ok(None),
     };
     let (m, n, k) = (axis("M"), axis("N"), axis("K"));
     let mut gemm = Gemm::new(gpu, input, m, n, k).map_err(|e| baseline_error(" setup", e))?;
@@ -541,6 +538,18 @@ fn composed_baseline(
             };
             let scale = super::reference::mla_scale(d.pe_dim);
             composed::mla::bind(gpu, support, set, shape, &as_lengths(&kv), scale)
+                .map_err(|e| setup(&e))?
+        }
+        Composition::GdnPrefill => {
+            let d = problem.gdn().map_err(|e| setup(&e))?;
+            let cu = indptr(gpu, set, "cu_seqlens", d.batch as usize + 1)?;
+            let shape = composed::gdn::GdnShape {
+                heads: d.heads,
+                v_heads: d.v_heads,
+                dim: d.head_dim,
+            };
+            let scale = super::reference::gdn_scale(d.head_dim);
+            composed::gdn::bind(gpu, support, set, shape, &as_lengths(&cu), scale)
                 .map_err(|e| setup(&e))?
         }
     };

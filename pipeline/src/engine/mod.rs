@@ -42,7 +42,7 @@ pub use crate::record::outcome::{
 /// The revision of how the engine turns a candidate into a record: changed with any fix to the
 /// protocol, so that a cache of answers (the service's, a run's index) never answers with a
 /// record made before the fix.
-pub const ENGINE_REVISION: &str = "2026-12-05.composed-mla";
+pub const ENGINE_REVISION: &str = "2026-12-05.composed-gdn";
 
 /// Laps of an outcome's clock (`Outcome::seconds`) taken outside the worker: ptxas on a CPU
 /// thread before the evaluation reached the GPU; the GPU's thread waiting for this evaluation

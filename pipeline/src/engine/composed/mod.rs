@@ -1,11 +1,12 @@
 //! Composed baselines: where no library has the op (MLA decode, the gated delta rule), the
 //! baseline is composed from cuBLASLt's strided-batched products and the harness's own kernels
 //! (support.cu), recorded as provider [`PROVIDER`] and never pooled with the speedups over a
-//! library's own kernel. A composition is planned on the host by pure functions ([`mla`]: the
-//! buffers, the products' layouts, leading dimensions and batch strides, the tables the kernels
+//! library's own kernel. A composition is planned on the host by pure functions ([`mla`],
+//! [`gdn`]: the buffers, the products' layouts, leading dimensions and batch strides, the tables the kernels
 //! read), bound once to a tensor set's device addresses, and timed as a whole: every launch of
 //! it lies between the baseline's two events.
 
+pub mod gdn;
 pub mod mla;
 
 use crate::cuda::cublaslt::{BatchedGemm, Product};
@@ -22,6 +23,8 @@ pub const PROVIDER: &str = "composed";
 pub enum Composition {
     /// [`mla`]: gather, cuBLASLt scores, softmax, cuBLASLt `P V`, per length bucket.
     MlaDecode,
+    /// [`gdn`]: the chunked gated delta rule, its products on cuBLASLt.
+    GdnPrefill,
 }
 
 impl Composition {
@@ -29,6 +32,7 @@ impl Composition {
     pub fn of(op: &Op) -> Option<Composition> {
         match op {
             Op::AttentionMlaDecode { .. } => Some(Composition::MlaDecode),
+            Op::GdnPrefill => Some(Composition::GdnPrefill),
             _ => None,
         }
     }
@@ -37,6 +41,7 @@ impl Composition {
     pub fn label(self) -> &'static str {
         match self {
             Composition::MlaDecode => mla::LABEL,
+            Composition::GdnPrefill => gdn::LABEL,
         }
     }
 }
@@ -445,11 +450,6 @@ mod tests {
         let mut composed = Vec::new();
         for t in &suite.tasks {
             let c = Composition::of(&t.op);
-            if matches!(t.op, Op::GdnPrefill) {
-                // Composed, not built yet.
-                assert_eq!(c, None);
-                continue;
-            }
             assert_eq!(
                 c.is_some(),
                 t.baseline.library == PROVIDER,
@@ -465,6 +465,13 @@ mod tests {
             composed.contains(&(
                 "mla_paged_decode_h16_ckv512_kpe64_ps1".to_string(),
                 Composition::MlaDecode
+            )),
+            "{composed:?}"
+        );
+        assert!(
+            composed.contains(&(
+                "gdn_prefill_qk8_v16_d128_k_last".to_string(),
+                Composition::GdnPrefill
             )),
             "{composed:?}"
         );
