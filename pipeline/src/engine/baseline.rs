@@ -24,6 +24,41 @@ use crate::cuda::driver::{DeviceBuffer, Gpu};
 use crate::expr::Bindings;
 use crate::task::{Op, Task, Workload};
 
+/// What an op's baseline is, in words (the methodology page and the task pages say it).
+pub fn described(op: &Op) -> String {
+    let best = "the fastest, timed per workload, of the heuristic's";
+    let sdpa = |what: &str| {
+        format!(
+            "cuDNN SDPA {what} through cuDNN's native backend graph API; {best} engine configurations"
+        )
+    };
+    match op {
+        Op::Gemm { .. } => format!(
+            "cuBLASLt matmul, bf16 in and out with fp32 accumulation; {best} up to 8 algorithms"
+        ),
+        Op::GemmFp8 { .. } => format!(
+            "cuBLASLt matmul on e4m3 with the per-tensor scales, bf16 out (the TN layout fp8 needs on Hopper); {best} up to 8 algorithms"
+        ),
+        Op::AttentionFwd { .. } => sdpa("forward with LSE"),
+        Op::AttentionBwd { .. } => sdpa("backward"),
+        Op::AttentionFwdFp8 { .. } => sdpa("fp8 forward with LSE"),
+        Op::AttentionDecode { .. } => sdpa(
+            "paged GQA decode with LSE (the dense page table it reads converted from the task's CSR table outside the timed launch)",
+        ),
+        Op::AttentionPrefill { .. } => sdpa(
+            "causal GQA prefill with LSE over ragged or paged keys (offsets, lengths and page table derived from the row pointers outside the timed launch)",
+        ),
+        Op::AttentionMlaDecode { .. } => format!(
+            "composed (no library has MLA decode): {}; each product's algorithm {best}, and every launch of the composition in the baseline's time",
+            composed::mla::STEPS
+        ),
+        Op::GdnPrefill => format!(
+            "composed (no library has the gated delta rule): {}; each product's algorithm {best}, and every launch of the composition in the baseline's time",
+            composed::gdn::STEPS
+        ),
+    }
+}
+
 /// A baseline bound to one tensor set; it writes its outputs to its own buffers.
 pub(super) enum Baseline {
     Gemm {

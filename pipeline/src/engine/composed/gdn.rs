@@ -34,6 +34,9 @@ use super::{Builder, Composed, Composition, Region, Step};
 /// What the record's `baseline.label` says.
 pub const LABEL: &str = "composed: chunked gated delta rule (chunks of 64), intra-chunk products and outputs on cuBLASLt batched GEMMs, gates + WY triangular solve + state recurrence across chunks in harness kernels";
 
+/// The composition in a sentence (the methodology and task pages say it).
+pub const STEPS: &str = "the chunked gated delta rule in chunks of 64 tokens: harness kernels pack q, k and v per chunk, compute the gates and the WY representation by a triangular solve (T = (I + L)^-1), and carry the fp32 state across each sequence's chunks (U = Wv - Wk S, S = exp(G_last) S + K^T diag(exp(G_last - G)) U); cuBLASLt strided-batched GEMMs, over every (chunk, value head), compute K K^T, Q K^T, Wv = T diag(beta) V, Wk = T diag(beta exp(G)) K and the outputs Q S and M U, bf16 operands with fp32 accumulation";
+
 /// Tokens per chunk (support.cu's `GDN_CHUNK`).
 pub const CHUNK: u64 = 64;
 

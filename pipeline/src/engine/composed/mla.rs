@@ -30,6 +30,9 @@ use super::{
 /// What the record's `baseline.label` says.
 pub const LABEL: &str = "composed: gather + cuBLASLt batched GEMM (scores) + softmax + cuBLASLt batched GEMM (P V), sequences in length buckets";
 
+/// The composition in a sentence (the methodology and task pages say it).
+pub const STEPS: &str = "a harness kernel gathers each sequence's pages into a contiguous bf16 buffer of [ckv | kpe] rows and packs [q_nope | q_pe]; per bucket of sequences within a factor of two in length (padded to the bucket's longest), a cuBLASLt strided-batched GEMM computes the scores sm_scale Q K^T in fp32; a harness kernel computes the natural-log LSE and P = exp(S - LSE) in bf16, masked past each sequence's length; a second strided-batched GEMM per bucket computes O = P V with V the keys' first 512 columns (leading dimension 576); a harness kernel writes O back by sequence";
+
 /// Padded lengths are multiples of this many keys.
 pub const PAD: u64 = 64;
 
