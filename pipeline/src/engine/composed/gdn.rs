@@ -28,8 +28,7 @@ use crate::cuda::driver::{Geometry, Gpu};
 use crate::engine::inputs::TensorSet;
 use crate::engine::support::{Arg, Support, stride_geometry};
 
-use super::mla::{int, tensor};
-use super::{Builder, Composed, Composition, Region, Step};
+use super::{Builder, Composed, Composition, Region, Step, int, tensor};
 
 /// What the record's `baseline.label` says.
 pub const LABEL: &str = "composed: chunked gated delta rule (chunks of 64), intra-chunk products and outputs on cuBLASLt batched GEMMs, gates + WY triangular solve + state recurrence across chunks in harness kernels";

@@ -23,8 +23,8 @@ use crate::engine::inputs::TensorSet;
 use crate::engine::support::{Arg, Support, stride_geometry, warp_geometry};
 
 use super::{
-    Builder, Composed, Composition, OPERAND_ALIGNMENT, Region, Step, alignment_unit, lcm_unit,
-    round_up,
+    Builder, Composed, Composition, OPERAND_ALIGNMENT, Region, Step, alignment_unit, int, lcm_unit,
+    round_up, tensor,
 };
 
 /// What the record's `baseline.label` says.
@@ -232,28 +232,6 @@ pub fn describe(plan: &MlaPlan) -> String {
         buckets.join(", "),
         plan.padding_factor()
     )
-}
-
-/// A task tensor of `set` as a region: its address and its bytes.
-pub(super) fn tensor(set: &TensorSet, name: &str) -> Result<Region, String> {
-    let (_, bytes, ..) = set
-        .tensors
-        .get(name)
-        .ok_or_else(|| format!("the task has no tensor {name}"))?;
-    let ptr = set
-        .ptr(name)
-        .ok_or_else(|| format!("the task has no tensor {name}"))?;
-    Ok(Region {
-        ptr,
-        bytes: *bytes as u64,
-    })
-}
-
-/// `v` as an `int` kernel argument.
-pub(super) fn int(v: u64) -> Result<Arg, String> {
-    i32::try_from(v)
-        .map(Arg::I32)
-        .map_err(|_| format!("{v} does not fit an int"))
 }
 
 /// The task's tensors the composition reads and writes, in the task's names.

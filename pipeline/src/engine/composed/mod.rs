@@ -13,6 +13,7 @@ use crate::cuda::cublaslt::{BatchedGemm, Product};
 use crate::cuda::driver::{DeviceBuffer, Geometry, Gpu, Kernel};
 use crate::task::Op;
 
+use super::inputs::TensorSet;
 use super::support::{Arg, Support, params};
 
 /// The provider a composed baseline's record names (`BaselineInfo::provider`).
@@ -365,6 +366,28 @@ impl<'a> Builder<'a> {
             _buffers: self.buffers,
         }
     }
+}
+
+/// A task tensor of `set` as a region: its address and its bytes.
+pub fn tensor(set: &TensorSet, name: &str) -> Result<Region, String> {
+    let (_, bytes, ..) = set
+        .tensors
+        .get(name)
+        .ok_or_else(|| format!("the task has no tensor {name}"))?;
+    let ptr = set
+        .ptr(name)
+        .ok_or_else(|| format!("the task has no tensor {name}"))?;
+    Ok(Region {
+        ptr,
+        bytes: *bytes as u64,
+    })
+}
+
+/// `v` as an `int` kernel argument.
+pub fn int(v: u64) -> Result<Arg, String> {
+    i32::try_from(v)
+        .map(Arg::I32)
+        .map_err(|_| format!("{v} does not fit an int"))
 }
 
 /// `n` rounded up to a multiple of `unit`.
