@@ -464,6 +464,7 @@ fn main() -> anyhow::Result<()> {
                 speedup_min: Some(s),
                 speedup_best: Some(s * 1.2),
                 peak_fraction: Some(s / 3.0),
+                composed_baseline: false,
             });
         }
         let built = t.elapsed().as_secs_f64();

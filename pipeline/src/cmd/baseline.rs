@@ -1,5 +1,6 @@
-//! `ptxbench baseline --task ID [--workload W]`: times the library baseline alone (no
-//! candidate) with the engine's protocol and checks its outputs against the fp32 reference.
+//! `ptxbench baseline --task ID [--workload W]`: times the baseline alone (the library's, or a
+//! composed one where no library has the op; no candidate) with the engine's protocol and
+//! checks its outputs against the fp32 reference.
 //! For inspecting the baselines and for comparing them with other front ends
 //! (pipeline/scripts/fidelity.py). The GPU work runs in a worker process
 //! ([`crate::engine::harness_work`]).

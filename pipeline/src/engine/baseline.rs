@@ -1,11 +1,13 @@
-//! Library baselines: cuBLASLt for GEMM, cuDNN SDPA for attention (forward with LSE and
-//! backward), bound to a tensor set, checked once against the fp32 reference, and timed alone
-//! for `ptxbench baseline`.
+//! Baselines: the library at its best where one has the op (cuBLASLt for GEMM, cuDNN SDPA for
+//! attention), else a composition of cuBLASLt products and harness kernels ([`super::composed`]:
+//! MLA decode, the gated delta rule), bound to a tensor set, checked once against the fp32
+//! reference, and timed alone for `ptxbench baseline`.
 
 use crate::record::Stage;
 use std::rc::Rc;
 
 use super::Stats;
+use super::composed::{self, Composed, Composition};
 use super::conditions::Conditions;
 use super::inputs::{POISON_BYTE, TensorSet, allocate, fill_inputs, refresh_inputs, seed_for};
 use super::judge::check_stored;
@@ -21,6 +23,41 @@ use crate::cuda::cudnn::{
 use crate::cuda::driver::{DeviceBuffer, Gpu};
 use crate::expr::Bindings;
 use crate::task::{Op, Task, Workload};
+
+/// What an op's baseline is, in words (the methodology page and the task pages say it).
+pub fn described(op: &Op) -> String {
+    let best = "the fastest, timed per workload, of the heuristic's";
+    let sdpa = |what: &str| {
+        format!(
+            "cuDNN SDPA {what} through cuDNN's native backend graph API; {best} engine configurations"
+        )
+    };
+    match op {
+        Op::Gemm { .. } => format!(
+            "cuBLASLt matmul, bf16 in and out with fp32 accumulation; {best} up to 8 algorithms"
+        ),
+        Op::GemmFp8 { .. } => format!(
+            "cuBLASLt matmul on e4m3 with the per-tensor scales, bf16 out (the TN layout fp8 needs on Hopper); {best} up to 8 algorithms"
+        ),
+        Op::AttentionFwd { .. } => sdpa("forward with LSE"),
+        Op::AttentionBwd { .. } => sdpa("backward"),
+        Op::AttentionFwdFp8 { .. } => sdpa("fp8 forward with LSE"),
+        Op::AttentionDecode { .. } => sdpa(
+            "paged GQA decode with LSE (the dense page table it reads converted from the task's CSR table outside the timed launch)",
+        ),
+        Op::AttentionPrefill { .. } => sdpa(
+            "causal GQA prefill with LSE over ragged or paged keys (offsets, lengths and page table derived from the row pointers outside the timed launch)",
+        ),
+        Op::AttentionMlaDecode { .. } => format!(
+            "composed (no library has MLA decode): {}; each product's algorithm {best}, and every launch of the composition in the baseline's time",
+            composed::mla::STEPS
+        ),
+        Op::GdnPrefill => format!(
+            "composed (no library has the gated delta rule): {}; each product's algorithm {best}, and every launch of the composition in the baseline's time",
+            composed::gdn::STEPS
+        ),
+    }
+}
 
 /// A baseline bound to one tensor set; it writes its outputs to its own buffers.
 pub(super) enum Baseline {
@@ -39,6 +76,8 @@ pub(super) enum Baseline {
         /// table and sequence lengths), kept alive with the binding.
         _derived: Vec<DeviceBuffer>,
     },
+    /// Composed where no library has the op: every launch of it is the baseline's time.
+    Composed(Box<Composed>),
 }
 
 fn baseline_error(what: &str, e: impl std::fmt::Display) -> Stop {
@@ -58,6 +97,7 @@ impl Baseline {
             Baseline::Sdpa { sdpa, bound, .. } => {
                 sdpa.launch(bound).map_err(|e| baseline_error("", e))
             }
+            Baseline::Composed(c) => c.launch(gpu).map_err(|e| baseline_error(" (composed)", e)),
         }
     }
 
@@ -68,6 +108,7 @@ impl Baseline {
             Baseline::Sdpa { outputs, .. } => {
                 outputs.iter().find(|(n, _)| n == name).map(|(_, b)| b)
             }
+            Baseline::Composed(c) => c.output(name),
         }
     }
 }
@@ -119,14 +160,10 @@ pub(super) fn baseline_for(
         Op::AttentionFwdFp8 { .. } | Op::AttentionDecode { .. } | Op::AttentionPrefill { .. } => {
             return planned_baseline(gpu, support, task, env, set, planned);
         }
-        // No library has MLA decode. Its baseline would be composed from cuBLASLt (the two
-        // products) and harness kernels (the softmax), recorded as library `composed` and never
-        // pooled with library speedups; it is not built yet, so records carry no baseline (and
-        // no speedup) until it is.
-        Op::AttentionMlaDecode { .. } => return Ok(None),
-        // No library has the gated delta rule either: a composed baseline (the chunked form's
-        // products on cuBLASLt, the rest in harness kernels) is future work.
-        Op::GdnPrefill => return Ok(None),
+        // No library has MLA decode or the gated delta rule: their baselines are composed.
+        Op::AttentionMlaDecode { .. } | Op::GdnPrefill => {
+            return composed_baseline(gpu, support, task, env, set);
+        }
     };
     let (m, n, k) = (axis("M"), axis("N"), axis("K"));
     let mut gemm = Gemm::new(gpu, input, m, n, k).map_err(|e| baseline_error(" setup", e))?;
@@ -500,6 +537,94 @@ fn bind_sdpa(
         },
         info,
     )))
+}
+
+/// The composed baseline of an op no library has ([`composed`]), bound to `set`: planned from
+/// the sequence lengths the set's row pointers give (fixed per workload), run once so every
+/// intermediate holds real values, then each of its cuBLASLt products timed alone with each of
+/// the heuristic's algorithms and the fastest kept ([`fastest_of`]).
+fn composed_baseline(
+    gpu: &Gpu,
+    support: &Support,
+    task: &Task,
+    env: &Bindings,
+    set: &TensorSet,
+) -> Result<Option<(Baseline, BaselineInfo)>, Stop> {
+    let setup = |e: &dyn std::fmt::Display| baseline_error(" setup (composed)", e);
+    let Some(composition) = Composition::of(&task.op) else {
+        return Ok(None);
+    };
+    let problem = task.problem_in(env).map_err(|e| setup(&e))?;
+    let as_lengths = |indptr: &[i32]| -> Vec<u64> {
+        lengths(indptr)
+            .into_iter()
+            .map(|l| u64::try_from(l).unwrap_or(0))
+            .collect()
+    };
+    let mut c = match composition {
+        Composition::MlaDecode => {
+            let d = problem.mla_decode().map_err(|e| setup(&e))?;
+            let kv = indptr(gpu, set, "kv_indptr", d.batch as usize + 1)?;
+            let shape = composed::mla::MlaShape {
+                batch: d.batch,
+                heads: d.heads,
+                ckv: d.ckv_dim,
+                pe: d.pe_dim,
+            };
+            let scale = super::reference::mla_scale(d.pe_dim);
+            composed::mla::bind(gpu, support, set, shape, &as_lengths(&kv), scale)
+                .map_err(|e| setup(&e))?
+        }
+        Composition::GdnPrefill => {
+            let d = problem.gdn().map_err(|e| setup(&e))?;
+            let cu = indptr(gpu, set, "cu_seqlens", d.batch as usize + 1)?;
+            let shape = composed::gdn::GdnShape {
+                heads: d.heads,
+                v_heads: d.v_heads,
+                dim: d.head_dim,
+            };
+            let scale = super::reference::gdn_scale(d.head_dim);
+            composed::gdn::bind(gpu, support, set, shape, &as_lengths(&cu), scale)
+                .map_err(|e| setup(&e))?
+        }
+    };
+    c.launch(gpu).map_err(|e| setup(&e))?;
+    gpu.sync()?;
+    let mut chosen = Vec::new();
+    for i in 0..c.gemms() {
+        let count = c.gemm_mut(i).1.algorithms();
+        let medians = fastest_of(gpu, "cuBLASLt algorithm", count, |j, launch| {
+            c.gemm_mut(i).1.choose(j);
+            if launch {
+                c.launch_gemm(gpu, i)
+            } else {
+                Ok(())
+            }
+        })?;
+        let (what, g) = c.gemm_mut(i);
+        chosen.push(format!(
+            "{what}: algorithm {} of {count}{}",
+            g.chosen(),
+            if count < 2 {
+                String::new()
+            } else {
+                format!(" ({})", shown(&medians))
+            }
+        ));
+    }
+    let (version, library) = c.library().unwrap_or_default();
+    let info = BaselineInfo {
+        provider: composed::PROVIDER.into(),
+        version: version.to_string(),
+        library,
+        label: Some(composition.label().to_string()),
+        engine: Some(format!(
+            "{}; cuBLASLt algorithms, each the fastest of the heuristic's (medians in ms, L2 flushed): {}",
+            c.summary,
+            chosen.join("; ")
+        )),
+    };
+    Ok(Some((Baseline::Composed(Box::new(c)), info)))
 }
 
 /// Runs the baseline once on poisoned outputs and compares what it wrote with the fp32

@@ -33,6 +33,7 @@ const DRIVER_PRELUDE: &str = r#"#include "support.cu"
 #include <cstring>
 #include <vector>
 static unsigned next() { unsigned v = 0; if (scanf("%u", &v) != 1) { fprintf(stderr, "short input\n"); exit(2); } return v; }
+static long long next_ll() { long long v = 0; if (scanf("%lld", &v) != 1) { fprintf(stderr, "short input\n"); exit(2); } return v; }
 static std::vector<int> ints(size_t n) { std::vector<int> v(n); for (auto& x : v) x = (int)next(); return v; }
 static std::vector<float> floats(size_t n) { std::vector<float> v(n); for (auto& x : v) { unsigned b = next(); memcpy(&x, &b, 4); } return v; }
 "#;
@@ -380,8 +381,9 @@ struct MlaInputs {
 }
 
 impl Mla {
-    /// Runs the harness's row function through the driver; its outputs and the inputs.
-    fn run(&self, exe: &Path) -> (Outputs, MlaInputs) {
+    /// The problem as the MLA drivers read it (sizes, page table, inputs, the scale the
+    /// harness passes), and the inputs each sequence's keys in order.
+    fn problem(&self) -> (String, MlaInputs) {
         let mut rng = SplitMix::new(self.seed);
         let (b, h, dc, dp) = (self.kv_lens.len(), self.heads, self.ckv, self.pe);
         let tokens: usize = self.kv_lens.iter().sum();
@@ -423,7 +425,13 @@ impl Mla {
         // The scale the harness passes to the GPU reference.
         let scale = super::reference::mla_scale(dp as u64);
         let _ = writeln!(input, "{}", scale.to_bits());
+        (input, inputs)
+    }
 
+    /// Runs the harness's row function through the driver; its outputs and the inputs.
+    fn run(&self, exe: &Path) -> (Outputs, MlaInputs) {
+        let (input, inputs) = self.problem();
+        let (b, h, dc) = (self.kv_lens.len(), self.heads, self.ckv);
         let got = run_driver(exe, &input);
         assert_eq!(
             got.len(),
@@ -537,6 +545,216 @@ fn mla_decode_reference_matches_an_independent_cpu_implementation() {
         let latent_scale = case.cpu(&inputs, 1.0 / ((case.ckv + case.pe) as f64).sqrt(), 1.0);
         let (e, _) = worst(&got.lse, &latent_scale.lse);
         assert!(e > 1e-2, "case {n}: the scale changed nothing ({e:e})");
+    }
+}
+
+/// What the composed baselines' host drivers add to the prelude: a product as cuBLASLt
+/// computes it ([`crate::cuda::cublaslt::Matmul`]: column-major, `op(A)` `m x k`, `op(B)`
+/// `k x n`, strided batches), each element an fp64 sum rounded to the output type, read from
+/// the plan the Rust side made.
+const MATMUL_PRELUDE: &str = r#"struct Mm { long long m, n, k, ta, tb, lda, ldb, ldc, sa, sb, sc, batch; };
+static Mm read_mm() {
+  Mm x;
+  long long* f[] = {&x.m, &x.n, &x.k, &x.ta, &x.tb, &x.lda, &x.ldb, &x.ldc, &x.sa, &x.sb, &x.sc, &x.batch};
+  for (long long* p : f) *p = next_ll();
+  return x;
+}
+static float as_float(float x) { return x; }
+static float as_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+static void store(float* p, double v) { *p = (float)v; }
+static void store(__nv_bfloat16* p, double v) { *p = __float2bfloat16((float)v); }
+template <typename TA, typename TC>
+static void matmul(const Mm& x, const TA* A, const TA* B, TC* C, float alpha) {
+  for (long long q = 0; q < x.batch; ++q)
+    for (long long i = 0; i < x.m; ++i)
+      for (long long j = 0; j < x.n; ++j) {
+        double acc = 0.0;
+        for (long long l = 0; l < x.k; ++l) {
+          const long long ia = x.ta ? i * x.lda + l : l * x.lda + i;
+          const long long ib = x.tb ? l * x.ldb + j : j * x.ldb + l;
+          acc += (double)as_float(A[q * x.sa + ia]) * (double)as_float(B[q * x.sb + ib]);
+        }
+        store(&C[q * x.sc + j * x.ldc + i], (double)alpha * acc);
+      }
+}
+static std::vector<__nv_bfloat16> bf16s(const std::vector<float>& v) {
+  std::vector<__nv_bfloat16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
+  return out;
+}
+static void print(float x) { unsigned b; memcpy(&b, &x, 4); printf("%u\n", b); }
+"#;
+
+/// The composed MLA baseline on the host: reads the MLA problem as [`MLA_DRIVER`] does, then
+/// the plan (the slot table, buffer sizes, per bucket its offsets and two products in
+/// cuBLASLt's terms), and runs the composition's steps in order: `mla_pack_q`,
+/// `mla_gather_kv`, the scores, `mla_softmax`, `P V`, `mla_unpack`. Prints `output` then `lse`.
+const MLA_COMPOSED_DRIVER: &str = r#"int main() {
+  int B = next(), H = next(), DC = next(), DP = next();
+  size_t pages = next(), tokens = next();
+  std::vector<int> indptr = ints(B + 1), idx = ints(tokens);
+  std::vector<__nv_bfloat16> QN = bf16s(floats((size_t)B * H * DC)), QP = bf16s(floats((size_t)B * H * DP));
+  std::vector<__nv_bfloat16> CKV = bf16s(floats(pages * DC)), KPE = bf16s(floats(pages * DP));
+  float scale; { unsigned b = next(); memcpy(&scale, &b, 4); }
+  std::vector<long long> slots(next_ll());
+  for (auto& x : slots) x = next_ll();
+  const long long q_n = next_ll(), kv_n = next_ll(), s_n = next_ll(), o_n = next_ll();
+  std::vector<__nv_bfloat16> Q(q_n), KV(kv_n), P(s_n), O(o_n), out((size_t)B * H * DC);
+  std::vector<float> S(s_n), L((size_t)B * H);
+  MlaComposedArgs a = {QN.data(), QP.data(), CKV.data(), KPE.data(), indptr.data(), idx.data(),
+                       slots.data(), Q.data(), KV.data(), P.data(), out.data(), S.data(), O.data(),
+                       L.data(), B, H, DC, DP};
+  for (u64 i = 0; i < (u64)B * H * (DC + DP); ++i) mla_pack_q_element(a, i);
+  for (long long t = 0; t < (long long)tokens; ++t) mla_gather_row(a, t, 0, 1);
+  const long long buckets = next_ll();
+  std::vector<long long> off(4 * buckets);
+  std::vector<Mm> scores(buckets), values(buckets);
+  for (long long i = 0; i < buckets; ++i) {
+    for (int j = 0; j < 4; ++j) off[4 * i + j] = next_ll();
+    scores[i] = read_mm();
+    values[i] = read_mm();
+  }
+  // cuBLASLt's A is the product's B and its B the product's A (see cublaslt.rs).
+  for (long long i = 0; i < buckets; ++i)
+    matmul(scores[i], KV.data() + off[4 * i + 1], Q.data() + off[4 * i], S.data() + off[4 * i + 2], scale);
+  for (u64 r = 0; r < (u64)B * H; ++r) mla_softmax_row<1>(a, r, 0);
+  for (long long i = 0; i < buckets; ++i)
+    matmul(values[i], KV.data() + off[4 * i + 1], P.data() + off[4 * i + 2], O.data() + off[4 * i + 3], 1.0f);
+  for (u64 i = 0; i < (u64)B * H * DC; ++i) mla_unpack_element(a, i);
+  for (auto x : out) print(__bfloat162float(x));
+  for (float x : L) print(x);
+  return 0;
+}
+"#;
+
+/// A product in cuBLASLt's terms, as the host drivers read it (`read_mm`).
+fn write_matmul(input: &mut String, p: &crate::cuda::cublaslt::Product) {
+    let mm = p.matmul();
+    let _ = writeln!(
+        input,
+        "{} {} {} {} {} {} {} {} {} {} {} {}",
+        mm.m,
+        mm.n,
+        mm.k,
+        u8::from(mm.trans_a),
+        u8::from(mm.trans_b),
+        mm.a.ld,
+        mm.b.ld,
+        mm.c.ld,
+        mm.a.batch_stride,
+        mm.b.batch_stride,
+        mm.c.batch_stride,
+        mm.batch
+    );
+}
+
+/// How `got` fares under a task's tolerance against `want`: the elements outside
+/// `atol + rtol |want|` and the relative L2 error.
+fn under_tolerance(got: &[f32], want: &[f32], rtol: f64, atol: f64) -> (usize, f64) {
+    let (mut se, mut sr, mut outside) = (0.0f64, 0.0f64, 0usize);
+    for (g, w) in got.iter().zip(want) {
+        let (g, w) = (f64::from(*g), f64::from(*w));
+        let e = (g - w).abs();
+        if e.is_nan() || e > atol + rtol * w.abs() {
+            outside += 1;
+        }
+        se += (g - w) * (g - w);
+        sr += w * w;
+    }
+    (outside, (se / sr.max(f64::MIN_POSITIVE)).sqrt())
+}
+
+/// The composed MLA baseline (support.cu's kernels run on the host in the order the GPU runs
+/// them, the cuBLASLt products emulated with the layouts, leading dimensions and batch strides
+/// `composed::mla::plan` gives) meets the task's tolerances against the plain CPU definition in
+/// f64: DeepSeek's sizes over lengths that fall into several buckets (one key, lengths off any
+/// tile, pages in random order among spare pages) and dims that align nothing. The test can
+/// fail: with the scale over the latent width the LSE is off.
+#[test]
+fn mla_composed_baseline_meets_the_tasks_tolerances() {
+    use super::composed::mla;
+    let Some(nvcc) = nvcc_here("mla_composed_baseline_meets_the_tasks_tolerances") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = build_driver(
+        &nvcc,
+        dir.path(),
+        &format!("{MATMUL_PRELUDE}{MLA_COMPOSED_DRIVER}"),
+    );
+    let deepseek = Mla {
+        heads: 16,
+        ckv: 512,
+        pe: 64,
+        kv_lens: vec![1, 130, 17, 65, 97, 40],
+        pages: 2 * 350 + 3,
+        seed: 7,
+    };
+    // Rows of 36 + 12 are copied element by element (the 16-byte copies need multiples of 8).
+    let odd = Mla {
+        heads: 3,
+        ckv: 36,
+        pe: 12,
+        kv_lens: vec![5, 1, 33, 2],
+        pages: 50,
+        seed: 8,
+    };
+    for (n, (case, qk)) in [(&deepseek, 192.0f64), (&odd, 140.0)].iter().enumerate() {
+        let (mut input, inputs) = case.problem();
+        let shape = mla::MlaShape {
+            batch: case.kv_lens.len() as u64,
+            heads: case.heads as u64,
+            ckv: case.ckv as u64,
+            pe: case.pe as u64,
+        };
+        let lengths: Vec<u64> = case.kv_lens.iter().map(|&l| l as u64).collect();
+        let plan = mla::plan(shape, &lengths).expect("plans");
+        assert!(
+            plan.buckets.len() >= 2,
+            "case {n}: one bucket tests too little"
+        );
+        let _ = writeln!(input, "{}", plan.slots.len());
+        for v in &plan.slots {
+            let _ = writeln!(input, "{v}");
+        }
+        let _ = writeln!(
+            input,
+            "{} {} {} {}",
+            plan.q_elements, plan.kv_elements, plan.score_elements, plan.o_elements
+        );
+        let _ = writeln!(input, "{}", plan.buckets.len());
+        for b in &plan.buckets {
+            let [q, kv, s, _, o] = mla::offsets(&plan, b);
+            // Element offsets: Q, KV, P and O are bf16, S fp32 at the same index as P.
+            let _ = writeln!(input, "{} {} {} {}", q / 2, kv / 2, s / 4, o / 2);
+            write_matmul(&mut input, &b.scores);
+            write_matmul(&mut input, &b.values);
+        }
+        let got = run_driver(&exe, &input);
+        let (b, h, dc) = (case.kv_lens.len(), case.heads, case.ckv);
+        assert_eq!(
+            got.len(),
+            b * h * dc + b * h,
+            "one value per output element"
+        );
+        let (o, lse) = got.split_at(b * h * dc);
+        let want = case.cpu(&inputs, 1.0 / qk.sqrt(), 1.0);
+        // The task's tolerances: output allclose 2e-2 / 2e-2 and relative L2 at most 8e-3;
+        // lse allclose 1e-3 / 1e-3.
+        let (outside, o_rel) = under_tolerance(o, &want.o, 2e-2, 2e-2);
+        assert!(
+            outside == 0 && o_rel <= 8e-3,
+            "case {n}: output: {outside} elements outside the tolerance, relative L2 {o_rel:e}"
+        );
+        let (outside, rel) = under_tolerance(lse, &want.lse, 1e-3, 1e-3);
+        assert!(
+            outside == 0,
+            "case {n}: lse: {outside} elements outside the tolerance (relative L2 {rel:e})"
+        );
+        let latent = case.cpu(&inputs, 1.0 / ((case.ckv + case.pe) as f64).sqrt(), 1.0);
+        let (outside, _) = under_tolerance(lse, &latent.lse, 1e-3, 1e-3);
+        assert!(outside > 0, "case {n}: the scale changed nothing");
+        eprintln!("case {n}: output relative L2 {o_rel:.2e}, lse {rel:.2e}");
     }
 }
 
@@ -810,5 +1028,171 @@ fn gdn_prefill_reference_matches_an_independent_cpu_implementation() {
                 "case {n}: {what} changed too little (output {eo:e}, state {es:e})"
             );
         }
+    }
+}
+
+/// The composed GDN baseline on the host: reads the GDN problem as [`GDN_DRIVER`] does, then
+/// the plan (the chunk table and the six products in cuBLASLt's terms), and runs the
+/// composition's steps in order: `gdn_pack`, `K K^T`, `Q K^T`, `gdn_wy` (gates, L, the
+/// triangular solve), `Tv V`, `Tk K`, `gdn_recurrence` (one part per column), `Q S`, `M U`,
+/// `gdn_output`. Prints `output` then `new_state`.
+const GDN_COMPOSED_DRIVER: &str = r#"int main() {
+  int N = next(), HQK = next(), HV = next(), D = next(), T = next();
+  std::vector<int> cu = ints(N + 1);
+  std::vector<__nv_bfloat16> Q = bf16s(floats((size_t)T * HQK * D)), K = bf16s(floats((size_t)T * HQK * D)),
+                             V = bf16s(floats((size_t)T * HV * D));
+  std::vector<float> S = floats((size_t)N * HV * D * D), AL = floats(HV);
+  std::vector<__nv_bfloat16> A = bf16s(floats((size_t)T * HV));
+  std::vector<float> DT = floats(HV);
+  std::vector<__nv_bfloat16> B = bf16s(floats((size_t)T * HV));
+  float scale; { unsigned b = next(); memcpy(&scale, &b, 4); }
+  const int NC = (int)next_ll();
+  std::vector<int> chunks(2 * NC + N + 1);
+  for (auto& x : chunks) x = (int)next_ll();
+  Mm kk = read_mm(), qk = read_mm(), wv = read_mm(), wk = read_mm(), qs = read_mm(), mu = read_mm();
+  const size_t pairs = (size_t)NC * HV, rows = pairs * GDN_CHUNK * D, square = pairs * GDN_CHUNK * GDN_CHUNK;
+  std::vector<__nv_bfloat16> Qc(rows), Kc(rows), Vc(rows), Tv(square), Tk(square), M(square), Sc(pairs * D * D), U(rows);
+  std::vector<__nv_bfloat16> out((size_t)T * HV * D);
+  std::vector<float> G(pairs * GDN_CHUNK), Beta(pairs * GDN_CHUNK), KK(square), QK(square), Wv(rows), Wk(rows), QS(rows), MU(rows);
+  std::vector<float> NS((size_t)N * HV * D * D);
+  GdnComposedArgs a = {Q.data(), K.data(), V.data(), A.data(), B.data(), AL.data(), DT.data(), S.data(),
+                       cu.data(), chunks.data(), Qc.data(), Kc.data(), Vc.data(), Tv.data(), Tk.data(),
+                       M.data(), Sc.data(), U.data(), out.data(), G.data(), Beta.data(), NS.data(),
+                       KK.data(), QK.data(), Wv.data(), Wk.data(), QS.data(), MU.data(),
+                       N, NC, HQK, HV, D, scale};
+  for (u64 i = 0; i < rows; ++i) gdn_pack_element(a, i);
+  // cuBLASLt's A is the product's B and its B the product's A (see cublaslt.rs).
+  matmul(kk, Kc.data(), Kc.data(), KK.data(), 1.0f);
+  matmul(qk, Kc.data(), Qc.data(), QK.data(), 1.0f);
+  std::vector<float> logg(GDN_CHUNK), L(GDN_CHUNK * GDN_CHUNK);
+  for (int c = 0; c < NC; ++c)
+    for (int h = 0; h < HV; ++h) {
+      for (int i = 0; i < GDN_CHUNK; ++i) gdn_gate_token(a, c, h, i, logg.data());
+      gdn_gate_scan(a, c, h, logg.data());
+      for (int m = 0; m < GDN_CHUNK; ++m) gdn_l_column(a, c, h, m, L.data());
+      for (int m = 0; m < GDN_CHUNK; ++m) gdn_wy_column(a, c, h, m, L.data());
+    }
+  matmul(wv, Vc.data(), Tv.data(), Wv.data(), 1.0f);
+  matmul(wk, Kc.data(), Tk.data(), Wk.data(), 1.0f);
+  std::vector<float> ush((size_t)GDN_CHUNK * D);
+  for (int n = 0; n < N; ++n)
+    for (int h = 0; h < HV; ++h)
+      for (int v = 0; v < D; ++v) gdn_recur_column<1>(a, n, h, v, 0, ush.data());
+  matmul(qs, Sc.data(), Qc.data(), QS.data(), 1.0f);
+  matmul(mu, U.data(), M.data(), MU.data(), 1.0f);
+  for (u64 i = 0; i < (u64)T * HV * D; ++i) gdn_output_element(a, i);
+  for (auto x : out) print(__bfloat162float(x));
+  for (float x : NS) print(x);
+  return 0;
+}
+"#;
+
+/// The composed GDN baseline (support.cu's kernels run on the host in the order the GPU runs
+/// them, the cuBLASLt products emulated with the layouts `composed::gdn::plan` gives) meets the
+/// task's tolerances against the release's definition written plainly in f64: Qwen3-Next's
+/// sizes over sequences of 1, 17, 65 and 130 tokens (partial chunks, several chunks carrying
+/// the state), and 2 query/key heads shared by 6 value heads of 40 over four sequences. The
+/// test can fail: without the gate, beta or the initial state the CPU definition disagrees.
+#[test]
+fn gdn_composed_baseline_meets_the_tasks_tolerances() {
+    use super::composed::gdn;
+    let Some(nvcc) = nvcc_here("gdn_composed_baseline_meets_the_tasks_tolerances") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = build_driver(
+        &nvcc,
+        dir.path(),
+        &format!("{MATMUL_PRELUDE}{GDN_COMPOSED_DRIVER}"),
+    );
+    let qwen = Gdn {
+        qk: 4,
+        hv: 8,
+        d: 128,
+        seq_lens: vec![1, 17, 65, 130],
+        seed: 9,
+    };
+    let small = Gdn {
+        qk: 2,
+        hv: 6,
+        d: 40,
+        seq_lens: vec![5, 1, 70, 2],
+        seed: 10,
+    };
+    for (n, case) in [&qwen, &small].iter().enumerate() {
+        let x = case.inputs();
+        let t: usize = case.seq_lens.iter().sum();
+        let ns = case.seq_lens.len();
+        let mut input = String::new();
+        let _ = writeln!(input, "{ns} {} {} {} {t}", case.qk, case.hv, case.d);
+        let mut at = 0;
+        let _ = writeln!(input, "0");
+        for l in &case.seq_lens {
+            at += l;
+            let _ = writeln!(input, "{at}");
+        }
+        for v in [&x.q, &x.k, &x.v, &x.state, &x.a_log, &x.a, &x.dt_bias, &x.b] {
+            for e in v.iter() {
+                let _ = writeln!(input, "{}", e.to_bits());
+            }
+        }
+        let scale = super::reference::gdn_scale(case.d as u64);
+        let _ = writeln!(input, "{}", scale.to_bits());
+        let shape = gdn::GdnShape {
+            heads: case.qk as u64,
+            v_heads: case.hv as u64,
+            dim: case.d as u64,
+        };
+        let lengths: Vec<u64> = case.seq_lens.iter().map(|&l| l as u64).collect();
+        let plan = gdn::plan(shape, &lengths).expect("plans");
+        let _ = writeln!(input, "{}", plan.chunks);
+        for v in &plan.table {
+            let _ = writeln!(input, "{v}");
+        }
+        let p = &plan.products;
+        for product in [&p.kk, &p.qk, &p.wv, &p.wk, &p.qs, &p.mu] {
+            write_matmul(&mut input, product);
+        }
+        let got = run_driver(&exe, &input);
+        let (hv, d) = (case.hv, case.d);
+        assert_eq!(
+            got.len(),
+            t * hv * d + ns * hv * d * d,
+            "one value per element"
+        );
+        let (o, s) = got.split_at(t * hv * d);
+        let (want_o, want_s) = case.cpu(&x, ALL_PARTS);
+        // The task's tolerances: output allclose 2e-2 / 2e-2 and relative L2 at most 1e-2;
+        // new_state relative L2 at most 1e-2.
+        let (outside, o_rel) = under_tolerance(o, &want_o, 2e-2, 2e-2);
+        assert!(
+            outside == 0 && o_rel <= 1e-2,
+            "case {n}: output: {outside} elements outside the tolerance, relative L2 {o_rel:e}"
+        );
+        let (_, s_rel) = under_tolerance(s, &want_s, 0.0, f64::INFINITY);
+        assert!(s_rel <= 1e-2, "case {n}: new_state relative L2 {s_rel:e}");
+        for parts in [
+            GdnParts {
+                gate: false,
+                ..ALL_PARTS
+            },
+            GdnParts {
+                beta: false,
+                ..ALL_PARTS
+            },
+            GdnParts {
+                initial_state: false,
+                ..ALL_PARTS
+            },
+        ] {
+            let (other_o, other_s) = case.cpu(&x, parts);
+            let (_, eo) = under_tolerance(o, &other_o, 0.0, f64::INFINITY);
+            let (_, es) = under_tolerance(s, &other_s, 0.0, f64::INFINITY);
+            assert!(
+                eo > 1e-2 || es > 1e-2,
+                "case {n}: a part of the definition changed nothing"
+            );
+        }
+        eprintln!("case {n}: output relative L2 {o_rel:.2e}, new_state {s_rel:.2e}");
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod baseline;
 pub mod between_runs;
+pub mod composed;
 pub mod conditions;
 pub mod counting;
 pub mod estimate;
@@ -43,7 +44,7 @@ pub use crate::record::outcome::{
 /// The revision of how the engine turns a candidate into a record: changed with any fix to the
 /// protocol, so that a cache of answers (the service's, a run's index) never answers with a
 /// record made before the fix.
-pub const ENGINE_REVISION: &str = "2026-12-05.sandbox-v2";
+pub const ENGINE_REVISION: &str = "2026-12-05.composed-gdn";
 
 /// Laps of an outcome's clock (`Outcome::seconds`) taken outside the worker: ptxas on a CPU
 /// thread before the evaluation reached the GPU; the GPU's thread waiting for this evaluation

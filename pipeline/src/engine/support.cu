@@ -453,6 +453,404 @@ extern "C" __global__ void ref_gdn_prefill(const float* Q, const float* K, const
   gdn_column(a, n, h, v);
 }
 
+// ---------------------------------------------------------------- composed baselines
+// Where no library has the op, the baseline is composed from cuBLASLt products and these
+// kernels (pipeline/src/engine/composed/). Like the references, each kernel is a __global__
+// wrapper around __host__ __device__ functions that the tests run on the host, with the
+// products emulated there, against an independent CPU implementation.
+
+template <int LANES>
+__host__ __device__ inline float lanes_max(float v) {
+#ifdef __CUDA_ARCH__
+  if (LANES == 32)
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+#endif
+  return v;
+}
+
+// The sequence b of a CSR row pointer with indptr[b] <= t < indptr[b + 1] (B sequences).
+__host__ __device__ inline int sequence_of(const int* indptr, int B, long long t) {
+  int lo = 0, hi = B;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (indptr[mid] <= t) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+// MLA decode, composed (engine/composed/mla.rs). The sequences are sorted into buckets of
+// similar length; a bucket's queries and keys are laid out for one strided-batched product
+// each way: Q [position, H, DK] and KV rows of DK = DC + DP (ckv then kpe; the first DC
+// columns are the values), the scores S (fp32) and probabilities P (bf16) of a slot's H rows
+// at S[s_off + h * pad + j]. The slot table (engine/composed/mla.rs, `MlaPlan::slots`) holds
+// MLA_SLOT longs per slot, slots in bucket order: the sequence, its length, its padded length,
+// the first row of its keys in KV, the offset of its scores in S and P, and its position in Q
+// and O; then, for each sequence, its slot.
+#define MLA_SLOT 6
+struct MlaComposedArgs {
+  const __nv_bfloat16 *q_nope, *q_pe, *ckv, *kpe;
+  const int *kv_indptr, *kv_indices;
+  const long long* slots;
+  __nv_bfloat16 *Q, *KV, *P, *out;
+  const float* S;
+  const __nv_bfloat16* O;
+  float* lse;
+  int B, H, DC, DP;
+};
+
+// Q[position, h, :] = [q_nope[b, h, :] | q_pe[b, h, :]], element i of the slots' queries.
+__host__ __device__ inline void mla_pack_q_element(const MlaComposedArgs& a, u64 i) {
+  const int DK = a.DC + a.DP;
+  const u64 per = (u64)a.H * DK;
+  const long long* sl = a.slots + (i / per) * MLA_SLOT;
+  const int h = (int)(i % per / DK), d = (int)(i % DK);
+  const u64 row = (u64)sl[0] * a.H + h;
+  a.Q[(u64)sl[5] * per + i % per] =
+      d < a.DC ? a.q_nope[row * a.DC + d] : a.q_pe[row * a.DP + (d - a.DC)];
+}
+
+// KV row of token t (t over kv_indices): [ckv | kpe] of its page, at its slot's rows. Rows
+// past a sequence's length are never written (the buffer is zeroed once, so the padding
+// stays zero: finite, and weighed by P = 0). With DC and DP multiples of 8, 16 bytes a copy.
+__host__ __device__ inline void mla_gather_row(const MlaComposedArgs& a, long long t, int lane,
+                                               int lanes) {
+  const int b = sequence_of(a.kv_indptr, a.B, t);
+  const long long j = t - a.kv_indptr[b];
+  const long long* sl = a.slots + a.slots[(u64)a.B * MLA_SLOT + b] * MLA_SLOT;
+  if (j >= sl[2]) return;  // a longer sequence than planned: refused by the check, not written
+  const int DK = a.DC + a.DP;
+  const u64 page = (u64)a.kv_indices[t];
+  __nv_bfloat16* dst = a.KV + ((u64)sl[3] + j) * DK;
+  const __nv_bfloat16* c = a.ckv + page * a.DC;
+  const __nv_bfloat16* r = a.kpe + page * a.DP;
+  if (a.DC % 8 == 0 && a.DP % 8 == 0) {
+    const int cu = a.DC / 8, units = DK / 8;
+    for (int u = lane; u < units; u += lanes)
+      reinterpret_cast<uint4*>(dst)[u] = u < cu ? reinterpret_cast<const uint4*>(c)[u]
+                                                : reinterpret_cast<const uint4*>(r)[u - cu];
+  } else {
+    for (int d = lane; d < DK; d += lanes) dst[d] = d < a.DC ? c[d] : r[d - a.DC];
+  }
+}
+
+// One (slot, head) row of the scores (already scaled by the product's alpha): the natural-log
+// LSE, and P = exp(s - lse) in bf16 over the sequence's keys, 0 over the padding.
+template <int LANES>
+__host__ __device__ void mla_softmax_row(const MlaComposedArgs& a, u64 row, int lane) {
+  const long long* sl = a.slots + (row / a.H) * MLA_SLOT;
+  const int h = (int)(row % a.H);
+  const long long len = sl[1], pad = sl[2];
+  const u64 at = (u64)sl[4] + (u64)h * pad;
+  const float* s = a.S + at;
+  float m = minus_infinity();
+  for (long long j = lane; j < len; j += LANES) m = fmaxf(m, s[j]);
+  m = lanes_max<LANES>(m);
+  float l = 0.0f;
+  for (long long j = lane; j < len; j += LANES) l += expf(s[j] - m);
+  l = lanes_sum<LANES>(l);
+  const float lse = m + logf(l);
+  for (long long j = lane; j < pad; j += LANES)
+    a.P[at + j] = __float2bfloat16(j < len ? expf(s[j] - lse) : 0.0f);
+  if (lane == 0) a.lse[(u64)sl[0] * a.H + h] = lse;
+}
+
+// out[b, h, :] = O[position of b's slot, h, :], element i of out.
+__host__ __device__ inline void mla_unpack_element(const MlaComposedArgs& a, u64 i) {
+  const u64 per = (u64)a.H * a.DC;
+  const long long* sl = a.slots + a.slots[(u64)a.B * MLA_SLOT + i / per] * MLA_SLOT;
+  a.out[i] = a.O[(u64)sl[5] * per + i % per];
+}
+
+extern "C" __global__ void mla_pack_q(const __nv_bfloat16* q_nope, const __nv_bfloat16* q_pe,
+                                      const long long* slots, __nv_bfloat16* Q, int B, int H,
+                                      int DC, int DP) {
+  MlaComposedArgs a = {};
+  a.q_nope = q_nope; a.q_pe = q_pe; a.slots = slots; a.Q = Q;
+  a.B = B; a.H = H; a.DC = DC; a.DP = DP;
+  const u64 n = (u64)B * H * (DC + DP);
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    mla_pack_q_element(a, i);
+}
+
+extern "C" __global__ void mla_gather_kv(const __nv_bfloat16* ckv, const __nv_bfloat16* kpe,
+                                         const int* kv_indptr, const int* kv_indices,
+                                         const long long* slots, __nv_bfloat16* KV, int B, int DC,
+                                         int DP, u64 T) {
+  MlaComposedArgs a = {};
+  a.ckv = ckv; a.kpe = kpe; a.kv_indptr = kv_indptr; a.kv_indices = kv_indices;
+  a.slots = slots; a.KV = KV; a.B = B; a.DC = DC; a.DP = DP;
+  const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+  for (u64 t = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < T; t += warps)
+    mla_gather_row(a, (long long)t, (int)(threadIdx.x & 31), 32);
+}
+
+extern "C" __global__ void mla_softmax(const float* S, const long long* slots,
+                                       __nv_bfloat16* P, float* lse, int B, int H) {
+  const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  if (warp >= (u64)B * H) return;
+  MlaComposedArgs a = {};
+  a.S = S; a.slots = slots; a.P = P; a.lse = lse; a.B = B; a.H = H;
+  mla_softmax_row<32>(a, warp, (int)(threadIdx.x & 31));
+}
+
+extern "C" __global__ void mla_unpack(const __nv_bfloat16* O, const long long* slots,
+                                      __nv_bfloat16* out, int B, int H, int DC) {
+  MlaComposedArgs a = {};
+  a.O = O; a.slots = slots; a.out = out; a.B = B; a.H = H; a.DC = DC;
+  const u64 n = (u64)B * H * DC;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    mla_unpack_element(a, i);
+}
+
+// GDN prefill, composed (engine/composed/gdn.rs): the chunked gated delta rule. Each
+// sequence's tokens are cut into chunks of GDN_CHUNK (its last one partial): chunk c starts at
+// token chunks[c] and holds chunks[NC + c] tokens, and sequence n owns the chunks
+// chunks[2 NC + n] .. chunks[2 NC + n + 1]. Per (chunk, value head), over its tokens, with G
+// the cumulative log gate and beta the update strengths:
+//   KK = K K^T, QK = Q K^T (cuBLASLt);
+//   L = beta_i exp(G_i - G_j) KK_ij below the diagonal, T = (I + L)^-1,
+//   Tv = T diag(beta), Tk = T diag(beta exp(G)), M = exp(G_i - G_j) QK_ij on and below it;
+//   Wv = Tv V, Wk = Tk K (cuBLASLt);
+// across a sequence's chunks, per value head, from the state S at the chunk's start:
+//   U = Wv - Wk S, S = exp(G_last) S + K^T diag(exp(G_last - G)) U (gdn_recurrence);
+// then A = Q S, B = M U (cuBLASLt) and output = scale (exp(G) A + B). Padding rows (past a
+// partial chunk's tokens) are zero with beta 0 and no decay, so they change nothing. Chunk
+// buffers are [NC, HV, GDN_CHUNK, D] (Q and K per value head), G and beta [NC, HV,
+// GDN_CHUNK], the C x C matrices [NC, HV, GDN_CHUNK, GDN_CHUNK], the chunks' starting states
+// [NC, HV, D, D] (S[k][v], row-major).
+#define GDN_CHUNK 64
+#define GDN_PARTS 4
+struct GdnComposedArgs {
+  const __nv_bfloat16 *q, *k, *v, *a, *b;
+  const float *A_log, *dt_bias, *state;
+  const int *cu_seqlens, *chunks;
+  __nv_bfloat16 *Qc, *Kc, *Vc, *Tv, *Tk, *M, *Sc, *U, *out;
+  float *G, *Beta, *new_state;
+  const float *KK, *QK, *Wv, *Wk, *QS, *MU;
+  int N, NC, HQK, HV, D;
+  float scale;
+};
+
+// Element i of Qc, Kc and Vc: a token of the chunk, or zero past its tokens.
+__host__ __device__ inline void gdn_pack_element(const GdnComposedArgs& a, u64 i) {
+  const int D = a.D, HV = a.HV;
+  const int d = (int)(i % D), ii = (int)(i / D % GDN_CHUNK);
+  const u64 bh = i / D / GDN_CHUNK;
+  const int hv = (int)(bh % HV), c = (int)(bh / HV), hk = hv / (HV / a.HQK);
+  if (ii < a.chunks[a.NC + c]) {
+    const u64 t = (u64)a.chunks[c] + ii;
+    a.Qc[i] = a.q[(t * a.HQK + hk) * D + d];
+    a.Kc[i] = a.k[(t * a.HQK + hk) * D + d];
+    a.Vc[i] = a.v[(t * HV + hv) * D + d];
+  } else {
+    const __nv_bfloat16 zero = __float2bfloat16(0.0f);
+    a.Qc[i] = zero;
+    a.Kc[i] = zero;
+    a.Vc[i] = zero;
+  }
+}
+
+// Token ii of chunk c, value head hv: its log gate into logg[ii] (0 past the chunk's tokens)
+// and its beta (0 there), as the reference computes them.
+__host__ __device__ inline void gdn_gate_token(const GdnComposedArgs& a, int c, int hv, int ii,
+                                               float* logg) {
+  const u64 r = ((u64)c * a.HV + hv) * GDN_CHUNK + ii;
+  if (ii < a.chunks[a.NC + c]) {
+    const u64 th = ((u64)a.chunks[c] + ii) * a.HV + hv;
+    logg[ii] = -expf(a.A_log[hv]) * gdn_softplus(__bfloat162float(a.a[th]) + a.dt_bias[hv]);
+    a.Beta[r] = 1.0f / (1.0f + expf(-__bfloat162float(a.b[th])));
+  } else {
+    logg[ii] = 0.0f;
+    a.Beta[r] = 0.0f;
+  }
+}
+
+// G of chunk c, value head hv: the running sums of its log gates.
+__host__ __device__ inline void gdn_gate_scan(const GdnComposedArgs& a, int c, int hv,
+                                              const float* logg) {
+  float* G = a.G + ((u64)c * a.HV + hv) * GDN_CHUNK;
+  float acc = 0.0f;
+  for (int i = 0; i < GDN_CHUNK; ++i) G[i] = acc += logg[i];
+}
+
+// Column m of L (GDN_CHUNK x GDN_CHUNK, row-major) for chunk c, value head hv.
+__host__ __device__ inline void gdn_l_column(const GdnComposedArgs& a, int c, int hv, int m,
+                                             float* L) {
+  const u64 r = ((u64)c * a.HV + hv) * GDN_CHUNK;
+  for (int i = 0; i < GDN_CHUNK; ++i)
+    L[i * GDN_CHUNK + m] =
+        i > m ? a.Beta[r + i] * expf(a.G[r + i] - a.G[r + m]) * a.KK[(r + i) * GDN_CHUNK + m]
+              : 0.0f;
+}
+
+// Column m of T = (I + L)^-1 by forward substitution (T is unit lower triangular), then
+// column m of Tv, Tk and M.
+__host__ __device__ inline void gdn_wy_column(const GdnComposedArgs& a, int c, int hv, int m,
+                                              const float* L) {
+  const u64 r = ((u64)c * a.HV + hv) * GDN_CHUNK;
+  float t[GDN_CHUNK];
+  for (int i = 0; i < GDN_CHUNK; ++i) {
+    float acc = i == m ? 1.0f : 0.0f;
+    for (int j = m; j < i; ++j) acc -= L[i * GDN_CHUNK + j] * t[j];
+    t[i] = i < m ? 0.0f : acc;
+  }
+  const float bm = a.Beta[r + m], gm = expf(a.G[r + m]);
+  for (int i = 0; i < GDN_CHUNK; ++i) {
+    const u64 at = (r + i) * GDN_CHUNK + m;
+    a.Tv[at] = __float2bfloat16(t[i] * bm);
+    a.Tk[at] = __float2bfloat16(t[i] * bm * gm);
+    a.M[at] = __float2bfloat16(i >= m ? expf(a.G[r + i] - a.G[r + m]) * a.QK[at] : 0.0f);
+  }
+}
+
+// The sum over the PARTS threads of one state column (adjacent lanes on the GPU).
+template <int PARTS>
+__host__ __device__ inline float parts_sum(float v) {
+#ifdef __CUDA_ARCH__
+  for (int o = 1; o < PARTS; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+#endif
+  return v;
+}
+
+__host__ __device__ inline void parts_sync() {
+#ifdef __CUDA_ARCH__
+  __syncwarp();
+#endif
+}
+
+// Column v of sequence n's state for value head hv across its chunks; part q of PARTS holds
+// the rows k = q + PARTS j. Writes each chunk's starting state (bf16) and U (bf16; fp32 in
+// ush [GDN_CHUNK, D] for the update), and new_state after the last chunk.
+template <int PARTS>
+__host__ __device__ void gdn_recur_column(const GdnComposedArgs& a, int n, int hv, int v, int q,
+                                          float* ush) {
+  const int D = a.D, HV = a.HV;
+  float s[GDN_MAXD / PARTS];
+  const u64 st = (((u64)n * HV + hv) * D + v) * D;
+  for (int j = 0; j < GDN_MAXD / PARTS; ++j) {
+    const int k = q + PARTS * j;
+    s[j] = k < D ? a.state[st + k] : 0.0f;
+  }
+  const int* first = a.chunks + 2 * a.NC;
+  for (int c = first[n]; c < first[n + 1]; ++c) {
+    const u64 bh = (u64)c * HV + hv;
+    for (int j = 0; j < GDN_MAXD / PARTS; ++j) {
+      const int k = q + PARTS * j;
+      if (k < D) a.Sc[(bh * D + k) * D + v] = __float2bfloat16(s[j]);
+    }
+    const float* wk = a.Wk + bh * GDN_CHUNK * D;
+    const float* wv = a.Wv + bh * GDN_CHUNK * D;
+    parts_sync();
+    for (int i = 0; i < GDN_CHUNK; ++i) {
+      float p = 0.0f;
+      for (int j = 0; j < GDN_MAXD / PARTS; ++j) {
+        const int k = q + PARTS * j;
+        if (k < D) p = fmaf(wk[i * D + k], s[j], p);
+      }
+      const float u = wv[i * D + v] - parts_sum<PARTS>(p);
+      if (q == 0) {
+        ush[i * D + v] = u;
+        a.U[(bh * GDN_CHUNK + i) * D + v] = __float2bfloat16(u);
+      }
+    }
+    parts_sync();
+    const float* g = a.G + bh * GDN_CHUNK;
+    const float last = g[GDN_CHUNK - 1], decay = expf(last);
+    for (int j = 0; j < GDN_MAXD / PARTS; ++j) s[j] *= decay;
+    const __nv_bfloat16* kc = a.Kc + bh * GDN_CHUNK * D;
+    for (int i = 0; i < GDN_CHUNK; ++i) {
+      const float w = expf(last - g[i]) * ush[i * D + v];
+      for (int j = 0; j < GDN_MAXD / PARTS; ++j) {
+        const int k = q + PARTS * j;
+        if (k < D) s[j] = fmaf(__bfloat162float(kc[i * D + k]), w, s[j]);
+      }
+    }
+  }
+  for (int j = 0; j < GDN_MAXD / PARTS; ++j) {
+    const int k = q + PARTS * j;
+    if (k < D) a.new_state[st + k] = s[j];
+  }
+}
+
+// Element i of output [T, HV, D]: scale (exp(G) (Q S) + M U) at its chunk's row.
+__host__ __device__ inline void gdn_output_element(const GdnComposedArgs& a, u64 i) {
+  const int D = a.D, HV = a.HV;
+  const u64 th = i / D;
+  const int d = (int)(i % D), hv = (int)(th % HV);
+  const long long t = (long long)(th / HV);
+  const int n = sequence_of(a.cu_seqlens, a.N, t);
+  const long long local = t - a.cu_seqlens[n];
+  const u64 c = (u64)a.chunks[2 * a.NC + n] + (u64)(local / GDN_CHUNK);
+  const u64 r = (c * HV + hv) * GDN_CHUNK + (u64)(local % GDN_CHUNK);
+  a.out[i] = __float2bfloat16(a.scale * (expf(a.G[r]) * a.QS[r * D + d] + a.MU[r * D + d]));
+}
+
+extern "C" __global__ void gdn_pack(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                    const __nv_bfloat16* v, const int* chunks, __nv_bfloat16* Qc,
+                                    __nv_bfloat16* Kc, __nv_bfloat16* Vc, int NC, int HQK, int HV,
+                                    int D) {
+  GdnComposedArgs a = {};
+  a.q = q; a.k = k; a.v = v; a.chunks = chunks; a.Qc = Qc; a.Kc = Kc; a.Vc = Vc;
+  a.NC = NC; a.HQK = HQK; a.HV = HV; a.D = D;
+  const u64 n = (u64)NC * HV * GDN_CHUNK * D;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    gdn_pack_element(a, i);
+}
+
+// One block of GDN_CHUNK threads per (chunk, value head), a thread per column.
+extern "C" __global__ void gdn_wy(const __nv_bfloat16* a_in, const __nv_bfloat16* b_in,
+                                  const float* A_log, const float* dt_bias, const int* chunks,
+                                  const float* KK, const float* QK, float* G, float* Beta,
+                                  __nv_bfloat16* Tv, __nv_bfloat16* Tk, __nv_bfloat16* M, int NC,
+                                  int HV) {
+  __shared__ float L[GDN_CHUNK * GDN_CHUNK];
+  __shared__ float logg[GDN_CHUNK];
+  const int c = (int)(blockIdx.x / HV), hv = (int)(blockIdx.x % HV), m = (int)threadIdx.x;
+  if (c >= NC || m >= GDN_CHUNK) return;
+  GdnComposedArgs a = {};
+  a.a = a_in; a.b = b_in; a.A_log = A_log; a.dt_bias = dt_bias; a.chunks = chunks;
+  a.KK = KK; a.QK = QK; a.G = G; a.Beta = Beta; a.Tv = Tv; a.Tk = Tk; a.M = M;
+  a.NC = NC; a.HV = HV;
+  gdn_gate_token(a, c, hv, m, logg);
+  __syncthreads();
+  if (m == 0) gdn_gate_scan(a, c, hv, logg);
+  __syncthreads();
+  gdn_l_column(a, c, hv, m, L);
+  __syncthreads();
+  gdn_wy_column(a, c, hv, m, L);
+}
+
+// One block of D * GDN_PARTS threads per (sequence, value head); D a multiple of 8, so a
+// column's parts share a warp and every warp is whole.
+extern "C" __global__ void gdn_recurrence(const float* state, const int* chunks, const float* G,
+                                          const float* Wv, const float* Wk,
+                                          const __nv_bfloat16* Kc, __nv_bfloat16* Sc,
+                                          __nv_bfloat16* U, float* new_state, int N, int NC,
+                                          int HV, int D) {
+  __shared__ float ush[GDN_CHUNK * GDN_MAXD];
+  const int n = (int)(blockIdx.x / HV), hv = (int)(blockIdx.x % HV);
+  const int v = (int)(threadIdx.x / GDN_PARTS), q = (int)(threadIdx.x % GDN_PARTS);
+  if (n >= N || v >= D) return;
+  GdnComposedArgs a = {};
+  // The struct's pointers serve every kernel; this one only reads G and Kc.
+  a.state = state; a.chunks = chunks; a.G = const_cast<float*>(G); a.Wv = Wv; a.Wk = Wk;
+  a.Kc = const_cast<__nv_bfloat16*>(Kc); a.Sc = Sc;
+  a.U = U; a.new_state = new_state; a.N = N; a.NC = NC; a.HV = HV; a.D = D;
+  gdn_recur_column<GDN_PARTS>(a, n, hv, v, q, ush);
+}
+
+extern "C" __global__ void gdn_output(const int* cu_seqlens, const int* chunks, const float* G,
+                                      const float* QS, const float* MU, __nv_bfloat16* out, int N,
+                                      int NC, int HV, int D, u64 T, float scale) {
+  GdnComposedArgs a = {};
+  a.cu_seqlens = cu_seqlens; a.chunks = chunks; a.G = const_cast<float*>(G); a.QS = QS;
+  a.MU = MU; a.out = out;
+  a.N = N; a.NC = NC; a.HV = HV; a.D = D; a.scale = scale;
+  const u64 n = T * HV * D;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    gdn_output_element(a, i);
+}
+
 // Delta[i] = sum_d dO[i, d] * O[i, d].
 extern "C" __global__ void ref_attn_delta(const float* O, const float* dO, float* Delta, int rows,
                                           int D) {

@@ -27,7 +27,8 @@ pub enum Arg {
     F32(f32),
 }
 
-fn params(args: &[Arg]) -> Vec<ParamBytes> {
+/// The bytes of each argument, as [`Gpu::launch`] takes them.
+pub(super) fn params(args: &[Arg]) -> Vec<ParamBytes> {
     args.iter()
         .map(|a| match *a {
             Arg::Ptr(v) | Arg::U64(v) => ParamBytes::new(&v.to_le_bytes()),
@@ -49,7 +50,8 @@ pub struct Support {
     pub compiler: String,
 }
 
-const KERNELS: &[&str] = &[
+/// Every kernel of [`SOURCE`] the engine launches.
+pub(super) const KERNELS: &[&str] = &[
     "fill_bf16",
     "fill_f16",
     "fill_f32",
@@ -74,13 +76,21 @@ const KERNELS: &[&str] = &[
     "quantize_e4m3",
     "scale_by",
     "csr_to_table",
+    "mla_pack_q",
+    "mla_gather_kv",
+    "mla_softmax",
+    "mla_unpack",
+    "gdn_pack",
+    "gdn_wy",
+    "gdn_recurrence",
+    "gdn_output",
     "compare",
     "count_diff",
     "count_not",
 ];
 
 /// A grid-stride launch shape for `n` elements.
-fn stride_geometry(n: u64) -> Geometry {
+pub(super) fn stride_geometry(n: u64) -> Geometry {
     let blocks = n.div_ceil(256).clamp(1, 132 * 32);
     Geometry {
         grid: [u32::try_from(blocks).unwrap_or(1), 1, 1],
@@ -91,7 +101,7 @@ fn stride_geometry(n: u64) -> Geometry {
 }
 
 /// One warp per row.
-fn warp_geometry(rows: u64) -> Geometry {
+pub(super) fn warp_geometry(rows: u64) -> Geometry {
     Geometry {
         grid: [u32::try_from(rows.div_ceil(8)).unwrap_or(u32::MAX), 1, 1],
         block: [256, 1, 1],
@@ -179,6 +189,14 @@ impl Support {
             ref_gemms: std::cell::RefCell::default(),
             compiler: out.compiler,
         })
+    }
+
+    /// The loaded kernel `name` (one of the harness's entries).
+    pub(super) fn kernel(&self, name: &str) -> Result<Kernel, String> {
+        self.kernels
+            .get(name)
+            .copied()
+            .ok_or_else(|| format!("the harness has no kernel {name}"))
     }
 
     fn run(
@@ -792,23 +810,24 @@ impl Support {
     }
 }
 
+/// Whether NVRTC is installed; a test without it is skipped, unless the tools are required
+/// (PTXBENCH_REQUIRE_CUDA_TOOLS=1), where it fails.
+#[cfg(test)]
+pub(super) fn nvrtc_here(test: &str) -> bool {
+    if crate::cuda::library::locate(crate::cuda::CudaLibrary::Nvrtc).is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("PTXBENCH_REQUIRE_CUDA_TOOLS").is_none_or(|v| v != "1"),
+        "NVRTC required but missing"
+    );
+    eprintln!("SKIP {test}: NVRTC not installed");
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Whether NVRTC is installed; a test without it is skipped, unless the tools are
-    /// required (PTXBENCH_REQUIRE_CUDA_TOOLS=1), where it fails.
-    fn nvrtc_here(test: &str) -> bool {
-        if crate::cuda::library::locate(crate::cuda::CudaLibrary::Nvrtc).is_ok() {
-            return true;
-        }
-        assert!(
-            std::env::var_os("PTXBENCH_REQUIRE_CUDA_TOOLS").is_none_or(|v| v != "1"),
-            "NVRTC required but missing"
-        );
-        eprintln!("SKIP {test}: NVRTC not installed");
-        false
-    }
 
     /// The support code must compile with NVRTC (no libc headers, no INFINITY macro); where
     /// NVRTC is installed this checks it for every architecture we run on.

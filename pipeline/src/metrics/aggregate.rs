@@ -53,6 +53,9 @@ pub struct TaskMetrics {
     pub peak_fraction: Option<f64>,
     /// Sum of the logarithms behind `geomean_speedup` (for pooling).
     pub ln_speedup_sum: f64,
+    /// The task's speedups are over a composed baseline (no library has the op): shown here,
+    /// left out of every speedup pooled over tasks ([`OverallMetrics`]).
+    pub composed_baseline: bool,
 }
 
 impl TaskMetrics {
@@ -81,7 +84,10 @@ impl TaskMetrics {
 
 /// Metrics of one (provenance, entry, arch, GPU) over all its tasks at one turn limit. Rates are
 /// macro averages over tasks (each task weighs the same); speedup maxima are over tasks; the
-/// geometric mean pools every timed correct trajectory.
+/// geometric mean pools every timed correct trajectory. The speedup metrics (best, min and
+/// their interval, the geometric mean, fast_p) are over the tasks timed against a library's own
+/// kernel: a task whose baseline is composed ([`TaskMetrics::composed_baseline`]) counts in the
+/// rates and the task counts, never in a pooled speedup.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OverallMetrics {
     pub provenance: Provenance,
@@ -113,6 +119,8 @@ pub struct OverallMetrics {
     pub geomean_speedup: Option<f64>,
     pub peak_fraction: Option<f64>,
     pub turns_seen: u32,
+    /// Tasks whose speedups were left out of the speedup metrics (a composed baseline).
+    pub composed_tasks: u32,
 }
 
 /// One correct, timed trajectory's speedup at the largest turn limit (for distributions).
@@ -205,6 +213,7 @@ fn trajectories(samples: LazyFrame, limit: u32) -> LazyFrame {
             col("ln_speedup_min").max().alias("ln_speedup_min"),
             col("peak_fraction").max().alias("peak_fraction"),
             col("turn").max().alias("last_turn"),
+            col("composed").any(true).alias("composed"),
         ])
         .with_column(lit(limit).cast(DataType::UInt32).alias("turn_limit"))
 }
@@ -281,6 +290,7 @@ pub fn compute(samples: Samples) -> Result<Metrics, MetricsError> {
             .cast(DataType::UInt32)
             .alias("timed"),
         col("peak_fraction").max().alias("peak_fraction"),
+        col("composed").any(true).alias("composed"),
     ];
     for (i, p) in FAST_P.iter().enumerate() {
         let fast = if *p == 0.0 {
@@ -372,6 +382,7 @@ fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsErr
     let ln_sum = f64_col(df, "ln_sum")?;
     let timed = u32_col(df, "timed")?;
     let peak = f64_col(df, "peak_fraction")?;
+    let composed = df.column("composed")?.bool()?;
     let fast: Vec<&UInt32Chunked> = (0..FAST_P.len())
         .map(|i| u32_col(df, &fast_name(i)))
         .collect::<PolarsResult<_>>()?;
@@ -407,6 +418,7 @@ fn task_rows(df: &DataFrame, keys: &Keys) -> Result<Vec<TaskMetrics>, MetricsErr
             fast: fast_i,
             peak_fraction: peak.get(i),
             ln_speedup_sum: ln,
+            composed_baseline: composed.get(i).unwrap_or(false),
         });
     }
     Ok(out)
@@ -489,6 +501,10 @@ pub fn task_frame(tasks: &[TaskMetrics]) -> PolarsResult<DataFrame> {
             tasks.iter().map(|t| t.ln_speedup_sum).collect::<Vec<_>>(),
         ),
         Column::new("peak_fraction".into(), opt(&|t| t.peak_fraction)),
+        Column::new(
+            "composed_tasks".into(),
+            u32s(|t| u32::from(t.composed_baseline)),
+        ),
     ];
     for (i, p) in FAST_P.iter().enumerate() {
         columns.push(Column::new(
@@ -530,6 +546,49 @@ fn at_best(name: &str) -> Expr {
         .alias(name)
 }
 
+/// The columns of a per-task row that pool into speedup metrics over tasks: a task with a
+/// composed baseline has them emptied before pooling (empty values are skipped by every
+/// aggregate, and its logarithms and timed count become zero).
+fn library_speedups_only(frame: DataFrame) -> LazyFrame {
+    let composed = col("composed_tasks").gt(lit(0u32));
+    let mut masked: Vec<Expr> = [
+        "best_speedup",
+        "min_speedup",
+        "min_speedup_ci95_lo",
+        "min_speedup_ci95_hi",
+    ]
+    .iter()
+    .map(|name| {
+        when(composed.clone())
+            .then(lit(NULL).cast(DataType::Float64))
+            .otherwise(col(*name))
+            .alias(*name)
+    })
+    .collect();
+    masked.push(
+        when(composed.clone())
+            .then(lit(0.0f64))
+            .otherwise(col("ln_speedup_sum"))
+            .alias("ln_speedup_sum"),
+    );
+    masked.push(
+        when(composed.clone())
+            .then(lit(0u32))
+            .otherwise(col("timed"))
+            .alias("timed"),
+    );
+    for p in FAST_P {
+        let name = fast_column(p);
+        masked.push(
+            when(composed.clone())
+                .then(lit(NULL).cast(DataType::Float64))
+                .otherwise(col(name.as_str()))
+                .alias(name.as_str()),
+        );
+    }
+    frame.lazy().with_columns(masked)
+}
+
 /// The per-entry metrics over the tasks of `tasks` (as [`compute`] makes them from all).
 pub fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsError> {
     const KEYS: [&str; 5] = ["provenance", "entry", "arch", "gpu", "turn_limit"];
@@ -566,6 +625,10 @@ pub fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsErro
         col("timed").sum().cast(DataType::UInt32).alias("timed"),
         col("peak_fraction").max().alias("peak_fraction"),
         col("turns_seen").max().alias("turns_seen"),
+        col("composed_tasks")
+            .sum()
+            .cast(DataType::UInt32)
+            .alias("composed_tasks"),
     ];
     for p in FAST_P {
         aggs.push(mean_of(&fast_column(p)));
@@ -573,8 +636,7 @@ pub fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsErro
     for k in PASS_K {
         aggs.push(mean_of(&format!("pass_at_{k}")));
     }
-    let df = frame
-        .lazy()
+    let df = library_speedups_only(frame)
         .group_by(cols(&KEYS))
         .agg(aggs)
         .sort(KEYS, SortMultipleOptions::default())
@@ -601,6 +663,7 @@ pub fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsErro
     let timed = u32_col(&df, "timed")?;
     let peak = f64_col(&df, "peak_fraction")?;
     let turns = u32_col(&df, "turns_seen")?;
+    let composed = u32_col(&df, "composed_tasks")?;
     let fast: Vec<&Float64Chunked> = FAST_P
         .iter()
         .map(|p| f64_col(&df, &fast_column(*p)))
@@ -645,6 +708,7 @@ pub fn overall(tasks: &[TaskMetrics]) -> Result<Vec<OverallMetrics>, MetricsErro
             ),
             peak_fraction: peak.get(i),
             turns_seen: turns.get(i).unwrap_or(0),
+            composed_tasks: composed.get(i).unwrap_or(0),
         });
     }
     Ok(out)

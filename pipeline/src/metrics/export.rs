@@ -114,6 +114,10 @@ pub fn results_frame(metrics: &Metrics) -> Result<DataFrame, MetricsError> {
             "peak_fraction".into(),
             o.iter().map(|r| r.peak_fraction).collect::<Vec<_>>(),
         ),
+        Column::new(
+            "composed_tasks".into(),
+            o.iter().map(|r| r.composed_tasks).collect::<Vec<_>>(),
+        ),
     ];
     for (i, p) in FAST_P.iter().enumerate() {
         columns.push(Column::new(

@@ -1,7 +1,8 @@
 //! The fast_p curve (as KernelBench and FlashInfer-Bench draw it): for each p, the fraction of
 //! trajectories that are correct and whose speedup (the smallest over the workloads) exceeds
 //! p, at the largest turn limit. Like [`super::OverallMetrics::fast`] it is a macro average
-//! over the entry's tasks, so at every p of [`super::FAST_P`] the curve equals that column.
+//! over the entry's tasks timed against a library (a task with a composed baseline is left
+//! out), so at every p of [`super::FAST_P`] the curve equals that column.
 
 use std::collections::BTreeMap;
 
@@ -41,10 +42,9 @@ pub fn fast_p_curves(
     // (provenance, entry, GPU) → task → (trajectories, correct, sorted speedups)
     type PerTask<'a> = BTreeMap<&'a str, (u32, u32, Vec<f64>)>;
     let mut groups: BTreeMap<(Provenance, &str, &str), PerTask<'_>> = BTreeMap::new();
-    for t in tasks
-        .iter()
-        .filter(|t| t.arch == arch && t.turn_limit == limit && t.trajectories > 0)
-    {
+    for t in tasks.iter().filter(|t| {
+        t.arch == arch && t.turn_limit == limit && t.trajectories > 0 && !t.composed_baseline
+    }) {
         groups
             .entry((t.provenance, t.entry.as_str(), t.gpu.as_str()))
             .or_default()
@@ -120,6 +120,7 @@ mod tests {
             speedup_min: speedup,
             speedup_best: speedup,
             peak_fraction: None,
+            composed_baseline: false,
         }
     }
 

@@ -6,7 +6,9 @@
 //! correct-with-arch rate (where the evidence was measured), best speedup, best min-over-
 //! workloads speedup, fast_p for p in [`FAST_P`], the geometric-mean speedup over correct
 //! trajectories, pass@k for k in [`PASS_K`] (unbiased estimator) and the best fraction of the
-//! measured peak; and the same per (provenance, entry, arch, GPU) over all tasks.
+//! measured peak; and the same per (provenance, entry, arch, GPU) over all tasks, where the
+//! pooled speedups leave out the tasks whose baseline is composed (no library has the op):
+//! those speedups stay on their task's rows, never pooled with speedups over a library.
 //!
 //! `sample` (the unit counted), `estimator` (pass@k, geometric mean), `aggregate` (the Polars
 //! queries), `fast_p` (the fast_p curve), `core_set` (the common task set of the default view), `reported` (samples from the paper's data), `export` (Parquet/CSV).

@@ -48,6 +48,10 @@ pub struct Sample {
     pub speedup_best_ci95: Option<[f64; 2]>,
     /// The best fraction of the measured peak over the performance workloads.
     pub peak_fraction: Option<f64>,
+    /// The speedups are over a composed baseline (library products and harness kernels where
+    /// no library has the op), not over a library's own kernel: they are reported per task and
+    /// never pooled with library speedups.
+    pub composed_baseline: bool,
 }
 
 /// Text values of one key column, interned: each distinct value gets a code.
@@ -127,6 +131,7 @@ pub struct Samples {
     speedup_best_hi: Vec<Option<f64>>,
     ln_speedup_min: Vec<Option<f64>>,
     peak_fraction: Vec<Option<f64>>,
+    composed: Vec<bool>,
 }
 
 fn positive(x: Option<f64>) -> Option<f64> {
@@ -171,6 +176,7 @@ impl Samples {
             speedup_best_hi: Vec::with_capacity(n),
             ln_speedup_min: Vec::with_capacity(n),
             peak_fraction: Vec::with_capacity(n),
+            composed: Vec::with_capacity(n),
             ..Samples::default()
         }
     }
@@ -229,6 +235,7 @@ impl Samples {
         self.speedup_best_hi.push(best_ci.map(|c| c[1]));
         self.ln_speedup_min.push(min.map(f64::ln));
         self.peak_fraction.push(keep(s.peak_fraction));
+        self.composed.push(s.composed_baseline);
     }
 
     pub fn extend(&mut self, samples: impl IntoIterator<Item = Sample>) {
@@ -239,7 +246,7 @@ impl Samples {
 
     /// The samples as a frame with columns `provenance, entry, arch, gpu, task, trajectory` (codes,
     /// see [`Keys`]), `turn, correct, correct_with_arch, speedup_min, speedup_best,
-    /// ln_speedup_min, peak_fraction`; and the text of the codes.
+    /// ln_speedup_min, peak_fraction, composed`; and the text of the codes.
     pub fn into_frame(self) -> PolarsResult<(DataFrame, Keys)> {
         let height = self.len();
         let recode = |codes: Vec<u32>, interner: Interner| -> (Vec<u32>, Vec<String>) {
@@ -276,6 +283,7 @@ impl Samples {
                 Column::new("speedup_best_hi".into(), self.speedup_best_hi),
                 Column::new("ln_speedup_min".into(), self.ln_speedup_min),
                 Column::new("peak_fraction".into(), self.peak_fraction),
+                Column::new("composed".into(), self.composed),
             ],
         )?;
         Ok((

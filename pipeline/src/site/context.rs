@@ -184,6 +184,10 @@ impl<'a> Context<'a> {
             let Some(task) = suite.get(&r.record.task) else {
                 continue;
             };
+            // The peak proxy is a library's throughput: a composed baseline is not one.
+            if composed_baseline(r, Some(task)) {
+                continue;
+            }
             for w in workload_rates(&r.record, &flops) {
                 let Some(tf) = w.baseline_tflops else {
                     continue;
@@ -692,6 +696,18 @@ fn trajectory_roots(records: &[LoadedRecord]) -> Vec<Digest> {
 /// The key of a peak proxy: (arch, GPU, precision).
 type PeakKey = (String, String, String);
 
+/// Whether `r`'s speedups are over a composed baseline: its record names one, or its task's
+/// definition does (records made before the composed baseline was built have no speedup).
+fn composed_baseline(r: &LoadedRecord, task: Option<&Task>) -> bool {
+    let provider = crate::engine::composed::PROVIDER;
+    r.record
+        .outcome
+        .baseline
+        .as_ref()
+        .is_some_and(|b| b.provider == provider)
+        || task.is_some_and(|t| t.baseline.library == provider)
+}
+
 /// The metric sample of one record (role `entry`).
 ///
 /// A trajectory is a chain of records linked by `previous_digest`, named by its first record;
@@ -770,5 +786,6 @@ fn record_sample(
         speedup_best: best,
         speedup_best_ci95: best_ci,
         peak_fraction,
+        composed_baseline: composed_baseline(r, task),
     }
 }

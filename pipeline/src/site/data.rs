@@ -222,16 +222,23 @@ fn metric_meaning(name: &str) -> &'static str {
         }
         "mma_flop_share" => "mean executed target-MMA FLOPs over the task's FLOPs",
         "turns_seen" => "most turns any trajectory used",
-        "best_speedup" => "best speedup on the best workload (not the headline)",
+        "best_speedup" => {
+            "best speedup on the best workload (not the headline; * rows: over the tasks timed against a library)"
+        }
+        "composed_tasks" => {
+            "1 where the task's baseline is composed (no library has the op: cuBLASLt products and harness kernels); on * rows, the tasks left out of the speedup columns for it"
+        }
         "min_speedup" => {
-            "best over correct trajectories of the smallest speedup over the workloads"
+            "best over correct trajectories of the smallest speedup over the workloads (* rows: over the tasks timed against a library)"
         }
         "min_speedup_ci95_lo" | "min_speedup_ci95_hi" => "95% interval of min_speedup",
-        "geomean_speedup" => "geometric mean of the trajectories' smallest speedups",
+        "geomean_speedup" => {
+            "geometric mean of the trajectories' smallest speedups (* rows: over the tasks timed against a library)"
+        }
         "peak_fraction" => "best fraction of the measured library peak",
         "level" => "task (one task) or all (over tasks)",
         n if n.starts_with("fast_") => {
-            "fraction of trajectories correct with smallest speedup above p (fast_0.0: correct)"
+            "fraction of trajectories correct with smallest speedup above p (fast_0.0: correct; * rows: mean over the tasks timed against a library)"
         }
         n if n.starts_with("pass_at_") => {
             "unbiased pass@k (empty where k exceeds the trajectories)"

@@ -105,6 +105,7 @@ fn sample(traj: &str, turn: u32, correct: bool, speedup: Option<f64>) -> Sample 
         speedup_min: speedup,
         speedup_best: speedup.map(|s| s * 2.0),
         peak_fraction: speedup.map(|s| s / 10.0),
+        composed_baseline: false,
     }
 }
 
@@ -223,6 +224,65 @@ fn best_speedup_interval_follows_the_best_turn() {
     assert_eq!(at(1).best_speedup_ci95, Some([2.8, 3.2]));
     assert_eq!(at(8).best_speedup, Some(4.0));
     assert_eq!(at(8).best_speedup_ci95, Some([3.5, 4.5]));
+}
+
+/// Speedups over a composed baseline (no library has the op) are never pooled with speedups
+/// over a library's own kernel: the task's own row keeps them; the rows over all tasks count
+/// the task in their rates and task counts but leave it out of every speedup (best, min and
+/// its task and interval, geometric mean, fast_p and its curve), and say how many they left.
+#[test]
+fn composed_baseline_speedups_stay_out_of_the_pooled_speedups() {
+    let on = |task: &str, traj: &str, correct: bool, s: f64, composed: bool| Sample {
+        task: task.into(),
+        speedup_min_ci95: Some([s * 0.9, s * 1.1]),
+        composed_baseline: composed,
+        ..sample(traj, 0, correct, Some(s))
+    };
+    let mut s = Samples::default();
+    s.extend([
+        on("gemm", "a", true, 0.8, false),
+        on("gemm", "b", true, 1.25, false),
+        on("mla", "c", true, 9.0, true),
+        on("mla", "d", false, 20.0, true),
+    ]);
+    let m = metrics::compute(s).expect("aggregates");
+    let mla = m
+        .tasks
+        .iter()
+        .find(|t| t.task == "mla" && t.turn_limit == 1)
+        .expect("mla");
+    assert!(mla.composed_baseline);
+    assert_eq!(mla.min_speedup, Some(9.0));
+    let gemm = m
+        .tasks
+        .iter()
+        .find(|t| t.task == "gemm" && t.turn_limit == 1)
+        .expect("gemm");
+    assert!(!gemm.composed_baseline);
+    let o = m
+        .overall
+        .iter()
+        .find(|o| o.turn_limit == 1)
+        .expect("overall");
+    assert_eq!((o.tasks, o.tasks_solved, o.composed_tasks), (2, 2, 1));
+    assert!(
+        close(o.correctness_rate, (1.0 + 0.5) / 2.0),
+        "rates count it"
+    );
+    assert_eq!(o.min_speedup, Some(1.25));
+    assert_eq!(o.min_speedup_task.as_deref(), Some("gemm"));
+    assert_eq!(o.min_speedup_ci95, Some([1.25 * 0.9, 1.25 * 1.1]));
+    assert_eq!(o.best_speedup, Some(2.5));
+    assert!(close(o.geomean_speedup.expect("geomean"), 1.0));
+    let one = FAST_P.iter().position(|p| *p == 1.0).expect("p = 1");
+    assert!(close(o.fast[one], 0.5), "fast1.0 over gemm alone");
+    let zero = FAST_P.iter().position(|p| *p == 0.0).expect("p = 0");
+    assert!(close(o.fast[zero], 1.0), "fast0.0 over gemm alone");
+    let curves =
+        ptxbench::metrics::fast_p::fast_p_curves(&m.tasks, &m.speedups, "sm_90a", &[0.0, 1.0]);
+    assert_eq!(curves.len(), 1);
+    assert_eq!(curves[0].tasks, 1);
+    assert_eq!(curves[0].points, vec![(0.0, 1.0), (1.0, 0.5)]);
 }
 
 #[test]

@@ -26,6 +26,9 @@ pub struct LeaderboardView {
     pub several_gpus: bool,
     /// Set where reported and measured rows of different GPUs share the table.
     pub gpu_note: String,
+    /// Set where a row's tasks include one whose baseline is composed: its speedups are left
+    /// out of the speedup columns, and the note says which tasks and why.
+    pub composed_note: String,
     /// The primary column's header and its hover text: the rows' own grade.
     pub primary_header: &'static str,
     pub primary_title: &'static str,
@@ -228,6 +231,33 @@ fn gpu_note(rows: &[&OverallMetrics]) -> String {
     )
 }
 
+/// The note a table needs where its rows leave tasks with a composed baseline out of their
+/// speedup columns: which tasks, and why.
+fn composed_note(ctx: &Context<'_>, arch: &str, rows: &[&OverallMetrics]) -> String {
+    if rows.iter().all(|o| o.composed_tasks == 0) {
+        return String::new();
+    }
+    let entries: std::collections::BTreeSet<(&str, Provenance)> = rows
+        .iter()
+        .map(|o| (o.entry.as_str(), o.provenance))
+        .collect();
+    let tasks: std::collections::BTreeSet<&str> = ctx
+        .metrics
+        .tasks
+        .iter()
+        .filter(|t| {
+            t.composed_baseline
+                && t.arch == arch
+                && entries.contains(&(t.entry.as_str(), t.provenance))
+        })
+        .map(|t| t.task.as_str())
+        .collect();
+    format!(
+        "No library has {}: their baseline is composed of cuBLASLt products and harness kernels (see Methodology, Baselines), so their speedups are shown on their task rows and left out of this table's speedup columns (geomean, min over workloads, fast1.0, best workload). Tasks solved, the rates and the MMA share count them.",
+        tasks.into_iter().collect::<Vec<_>>().join(", ")
+    )
+}
+
 impl LeaderboardView {
     /// The leaderboard of the entries of `kind` on `arch` over the tasks of `scope`, as seen
     /// from page `from`.
@@ -306,6 +336,7 @@ impl LeaderboardView {
             caption,
             gpu_note: gpu_note(&ranked),
             several_gpus: several_gpus(&ranked),
+            composed_note: composed_note(ctx, arch, &ranked),
             rows,
             turn_default: DEFAULT_TURN,
             ranked: true,
@@ -344,6 +375,7 @@ impl LeaderboardView {
             caption: format!("Over all its tasks on {arch}, per source, GPU and turn limit"),
             gpu_note: gpu_note(&mine),
             several_gpus: several_gpus(&mine),
+            composed_note: composed_note(ctx, arch, &mine),
             rows: mine
                 .iter()
                 .map(|o| {
@@ -565,6 +597,18 @@ fn row(ctx: &Context<'_>, o: &OverallMetrics, from: &str) -> LeaderboardRow {
     if let Some(t) = &o.min_speedup_task {
         min = min.linked(entry_task_href(ctx, &o.entry, (&o.arch, &o.gpu), t, from));
     }
+    let mut geomean = Cell::speedup(o.geomean_speedup);
+    let mut fast = Cell::percent(Some(o.fast[fast_one()]));
+    if o.composed_tasks > 0 {
+        let library = o.tasks.saturating_sub(o.composed_tasks);
+        geomean = geomean.with_note(format!(
+            "over {library} of {} tasks: {} with a composed baseline apart",
+            o.tasks, o.composed_tasks
+        ));
+        if library == 0 {
+            fast = Cell::percent(None);
+        }
+    }
     LeaderboardRow {
         rank: String::new(),
         text: entry.text.to_lowercase(),
@@ -589,12 +633,26 @@ fn row(ctx: &Context<'_>, o: &OverallMetrics, from: &str) -> LeaderboardRow {
             .skip(1)
             .map(|p| Cell::percent(*p))
             .collect(),
-        fast: Cell::percent(Some(o.fast[fast_one()])),
-        geomean: Cell::speedup(o.geomean_speedup),
+        fast,
+        geomean,
         best: Cell::speedup(o.best_speedup),
         min,
         peak: peak_cell(o.provenance, o.peak_fraction),
     }
+}
+
+/// A task row's speedup, marked where it is over a composed baseline (never pooled with the
+/// speedups over a library).
+fn composed_mark(t: &TaskMetrics, cell: Cell) -> Cell {
+    if !t.composed_baseline || cell.text == format::opt_speedup(None) {
+        return cell;
+    }
+    let note = if cell.note.is_empty() {
+        "over the composed baseline".to_string()
+    } else {
+        format!("{}; over the composed baseline", cell.note)
+    };
+    cell.with_note(note)
 }
 
 /// Column headers of the pass@k and fast_p columns a per-task table shows: pass@1 and fast0.0
@@ -716,9 +774,12 @@ impl TaskTableView {
                         .iter()
                         .map(|f| Cell::percent(Some(*f)))
                         .collect(),
-                    geomean: Cell::speedup(t.geomean_speedup),
+                    geomean: composed_mark(t, Cell::speedup(t.geomean_speedup)),
                     best: Cell::speedup(t.best_speedup).linked(best.clone()),
-                    min: speedup_ci(t.min_speedup, t.min_speedup_ci95).linked(best),
+                    min: composed_mark(
+                        t,
+                        speedup_ci(t.min_speedup, t.min_speedup_ci95).linked(best),
+                    ),
                     peak: peak_cell(t.provenance, t.peak_fraction),
                 }
             })

@@ -44,6 +44,8 @@ pub struct MethodologyView {
     pub fast_p: String,
     pub pass_k: String,
     pub tasks: Vec<TaskSummary>,
+    /// What each task family's baseline is, one row per family.
+    pub baselines: Vec<BaselineRow>,
     pub protocols: Vec<ProtocolRow>,
     pub default_protocol: String,
     pub peaks: Vec<PeakRow>,
@@ -75,6 +77,15 @@ pub struct TaskSummary {
     pub workloads: String,
     pub targets: String,
     pub flops: String,
+}
+
+/// One task family's baseline: the library the definitions name and what the harness runs.
+#[derive(Debug)]
+pub struct BaselineRow {
+    pub family: String,
+    pub library: String,
+    pub described: String,
+    pub tasks: String,
 }
 
 #[derive(Debug)]
@@ -156,6 +167,25 @@ pub fn view(ctx: &Context<'_>) -> Result<MethodologyView, crate::metrics::Metric
             }
         })
         .collect();
+    let mut baselines: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    for t in &suite.tasks {
+        *baselines
+            .entry((
+                t.family.as_str().to_string(),
+                t.baseline.library.clone(),
+                crate::engine::baseline::described(&t.op),
+            ))
+            .or_default() += 1;
+    }
+    let baselines = baselines
+        .into_iter()
+        .map(|((family, library, described), n)| BaselineRow {
+            family,
+            library,
+            described,
+            tasks: n.to_string(),
+        })
+        .collect();
     let mut protocols: BTreeMap<String, usize> = BTreeMap::new();
     for r in &ctx.input.records {
         {
@@ -223,6 +253,7 @@ pub fn view(ctx: &Context<'_>) -> Result<MethodologyView, crate::metrics::Metric
             .collect::<Vec<_>>()
             .join(", "),
         tasks,
+        baselines,
         protocols: protocols
             .into_iter()
             .map(|(p, n)| ProtocolRow {

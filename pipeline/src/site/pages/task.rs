@@ -101,6 +101,10 @@ fn definition(task: &Task) -> (Vec<Fact>, Vec<TensorRow>, Vec<WorkloadRow>, Vec<
             value: format!("{} ({})", task.baseline.library, task.baseline.operation),
         },
         Fact {
+            key: "baseline as the harness runs it".into(),
+            value: crate::engine::baseline::described(&task.op),
+        },
+        Fact {
             key: "FLOPs per run".into(),
             value: task.flops.to_string(),
         },
