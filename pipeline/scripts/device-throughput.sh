@@ -6,7 +6,7 @@
 # and the warm-against-cold speedups, and packs the store objects made and the logs into
 # OUT/throughput.tgz.
 # Usage: pipeline/scripts/device-throughput.sh PTXBENCH_BINARY [OUT]
-# HOWS="warm" runs only the default pipeline (no cold comparison).
+# HOWS="warm" runs only the default pipeline (no cold comparison); MODES="full" only the timed list.
 set -uo pipefail
 bin=$(realpath "$1")
 out="${2:-${OUT:-out}}"
@@ -16,7 +16,7 @@ marker=$(mktemp)
 work=$(mktemp -d)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,temperature.gpu,power.draw --format=csv > "$log/gpu.txt" 2>&1
 runs=()
-for mode in correctness full; do
+for mode in ${MODES:-correctness full}; do
   list="tasks/runs/throughput-$mode-sm90a.yaml"
   for how in ${HOWS:-warm cold}; do
     args=()
