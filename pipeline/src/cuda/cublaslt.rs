@@ -47,17 +47,145 @@ pub enum GemmInput {
 /// A planned cuBLASLt GEMM for one shape; launch it as often as needed.
 #[derive(Debug)]
 pub struct Gemm {
+    plan: Planned,
+    /// cuBLASLt's version number (e.g. 130000).
+    pub version: usize,
+    pub library: String,
+}
+
+/// What every planned cuBLASLt matmul holds: its handle, descriptor, the three layouts (A, B
+/// and C/D, in cuBLASLt's order), the heuristic's algorithms and the one chosen, and its
+/// workspace. Whatever was made is freed on drop, also when planning failed halfway.
+#[derive(Debug)]
+struct Planned {
     handle: sys::cublasLtHandle_t,
     desc: sys::cublasLtMatmulDesc_t,
     layouts: [sys::cublasLtMatrixLayout_t; 3],
     /// The heuristic's algorithms, best guess first.
     algos: Vec<sys::cublasLtMatmulAlgo_t>,
-    /// The one [`Gemm::launch`] runs.
+    /// The one [`Planned::launch`] runs.
     chosen: usize,
     workspace: DeviceBuffer,
-    /// cuBLASLt's version number (e.g. 130000).
-    pub version: usize,
-    pub library: String,
+}
+
+impl Planned {
+    /// A handle, a workspace and an fp32-compute matmul descriptor; layouts and algorithms
+    /// are the caller's to set.
+    fn new(gpu: &Gpu) -> Result<Planned, BlasError> {
+        let workspace = gpu.alloc(WORKSPACE)?;
+        let handle = call("create", result::create_handle())?;
+        let mut plan = Planned {
+            handle,
+            desc: std::ptr::null_mut(),
+            layouts: [std::ptr::null_mut(); 3],
+            algos: Vec::new(),
+            chosen: 0,
+            workspace,
+        };
+        plan.desc = call(
+            "matmul desc",
+            result::create_matmul_desc(
+                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                sys::cudaDataType::CUDA_R_32F,
+            ),
+        )?;
+        Ok(plan)
+    }
+
+    /// Sets a descriptor attribute of `size` bytes at `v`.
+    fn set(
+        &self,
+        attr: sys::cublasLtMatmulDescAttributes_t,
+        v: *const c_void,
+        size: usize,
+    ) -> Result<(), BlasError> {
+        // SAFETY: `v` points to `size` bytes of the attribute's type (the callers' values).
+        call("set attribute", unsafe {
+            result::set_matmul_desc_attribute(self.desc, attr, v, size)
+        })
+    }
+
+    /// Sets the transpose of cuBLASLt's A and B (`true`: `CUBLAS_OP_T`).
+    fn transpose(&self, a: bool, b: bool) -> Result<(), BlasError> {
+        // cublasOperation_t values (an int32 attribute): CUBLAS_OP_N = 0, CUBLAS_OP_T = 1.
+        for (attr, t) in [
+            (
+                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+                a,
+            ),
+            (
+                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB,
+                b,
+            ),
+        ] {
+            let op = i32::from(t);
+            self.set(attr, (&raw const op).cast(), std::mem::size_of_val(&op))?;
+        }
+        Ok(())
+    }
+
+    /// Asks the heuristic for algorithms over the layouts set.
+    fn choose_algorithms(&mut self) -> Result<(), BlasError> {
+        self.algos = heuristic(self.handle, self.desc, self.layouts)?;
+        Ok(())
+    }
+
+    fn choose(&mut self, index: usize) {
+        self.chosen = index.min(self.algos.len().saturating_sub(1));
+    }
+
+    /// Enqueues `D = alpha * op(A) op(B)` (cuBLASLt's A and B) on the engine's stream, D in
+    /// place of C.
+    fn launch(&self, gpu: &Gpu, a: u64, b: u64, c: u64, alpha: f32) -> Result<(), BlasError> {
+        let beta = 0.0f32;
+        // SAFETY: the descriptors were made for this plan; the callers pass addresses with the
+        // plan's extent behind them; scalars live across the call.
+        call("matmul", unsafe {
+            result::matmul(
+                self.handle,
+                self.desc,
+                (&raw const alpha).cast(),
+                (&raw const beta).cast(),
+                a as *const c_void,
+                self.layouts[0],
+                b as *const c_void,
+                self.layouts[1],
+                c as *const c_void,
+                self.layouts[2],
+                c as *mut c_void,
+                self.layouts[2],
+                &self.algos[self.chosen],
+                self.workspace.ptr() as *mut c_void,
+                self.workspace.bytes(),
+                gpu.raw_stream().cast(),
+            )
+        })
+    }
+}
+
+impl Drop for Planned {
+    fn drop(&mut self) {
+        // SAFETY: each made in `new` or by the planning callers (null where it was not),
+        // destroyed once.
+        unsafe {
+            for l in self.layouts {
+                if !l.is_null() {
+                    let _ = result::destroy_matrix_layout(l);
+                }
+            }
+            if !self.desc.is_null() {
+                let _ = result::destroy_matmul_desc(self.desc);
+            }
+            let _ = result::destroy_handle(self.handle);
+        }
+    }
+}
+
+/// cuBLASLt's version number and the library's path.
+fn version_and_path(lib: &library::LocatedLibrary) -> (usize, String) {
+    // SAFETY: a plain query.
+    let version = unsafe { sys::cublasLtGetVersion() };
+    (version, lib.path.display().to_string())
 }
 
 const WORKSPACE: usize = 32 << 20;
@@ -128,7 +256,6 @@ fn heuristic(
 impl Gemm {
     pub fn new(gpu: &Gpu, input: GemmInput, m: u64, n: u64, k: u64) -> Result<Gemm, BlasError> {
         let lib = library::load(CudaLibrary::CublasLt)?;
-        let workspace = gpu.alloc(WORKSPACE)?;
         let (in_type, out_type) = match input {
             GemmInput::Bf16 => (
                 sys::cudaDataType::CUDA_R_16BF,
@@ -142,77 +269,47 @@ impl Gemm {
         };
         let k_i = i64::try_from(k).unwrap_or(i64::MAX);
         let n_i = i64::try_from(n).unwrap_or(i64::MAX);
-        let handle = call("create", result::create_handle())?;
-        let desc = call(
-            "matmul desc",
-            result::create_matmul_desc(
-                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                sys::cudaDataType::CUDA_R_32F,
-            ),
-        )?;
-        let set = |attr: sys::cublasLtMatmulDescAttributes_t, v: *const c_void, size: usize| {
-            // SAFETY: `v` points to `size` bytes of the attribute's type.
-            call("set attribute", unsafe {
-                result::set_matmul_desc_attribute(desc, attr, v, size)
-            })
-        };
-        // cublasOperation_t values (an int32 attribute): CUBLAS_OP_N = 0, CUBLAS_OP_T = 1.
-        let trans_t: i32 = 1;
-        let trans_n: i32 = 0;
-        set(
-            sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
-            (&raw const trans_t).cast(),
-            std::mem::size_of_val(&trans_t),
-        )?;
-        set(
-            sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB,
-            (&raw const trans_n).cast(),
-            std::mem::size_of_val(&trans_n),
-        )?;
+        // From here on, Drop frees what was made, whatever fails.
+        let mut plan = Planned::new(gpu)?;
+        plan.transpose(true, false)?;
         if let GemmInput::E4m3 { scale_a, scale_b } = input {
             // cuBLASLt's "A" is our B and its "B" is our A (see the module doc).
-            set(
+            plan.set(
                 sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
                 (&raw const scale_b).cast(),
                 8,
             )?;
-            set(
+            plan.set(
                 sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                 (&raw const scale_a).cast(),
                 8,
             )?;
         }
         // A' = B stored [K, N] column-major (ld K), B' = A stored [K, M] (ld K), C' [N, M] (ld N).
-        let la = call("layout", result::create_matrix_layout(in_type, k, n, k_i))?;
-        let lb = call("layout", result::create_matrix_layout(in_type, k, m, k_i))?;
-        let lc = call("layout", result::create_matrix_layout(out_type, n, m, n_i))?;
-        let algos = heuristic(handle, desc, [la, lb, lc])?;
-        // SAFETY: a plain query.
-        let version = unsafe { sys::cublasLtGetVersion() };
+        plan.layouts[0] = call("layout", result::create_matrix_layout(in_type, k, n, k_i))?;
+        plan.layouts[1] = call("layout", result::create_matrix_layout(in_type, k, m, k_i))?;
+        plan.layouts[2] = call("layout", result::create_matrix_layout(out_type, n, m, n_i))?;
+        plan.choose_algorithms()?;
+        let (version, library) = version_and_path(&lib);
         Ok(Gemm {
-            handle,
-            desc,
-            layouts: [la, lb, lc],
-            algos,
-            chosen: 0,
-            workspace,
+            plan,
             version,
-            library: lib.path.display().to_string(),
+            library,
         })
     }
 
     /// How many algorithms the heuristic offered.
     pub fn algorithms(&self) -> usize {
-        self.algos.len()
+        self.plan.algos.len()
     }
 
     /// Makes [`Gemm::launch`] run the heuristic's algorithm `index` (0: its first choice).
     pub fn choose(&mut self, index: usize) {
-        self.chosen = index.min(self.algos.len() - 1);
+        self.plan.choose(index);
     }
 
     pub fn chosen(&self) -> usize {
-        self.chosen
+        self.plan.chosen
     }
 
     /// Enqueues `C = A @ B^T` on the engine's stream.
@@ -220,7 +317,8 @@ impl Gemm {
         self.launch_scaled(gpu, a, b, c, 1.0)
     }
 
-    /// Enqueues `C = alpha * A @ B^T` on the engine's stream.
+    /// Enqueues `C = alpha * A @ B^T` on the engine's stream. The device pointers are sized
+    /// for the shape this plan was made for (the engine allocates them from the task's shapes).
     pub fn launch_scaled(
         &self,
         gpu: &Gpu,
@@ -229,42 +327,8 @@ impl Gemm {
         c: u64,
         alpha: f32,
     ) -> Result<(), BlasError> {
-        let beta = 0.0f32;
-        // SAFETY: device pointers sized for the shape this plan was made for (the engine
-        // allocates them from the task's shapes); scalars live across the call.
-        call("matmul", unsafe {
-            result::matmul(
-                self.handle,
-                self.desc,
-                (&raw const alpha).cast(),
-                (&raw const beta).cast(),
-                b as *const c_void,
-                self.layouts[0],
-                a as *const c_void,
-                self.layouts[1],
-                c as *const c_void,
-                self.layouts[2],
-                c as *mut c_void,
-                self.layouts[2],
-                &self.algos[self.chosen],
-                self.workspace.ptr() as *mut c_void,
-                self.workspace.bytes(),
-                gpu.raw_stream().cast(),
-            )
-        })
-    }
-}
-
-impl Drop for Gemm {
-    fn drop(&mut self) {
-        // SAFETY: created in `new`, destroyed once.
-        unsafe {
-            for l in self.layouts {
-                let _ = result::destroy_matrix_layout(l);
-            }
-            let _ = result::destroy_matmul_desc(self.desc);
-            let _ = result::destroy_handle(self.handle);
-        }
+        // cuBLASLt's A is our B (see the module doc).
+        self.plan.launch(gpu, b, a, c, alpha)
     }
 }
 
@@ -477,12 +541,7 @@ impl Product {
 /// A planned cuBLASLt [`Product`], strided-batched; launch it as often as needed.
 #[derive(Debug)]
 pub struct BatchedGemm {
-    handle: sys::cublasLtHandle_t,
-    desc: sys::cublasLtMatmulDesc_t,
-    layouts: [sys::cublasLtMatrixLayout_t; 3],
-    algos: Vec<sys::cublasLtMatmulAlgo_t>,
-    chosen: usize,
-    workspace: DeviceBuffer,
+    plan: Planned,
     pub product: Product,
     /// cuBLASLt's version number (e.g. 130000).
     pub version: usize,
@@ -530,116 +589,43 @@ fn batched_layout(x: &ColMajor, batch: u64) -> Result<sys::cublasLtMatrixLayout_
 impl BatchedGemm {
     pub fn new(gpu: &Gpu, product: Product) -> Result<BatchedGemm, BlasError> {
         let lib = library::load(CudaLibrary::CublasLt)?;
-        let workspace = gpu.alloc(WORKSPACE)?;
         let mm = product.matmul();
-        let handle = call("create", result::create_handle())?;
-        let mut plan = BatchedGemm {
-            handle,
-            desc: std::ptr::null_mut(),
-            layouts: [std::ptr::null_mut(); 3],
-            algos: Vec::new(),
-            chosen: 0,
-            workspace,
-            product,
-            // SAFETY: a plain query.
-            version: unsafe { sys::cublasLtGetVersion() },
-            library: lib.path.display().to_string(),
-        };
         // From here on, Drop frees what was made, whatever fails.
-        plan.desc = call(
-            "matmul desc",
-            result::create_matmul_desc(
-                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                sys::cudaDataType::CUDA_R_32F,
-            ),
-        )?;
-        // cublasOperation_t values (an int32 attribute): CUBLAS_OP_N = 0, CUBLAS_OP_T = 1.
-        for (attr, t) in [
-            (
-                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
-                mm.trans_a,
-            ),
-            (
-                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB,
-                mm.trans_b,
-            ),
-        ] {
-            let op = i32::from(t);
-            // SAFETY: the attribute is an int32.
-            call("set attribute", unsafe {
-                result::set_matmul_desc_attribute(
-                    plan.desc,
-                    attr,
-                    (&raw const op).cast(),
-                    std::mem::size_of_val(&op),
-                )
-            })?;
-        }
+        let mut plan = Planned::new(gpu)?;
+        plan.transpose(mm.trans_a, mm.trans_b)?;
         for (i, x) in [&mm.a, &mm.b, &mm.c].into_iter().enumerate() {
             plan.layouts[i] = batched_layout(x, mm.batch)?;
         }
-        plan.algos = heuristic(plan.handle, plan.desc, plan.layouts)?;
-        Ok(plan)
+        plan.choose_algorithms()?;
+        let (version, library) = version_and_path(&lib);
+        Ok(BatchedGemm {
+            plan,
+            product,
+            version,
+            library,
+        })
     }
 
     /// How many algorithms the heuristic offered.
     pub fn algorithms(&self) -> usize {
-        self.algos.len()
+        self.plan.algos.len()
     }
 
     /// Makes [`BatchedGemm::launch`] run the heuristic's algorithm `index` (0: its first choice).
     pub fn choose(&mut self, index: usize) {
-        self.chosen = index.min(self.algos.len().saturating_sub(1));
+        self.plan.choose(index);
     }
 
     pub fn chosen(&self) -> usize {
-        self.chosen
+        self.plan.chosen
     }
 
     /// Enqueues `C = alpha * op(A) op(B)` on the engine's stream, A, B and C the device
     /// addresses of the product's row-major matrices (each the first of its batch). The caller
     /// gives addresses with at least [`Product::bytes`] behind them.
     pub fn launch(&self, gpu: &Gpu, a: u64, b: u64, c: u64, alpha: f32) -> Result<(), BlasError> {
-        let beta = 0.0f32;
-        // SAFETY: the descriptors were made for this product; the caller's addresses have the
-        // product's extent behind them (see the doc); scalars live across the call.
-        call("matmul", unsafe {
-            result::matmul(
-                self.handle,
-                self.desc,
-                (&raw const alpha).cast(),
-                (&raw const beta).cast(),
-                b as *const c_void,
-                self.layouts[0],
-                a as *const c_void,
-                self.layouts[1],
-                c as *const c_void,
-                self.layouts[2],
-                c as *mut c_void,
-                self.layouts[2],
-                &self.algos[self.chosen],
-                self.workspace.ptr() as *mut c_void,
-                self.workspace.bytes(),
-                gpu.raw_stream().cast(),
-            )
-        })
-    }
-}
-
-impl Drop for BatchedGemm {
-    fn drop(&mut self) {
-        // SAFETY: each made in `new` (null where it was not), destroyed once.
-        unsafe {
-            for l in self.layouts {
-                if !l.is_null() {
-                    let _ = result::destroy_matrix_layout(l);
-                }
-            }
-            if !self.desc.is_null() {
-                let _ = result::destroy_matmul_desc(self.desc);
-            }
-            let _ = result::destroy_handle(self.handle);
-        }
+        // The product's matmul puts B first in cuBLASLt's order (see `Product::matmul`).
+        self.plan.launch(gpu, b, a, c, alpha)
     }
 }
 

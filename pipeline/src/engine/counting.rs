@@ -277,7 +277,13 @@ pub fn worst_of(per_workload: &[DynamicCounts]) -> Option<DynamicCounts> {
 }
 
 /// The first `n` u64 counters of the module global `symbol` (none read when `n` is 0).
-fn read_counters(gpu: &Gpu, m: &Module, symbol: &str, n: usize) -> Result<Vec<u64>, String> {
+/// The first `n` u64 slots of the module's global array `symbol`.
+pub(super) fn read_counters(
+    gpu: &Gpu,
+    m: &Module,
+    symbol: &str,
+    n: usize,
+) -> Result<Vec<u64>, String> {
     let (ptr, bytes) = gpu.global(m, symbol).map_err(|e| e.to_string())?;
     if bytes < 8 * n {
         return Err(format!(

@@ -13,13 +13,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::counting::read_counters;
 use super::inputs::{allocate, fill_inputs};
 use super::launch::run_plan;
 use super::support::Support;
 use crate::arch::Arch;
 use crate::candidate::bind;
 use crate::candidate::plan::LaunchPlan;
-use crate::cuda::driver::{Gpu, Kernel, Module};
+use crate::cuda::driver::{Gpu, Kernel};
 use crate::evidence::cta_clock::{END_SYMBOL, SLOTS, START_SYMBOL, probe};
 use crate::evidence::sites::CountedSite;
 use crate::task::Task;
@@ -104,26 +105,13 @@ fn shown(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// The median of `v` (the pipeline's one quantile).
 fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
     v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-fn read_u64s(gpu: &Gpu, m: &Module, symbol: &str, n: usize) -> Result<Vec<u64>, String> {
-    let (ptr, bytes) = gpu.global(m, symbol).map_err(shown)?;
-    if bytes < 8 * n {
-        return Err(format!("{symbol} has {bytes} bytes for {n} slots"));
-    }
-    Ok(gpu
-        .download_raw(ptr, 8 * n)
-        .map_err(shown)?
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect())
+    crate::record::stats::quantile(&v, 0.5)
 }
 
 /// Measures every variant of `ptx` (with `plan`) on `workload`, `launches` times each.
@@ -183,8 +171,8 @@ pub fn measure(
                 gpu.upload_raw(ptr, &vec![0u8; bytes]).map_err(shown)?;
             }
             run_plan(gpu, kernels, &resolved, &set).map_err(|s| s.0.message)?;
-            let starts = read_u64s(gpu, m, START_SYMBOL, SLOTS)?;
-            let ends = read_u64s(gpu, m, END_SYMBOL, SLOTS)?;
+            let starts = read_counters(gpu, m, START_SYMBOL, SLOTS)?;
+            let ends = read_counters(gpu, m, END_SYMBOL, SLOTS)?;
             let cycles: Vec<f64> = starts
                 .iter()
                 .zip(&ends)
@@ -206,7 +194,7 @@ pub fn measure(
         let mut increments = 0.0;
         if let Some(symbol) = &v.symbol {
             // The first launch's counts (the counters were zeroed before it only).
-            let counts = read_u64s(gpu, &m, symbol, v.sites.len())?;
+            let counts = read_counters(gpu, &m, symbol, v.sites.len())?;
             let launched = per_launch.len().max(1) as f64;
             for (site, count) in v.sites.iter().zip(counts) {
                 let per_launch = count as f64 / launched;

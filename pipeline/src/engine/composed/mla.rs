@@ -515,19 +515,24 @@ mod tests {
         assert_eq!(&p.slots[3 * SLOT..], &[2, 1, 0]);
     }
 
-    /// Every workload of the suite's MLA task plans within the invariants, with the padding
-    /// at most twice the keys plus a tile per sequence.
-    #[test]
-    fn the_suites_workloads_plan_with_little_padding() {
+    /// The suite's MLA decode task.
+    fn mla_task() -> crate::task::Task {
         let suite = crate::task::Suite::load(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks"),
         )
         .expect("the suite loads");
-        let task = suite
+        suite
             .tasks
-            .iter()
+            .into_iter()
             .find(|t| matches!(t.op, crate::task::Op::AttentionMlaDecode { .. }))
-            .expect("an MLA task");
+            .expect("an MLA task")
+    }
+
+    /// Every workload of the suite's MLA task plans within the invariants, with the padding
+    /// at most twice the keys plus a tile per sequence.
+    #[test]
+    fn the_suites_workloads_plan_with_little_padding() {
+        let task = mla_task();
         for w in &task.workloads {
             let lengths = w.kv_lens.clone().expect("kv_lens");
             let p = plan(shape(lengths.len()), &lengths).expect("plans");
@@ -555,15 +560,7 @@ mod tests {
     /// for every workload of the suite.
     #[test]
     fn the_steps_fit_the_kernels_and_the_buffers() {
-        let suite = crate::task::Suite::load(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks"),
-        )
-        .expect("the suite loads");
-        let task = suite
-            .tasks
-            .iter()
-            .find(|t| matches!(t.op, crate::task::Op::AttentionMlaDecode { .. }))
-            .expect("an MLA task");
+        let task = mla_task();
         for w in &task.workloads {
             let lengths = w.kv_lens.clone().expect("kv_lens");
             let s = shape(lengths.len());
