@@ -22,7 +22,7 @@ use super::support::Support;
 use super::{Protocol, Request};
 use crate::cuda::driver::Gpu;
 use crate::record::TaskObject;
-use crate::task::{Task, WorkloadKind};
+use crate::task::{DType, Task, WorkloadKind};
 
 /// What the harness's answer is written to in the exchange folder.
 pub const HARNESS_FILE: &str = "harness.json";
@@ -210,11 +210,13 @@ fn reference(
             .to_f32(gpu, buf.ptr() + GUARD as u64, *dtype, f32buf.ptr(), *numel)
             .map_err(|e| shown(&e))?;
         let data = gpu.download(&f32buf, 0, bytes).map_err(|e| shown(&e))?;
-        let file = write(format!("input_{}.f32", t.name), &data)?;
+        // Integer inputs (page tables, indptrs) are copied as they are: int32, not fp32.
+        let kind = if *dtype == DType::I32 { "i32" } else { "f32" };
+        let file = write(format!("input_{}.{kind}", t.name), &data)?;
         let shape = task.dims(t, &env).map_err(|e| shown(&e))?;
         index.insert(
             t.name.clone(),
-            serde_json::json!({"file": file, "shape": shape, "role": "input"}),
+            serde_json::json!({"file": file, "shape": shape, "role": "input", "dtype": kind}),
         );
     }
     for t in &task.outputs {
@@ -227,7 +229,7 @@ fn reference(
         let shape = task.dims(t, &env).map_err(|e| shown(&e))?;
         index.insert(
             t.name.clone(),
-            serde_json::json!({"file": file, "shape": shape, "role": "output"}),
+            serde_json::json!({"file": file, "shape": shape, "role": "output", "dtype": "f32"}),
         );
     }
     let meta = serde_json::json!({

@@ -59,28 +59,14 @@ const PREFILL_DRIVER: &str = r#"int main() {
 /// the executable's path.
 fn build_driver(nvcc: &Path, dir: &Path, driver: &str) -> std::path::PathBuf {
     std::fs::write(dir.join("support.cu"), SOURCE).expect("write support.cu");
-    std::fs::write(dir.join("driver.cu"), format!("{DRIVER_PRELUDE}{driver}"))
-        .expect("write driver.cu");
-    let lib = nvcc
-        .parent()
-        .and_then(Path::parent)
-        .expect("nvcc sits in CUDA_HOME/bin")
-        .join("lib");
-    let exe = dir.join("driver");
-    let out = std::process::Command::new(nvcc)
-        .current_dir(dir)
-        .args(["-std=c++17", "-arch=sm_90", "-L"])
-        .arg(&lib)
-        .args(["driver.cu", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("nvcc runs");
-    assert!(
-        out.status.success(),
-        "nvcc failed on support.cu with the host driver:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    crate::toolchain::build_host_program(
+        nvcc,
+        dir,
+        &format!("{DRIVER_PRELUDE}{driver}"),
+        "sm_90",
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("nvcc failed on support.cu with the host driver:\n{e}"))
 }
 
 /// Runs the host driver `exe` on `input` (one value per line, f32 as their bits) and reads

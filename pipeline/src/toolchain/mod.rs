@@ -93,6 +93,43 @@ pub fn locate(tool: Tool) -> Result<PathBuf, ToolError> {
         })
 }
 
+/// Builds `source` (a `.cu` file's text with a host `main`) into an executable in `dir` with
+/// nvcc for `arch`, with `includes` on the include path: how the tests run CUDA C++ that the GPU
+/// code shares (`__host__ __device__` functions) on the CPU. The pip-installed toolkit keeps its
+/// host libraries in CUDA_HOME/lib. The executable's path, or nvcc's messages.
+pub fn build_host_program(
+    nvcc: &Path,
+    dir: &Path,
+    source: &str,
+    arch: &str,
+    includes: &[&Path],
+) -> Result<PathBuf, String> {
+    let file = dir.join("driver.cu");
+    std::fs::write(&file, source).map_err(|e| format!("writing {}: {e}", file.display()))?;
+    let lib = nvcc
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| format!("{} does not sit in CUDA_HOME/bin", nvcc.display()))?
+        .join("lib");
+    let exe = dir.join("driver");
+    let mut cmd = std::process::Command::new(nvcc);
+    cmd.current_dir(dir)
+        .args(["-std=c++17", &format!("-arch={arch}"), "-L"])
+        .arg(&lib);
+    for i in includes {
+        cmd.arg("-I").arg(i);
+    }
+    let out = cmd
+        .args(["driver.cu", "-o"])
+        .arg(&exe)
+        .output()
+        .map_err(|e| format!("running {}: {e}", nvcc.display()))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(exe)
+}
+
 /// The first line of `tool --version` that names a release, e.g. `release 13.0, V13.0.88`.
 pub fn version(path: &Path) -> Result<String, ToolError> {
     let limits = Limits {

@@ -399,6 +399,7 @@ fn issue_57_tma_credit_goes_only_to_maps_over_the_tasks_inputs() {
     for list in [
         "tasks/runs/reference-sm90a.yaml",
         "tasks/runs/suite-v2-sm90a.yaml",
+        "tasks/runs/reference-v2-sm90a.yaml",
     ] {
         let path = crate::root().join(list);
         let dir = path.parent().expect("folder").to_path_buf();

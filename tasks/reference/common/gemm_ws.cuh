@@ -37,10 +37,10 @@ constexpr u32 shared_bytes() {
 }
 
 // Tile-row and tile-column of tile `t`: column-major inside groups of GROUP_M tile-rows.
-__device__ __forceinline__ void tile_coords(u32 t, u32 tiles_m, u32 tiles_n, u32& tm, u32& tn) {
+__host__ __device__ __forceinline__ void tile_coords(u32 t, u32 tiles_m, u32 tiles_n, u32& tm, u32& tn) {
   const u32 per_group = GROUP_M * tiles_n;
   const u32 first = (t / per_group) * GROUP_M;
-  const u32 rows = min(tiles_m - first, GROUP_M);
+  const u32 rows = tiles_m - first < GROUP_M ? tiles_m - first : GROUP_M;
   const u32 in_group = t % per_group;
   tm = first + in_group % rows;
   tn = in_group / rows;

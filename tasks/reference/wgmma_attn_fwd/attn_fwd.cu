@@ -11,54 +11,9 @@
 //   memory, the online softmax in fp32 registers (exp2 with the scale folded in), P rounded to
 //   bf16 in registers and O += P V with the register-A form of wgmma (V is the MN-major operand).
 // - Epilogue: O / l rounded to bf16 and LSE = (m + log2 l) ln 2 stored from registers.
-#include "hopper.cuh"
-#include "wgmma.cuh"
-
-extern __shared__ unsigned char smem_raw[];
+#include "attn_fwd.cuh"
 
 namespace attn {
-
-constexpr u32 BQ = 128, BKV = 128, STAGES = 2, THREADS = 384;
-
-template <u32 D>
-__host__ __device__ constexpr u32 tile_bytes() {
-  return BKV * D * 2;
-}
-
-// Shared-memory bytes a plan must ask for: Q, the K and V ring, barriers, alignment slack.
-template <u32 D>
-__host__ __device__ constexpr u32 shared_bytes() {
-  return tile_bytes<D>() * (1 + 2 * STAGES) + 8 * (1 + 2 * STAGES) + 1024;
-}
-
-// Loads a [rows, D] tile as D/64 boxes of 64 columns, each rows x 128 bytes.
-template <u32 D>
-__device__ __forceinline__ void load_tile(unsigned char* dst, const TmaMap* map, u64* bar, int row,
-                                          int bh) {
-#pragma unroll
-  for (u32 c = 0; c < D / 64; ++c) {
-    tma_load_3d(dst + c * (BKV * 128), map, bar, static_cast<int>(c * 64), row, bh);
-  }
-}
-
-template <u32 D>
-__device__ __forceinline__ void mma_pv(float (&o)[D / 2], const u32 (&a)[4], u64 db) {
-  if constexpr (D == 128) {
-    wgmma_rs_bf16_m64n128k16<1>(o, a, db, 1);
-  } else {
-    wgmma_rs_bf16_m64n64k16<1>(o, a, db, 1);
-  }
-}
-
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffff, v, 2));
-}
-
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffff, v, 1);
-  return v + __shfl_xor_sync(0xffffffff, v, 2);
-}
 
 template <u32 D>
 __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, const TmaMap* tm_v,
@@ -134,18 +89,7 @@ __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, 
     wgmma_wait<0>();
     reg_fence(sc);
 
-    const u32 kv0 = n * BKV;
-    if (kv0 + BKV > seq || (causal && kv0 + BKV > qb * BQ)) {
-#pragma unroll
-      for (u32 j = 0; j < BKV / 8; ++j) {
-#pragma unroll
-        for (u32 e = 0; e < 4; ++e) {
-          const u32 col = kv0 + 8 * j + 2 * (lane % 4) + (e & 1);
-          const u32 row = row0 + 8 * (e >> 1);
-          if (col >= seq || (causal && col > row)) sc[4 * j + e] = -INFINITY;
-        }
-      }
-    }
+    mask_tile(sc, n * BKV, row0, lane, seq, causal, qb * BQ);
 
 #pragma unroll
     for (u32 i = 0; i < 2; ++i) {
@@ -195,21 +139,7 @@ __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, 
     if (tid == 0) mbar_arrive(&empty[s]);
   }
 
-  const u64 head = static_cast<u64>(bh) * seq;
-#pragma unroll
-  for (u32 i = 0; i < 2; ++i) {
-    const u32 row = row0 + 8 * i;
-    const float total = quad_sum(l[i]);
-    const float inv = 1.f / total;
-    if (row < seq) {
-      u16* dst = out + (head + row) * D + 2 * (lane % 4);
-#pragma unroll
-      for (u32 j = 0; j < D / 8; ++j) {
-        st_global_b32(dst + 8 * j, pack_bf16(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv));
-      }
-      if (lane % 4 == 0) lse[head + row] = (m[i] + log2f(total)) * 0.6931471805599453f;
-    }
-  }
+  store_rows<D>(o, m, l, out, lse, bh, seq, row0, lane);
 }
 
 }  // namespace attn

@@ -1,0 +1,252 @@
+// Attention forward with log-sum-exp for Hopper (sm_90a), FlashAttention-3 style, with the
+// softmax and the tensor cores overlapped inside each warpgroup: the suite's second hand-written
+// entry for mha_with_lse_d{64,128}[_causal] (the first, wgmma_attn_fwd/attn_fwd.cu, runs each
+// warpgroup's two products and its softmax one after the other).
+//
+// Q, K, V, O are bf16 [B, H, S, D] (D contiguous), LSE is f32 [B, H, S] (natural log);
+// scale = 1/sqrt(D); causal masks key j for query i when j > i.
+// - One CTA per (128-query block, batch*head); causal grids run the longest blocks first.
+// - Warpgroup 0 is the producer: one thread loads the Q tile once and K and V tiles into
+//   2-stage rings with barriers of their own, K one tile ahead of V, with TMA (common/
+//   attn_fwd.cuh's 3-D tensor maps and 64-column boxes).
+// - Warpgroups 1 and 2 each own 64 query rows. Per key tile n a warpgroup issues
+//   S n+1 = Q K n+1^T (wgmma m64n128k16 from shared memory), then O += P n V n (register-A
+//   wgmma, V the MN-major operand), and waits for S n+1 alone: the online softmax of tile n+1
+//   (fp32 registers, exp2 with the scale folded in) runs on the CUDA cores while P n V n runs on
+//   the tensor cores (FA3's intra-warpgroup overlap). P n stays in registers as bf16 until
+//   P n V n completes; O is then rescaled by tile n+1's factor.
+// - Each tile's scores live in a register set declared where they are issued and consumed, and
+//   the accumulators are fenced around every issue: ptxas serialises all wgmmas of a kernel
+//   (C7514/C7515) if any other instruction reads or writes their registers mid-flight.
+// - Epilogue: O / l rounded to bf16 and LSE = (m + log2 l) ln 2 stored from registers.
+#include "attn_fwd.cuh"
+
+namespace attn {
+
+// Shared-memory bytes a plan must ask for: Q, the K ring, the V ring, their barriers, alignment.
+template <u32 D>
+__host__ __device__ constexpr u32 shared_bytes_ov() {
+  return tile_bytes<D>() * (1 + 2 * STAGES) + 8 * (1 + 4 * STAGES) + 1024;
+}
+
+// One step of the online softmax on a 64 x BKV score tile in registers: the mask, the new
+// running max m and sum l, and the factor alpha that rescales O. sc becomes P (unnormalised).
+template <u32 D>
+__device__ __forceinline__ void softmax_step(float (&sc)[BKV / 2], float (&m)[2], float (&l)[2],
+                                             float (&alpha)[2], u32 kv0, u32 row0, u32 lane,
+                                             u32 seq, u32 causal, u32 q_first,
+                                             float scale_log2) {
+  mask_tile(sc, kv0, row0, lane, seq, causal, q_first);
+#pragma unroll
+  for (u32 i = 0; i < 2; ++i) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (u32 j = 0; j < BKV / 8; ++j) mx = fmaxf(mx, fmaxf(sc[4 * j + 2 * i], sc[4 * j + 2 * i + 1]));
+    const float m_new = fmaxf(m[i], quad_max(mx) * scale_log2);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new;
+    alpha[i] = exp2f(m[i] - m_use);
+    float sum = 0.f;
+#pragma unroll
+    for (u32 j = 0; j < BKV / 8; ++j) {
+#pragma unroll
+      for (u32 e = 0; e < 2; ++e) {
+        float& v = sc[4 * j + 2 * i + e];
+        v = exp2f(v * scale_log2 - m_use);
+        sum += v;
+      }
+    }
+    l[i] = l[i] * alpha[i] + sum;  // this thread's share of the row; summed over the quad at the end
+    m[i] = m_new;
+  }
+}
+
+// S = Q K^T for this warpgroup's 64 query rows against the K tile at s_k (issued, not waited).
+template <u32 D>
+__device__ __forceinline__ void issue_qk(float (&sc)[BKV / 2], const unsigned char* s_q,
+                                         const unsigned char* s_k, u32 half) {
+  // The fences keep the compiler from moving reads or writes of sc across the issue.
+  reg_fence(sc);
+  wgmma_fence();
+#pragma unroll
+  for (u32 kk = 0; kk < D / 16; ++kk) {
+    const u32 c = kk / 4, step = 2 * (kk % 4);  // 64-column box, 32 bytes per k-step
+    const u64 da = desc_sw128(s_q + c * (BQ * 128) + half * (64 * 128)) + step;
+    const u64 db = desc_sw128(s_k + c * (BKV * 128)) + step;
+    wgmma_ss_bf16_m64n128k16(sc, da, db, kk != 0);
+  }
+  wgmma_commit();
+  reg_fence(sc);
+}
+
+template <u32 D>
+__device__ __forceinline__ void forward_ov(const TmaMap* tm_q, const TmaMap* tm_k, const TmaMap* tm_v,
+                                        u16* __restrict__ out, float* __restrict__ lse, u32 seq,
+                                        u32 causal) {
+  constexpr u32 TILE = tile_bytes<D>();
+  unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+  unsigned char* s_q = smem;
+  unsigned char* s_k = smem + TILE;
+  unsigned char* s_v = smem + TILE * (1 + STAGES);
+  u64* q_full = reinterpret_cast<u64*>(smem + TILE * (1 + 2 * STAGES));
+  u64* k_full = q_full + 1;
+  u64* k_empty = k_full + STAGES;
+  u64* v_full = k_empty + STAGES;
+  u64* v_empty = v_full + STAGES;
+
+  const u32 wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  const u32 bh = blockIdx.y;
+  const u32 qb = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  u32 n_kv = (seq + BKV - 1) / BKV;
+  if (causal) n_kv = min(n_kv, qb + 1);  // BQ == BKV: blocks past the diagonal are all masked
+
+  if (threadIdx.x == 0) {
+    mbar_init(q_full, 1);
+    for (u32 s = 0; s < STAGES; ++s) {
+      mbar_init(&k_full[s], 1);
+      mbar_init(&v_full[s], 1);
+      mbar_init(&k_empty[s], 2);  // one arrival per consumer warpgroup
+      mbar_init(&v_empty[s], 2);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    setmaxnreg_dec<24>();
+    if (tid == 0) {
+      tma_prefetch_map(tm_q);
+      tma_prefetch_map(tm_k);
+      tma_prefetch_map(tm_v);
+      mbar_expect_tx(q_full, TILE);
+      load_tile<D>(s_q, tm_q, q_full, static_cast<int>(qb * BQ), static_cast<int>(bh));
+      // K runs one tile ahead of V: the consumers need K n+1 (for S n+1) while P n V n runs.
+      const auto load_k = [&](u32 n) {
+        const u32 s = n % STAGES;
+        mbar_wait(&k_empty[s], ((n / STAGES) & 1) ^ 1);
+        mbar_expect_tx(&k_full[s], TILE);
+        load_tile<D>(s_k + s * TILE, tm_k, &k_full[s], static_cast<int>(n * BKV),
+                     static_cast<int>(bh));
+      };
+      load_k(0);
+      for (u32 n = 0; n < n_kv; ++n) {
+        if (n + 1 < n_kv) load_k(n + 1);
+        const u32 s = n % STAGES;
+        mbar_wait(&v_empty[s], ((n / STAGES) & 1) ^ 1);
+        mbar_expect_tx(&v_full[s], TILE);
+        load_tile<D>(s_v + s * TILE, tm_v, &v_full[s], static_cast<int>(n * BKV),
+                     static_cast<int>(bh));
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<240>();
+  const u32 half = wg - 1, warp = tid / 32, lane = tid % 32;
+  const u32 row0 = qb * BQ + half * 64 + warp * 16 + lane / 4;  // and row0 + 8
+  const float scale_log2 = rsqrtf(static_cast<float>(D)) * 1.4426950408889634f;
+  float o[D / 2];
+#pragma unroll
+  for (u32 i = 0; i < D / 2; ++i) o[i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  reg_fence(o);
+
+  // Per tile n the warpgroup issues S n+1 = Q K n+1^T, then O += P n V n, and waits for S n+1
+  // alone: the softmax of tile n+1 runs on the CUDA cores while P n V n runs on the tensor cores
+  // (FA3's intra-warpgroup overlap). P n stays in registers as bf16 until P n V n completes;
+  // then O is rescaled by tile n+1's factor (the first tile's is 0 on an O of zeros).
+  u32 pa[BKV / 16][4];
+  float alpha[2];
+  // P as bf16 A fragments: accumulator columns 16kk..16kk+15 are k-step kk's operand.
+  const auto to_pa = [&](const float (&sc)[BKV / 2]) {
+#pragma unroll
+    for (u32 kk = 0; kk < BKV / 16; ++kk) {
+#pragma unroll
+      for (u32 r = 0; r < 4; ++r) pa[kk][r] = pack_bf16(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+    }
+  };
+  // O += P V for the V tile of stage s (issued and committed, not waited).
+  const auto issue_pv = [&](u32 s) {
+    reg_fence(o);
+#pragma unroll
+    for (u32 kk = 0; kk < BKV / 16; ++kk) reg_fence(pa[kk]);
+    wgmma_fence();
+#pragma unroll
+    for (u32 kk = 0; kk < BKV / 16; ++kk) {
+      // V is [kv, D]: the MN-major B operand; 16 kv rows (2048 bytes) per k-step, the next 64
+      // columns one box (BKV * 128 bytes) further.
+      const u64 db = desc_sw128_mn(s_v + s * TILE, BKV * 128) + kk * (2048 >> 4);
+      mma_pv<D>(o, pa[kk], db);
+    }
+    wgmma_commit();
+    reg_fence(o);
+#pragma unroll
+    for (u32 kk = 0; kk < BKV / 16; ++kk) reg_fence(pa[kk]);
+  };
+  mbar_wait(q_full, 0);
+  {
+    float sc[BKV / 2];
+    mbar_wait(&k_full[0], 0);
+    issue_qk<D>(sc, s_q, s_k, half);
+    wgmma_wait<0>();
+    reg_fence(sc);
+    if (tid == 0) mbar_arrive(&k_empty[0]);
+    softmax_step<D>(sc, m, l, alpha, 0, row0, lane, seq, causal, qb * BQ, scale_log2);
+    to_pa(sc);
+  }
+  // Each tile's scores live in a register set of their own, declared where they are issued and
+  // consumed: no copy of them may sit between a wgmma and its wait.
+  for (u32 n = 0; n + 1 < n_kv; ++n) {
+    const u32 s = n % STAGES, s1 = (n + 1) % STAGES;
+    float sc[BKV / 2];
+    mbar_wait(&k_full[s1], ((n + 1) / STAGES) & 1);
+    issue_qk<D>(sc, s_q, s_k + s1 * TILE, half);
+    mbar_wait(&v_full[s], (n / STAGES) & 1);
+    issue_pv(s);
+    wgmma_wait<1>();  // S n+1 (P n V n may still run)
+    reg_fence(sc);
+    if (tid == 0) mbar_arrive(&k_empty[s1]);
+    softmax_step<D>(sc, m, l, alpha, (n + 1) * BKV, row0, lane, seq, causal, qb * BQ,
+                    scale_log2);
+    wgmma_wait<0>();  // P n V n: its V tile goes back, and pa may be rewritten
+    reg_fence(o);
+    if (tid == 0) mbar_arrive(&v_empty[s]);
+    to_pa(sc);
+#pragma unroll
+    for (u32 i = 0; i < 2; ++i) {
+#pragma unroll
+      for (u32 j = 0; j < D / 8; ++j) {
+        o[4 * j + 2 * i] *= alpha[i];
+        o[4 * j + 2 * i + 1] *= alpha[i];
+      }
+    }
+  }
+  {
+    const u32 s = (n_kv - 1) % STAGES;
+    mbar_wait(&v_full[s], ((n_kv - 1) / STAGES) & 1);
+    issue_pv(s);
+    wgmma_wait<0>();
+    reg_fence(o);
+    if (tid == 0) mbar_arrive(&v_empty[s]);
+  }
+
+  store_rows<D>(o, m, l, out, lse, bh, seq, row0, lane);
+}
+
+}  // namespace attn
+
+static_assert(attn::shared_bytes_ov<128>() == 164936, "the d128 plans' shared_mem");
+static_assert(attn::shared_bytes_ov<64>() == 83016, "the d64 plans' shared_mem");
+
+extern "C" __global__ void __launch_bounds__(attn::THREADS, 1)
+    attn_fwd_ov_d128(const __grid_constant__ TmaMap tm_q, const __grid_constant__ TmaMap tm_k,
+                     const __grid_constant__ TmaMap tm_v, u16* __restrict__ o,
+                     float* __restrict__ lse, u32 seq, u32 causal) {
+  attn::forward_ov<128>(&tm_q, &tm_k, &tm_v, o, lse, seq, causal);
+}
+
+extern "C" __global__ void __launch_bounds__(attn::THREADS, 1)
+    attn_fwd_ov_d64(const __grid_constant__ TmaMap tm_q, const __grid_constant__ TmaMap tm_k,
+                    const __grid_constant__ TmaMap tm_v, u16* __restrict__ o,
+                    float* __restrict__ lse, u32 seq, u32 causal) {
+  attn::forward_ov<64>(&tm_q, &tm_k, &tm_v, o, lse, seq, causal);
+}
