@@ -10,7 +10,8 @@
 #               MLA and the gated delta rule walked in plain loops on the CPU)
 #   ab          pipeline/scripts/kernel_ab.py, ROUNDS rounds (default 2): v1 against v2 on the
 #               headline and worst workloads, each timed side by side with the library
-#               (attention forward per task; fp8 GEMM; bf16 GEMM v1, stream-K, 2-CTA clusters)
+#               (attention forward per task; fp8 GEMM; the TMA paged decode, which has no v1;
+#               bf16 GEMM v1, stream-K, 2-CTA clusters)
 #   run         `ptxbench run tasks/runs/reference-v2-sm90a.yaml` into artifacts/ (every
 #               workload, expected verdicts checked), packed as OUT/artifacts.tgz
 # Logs go to OUT (a device call brings back few files: the cross-check's dumps are packed).
@@ -41,6 +42,8 @@ if has ab; then
   ab 120 v1=$R/wgmma_gemm_fp8/kernel.ptx:$R/wgmma_gemm_fp8/plan.yaml \
     x2=$R/wgmma_gemm_sk/kernel.ptx:$R/wgmma_gemm_sk/plan.fp8_x2.yaml \
     -- gemm_fp8_n7168_k5120:M8192,M952,M70 > "$OUT/ab-fp8.txt" 2>&1
+  ab 90 tma=$R/tma_decode -- gqa_paged_decode_h32_kv8_d128_ps1:B1_T8192,B16_T17211,B64_T59337 \
+    > "$OUT/ab-decode.txt" 2>&1
   ab 400 v1=$R/wgmma_gemm/kernel.ptx:$R/wgmma_gemm/plan.yaml \
     sk=$R/wgmma_gemm_sk/kernel.ptx:$R/wgmma_gemm_sk/plan.yaml \
     x2=$R/wgmma_gemm_sk/kernel.ptx:$R/wgmma_gemm_sk/plan.x2.yaml \
