@@ -1,6 +1,6 @@
 """Cross-check PTXBench's GPU references against PyTorch in float64 (run on the GPU machine).
 
-Usage: python3 crosscheck_references.py PTXBENCH_BINARY OUT_DIR
+Usage: python3 crosscheck_references.py PTXBENCH_BINARY OUT_DIR [--device cuda]
 For a few workloads per family it asks `ptxbench reference` for the inputs and the fp32
 reference outputs, recomputes the outputs with PyTorch in float64 from the very same inputs,
 and prints ||ours - torch|| / ||torch|| and max |ours - torch| per output. A reference that
