@@ -50,6 +50,18 @@ __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 rank) {
       : "memory");
 }
 
+// ---- named barriers ------------------------------------------------------------------------
+
+// Wait at barrier `id` (1..15; 0 is __syncthreads) until `count` threads have arrived or synced.
+__device__ __forceinline__ void named_bar_sync(u32 id, u32 count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+// Arrive at barrier `id` without waiting.
+__device__ __forceinline__ void named_bar_arrive(u32 id, u32 count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
 // ---- clusters -----------------------------------------------------------------------------
 
 __device__ __forceinline__ u32 cluster_ctarank() {

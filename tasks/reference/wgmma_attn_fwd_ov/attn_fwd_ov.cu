@@ -14,7 +14,9 @@
 //   wgmma, V the MN-major operand), and waits for S n+1 alone: the online softmax of tile n+1
 //   (fp32 registers, exp2 with the scale folded in) runs on the CUDA cores while P n V n runs on
 //   the tensor cores (FA3's intra-warpgroup overlap). P n stays in registers as bf16 until
-//   P n V n completes; O is then rescaled by tile n+1's factor.
+//   P n V n completes; O is then rescaled by tile n+1's factor. With `pingpong` set (the
+//   plans), the two warpgroups also take turns issuing their products (named barriers), so one
+//   warpgroup's softmax overlaps the other's tensor-core work (FA3's inter-warpgroup overlap).
 // - Each tile's scores live in a register set declared where they are issued and consumed, and
 //   the accumulators are fenced around every issue: ptxas serialises all wgmmas of a kernel
 //   (C7514/C7515) if any other instruction reads or writes their registers mid-flight.
@@ -80,8 +82,8 @@ __device__ __forceinline__ void issue_qk(float (&sc)[BKV / 2], const unsigned ch
 
 template <u32 D>
 __device__ __forceinline__ void forward_ov(const TmaMap* tm_q, const TmaMap* tm_k, const TmaMap* tm_v,
-                                        u16* __restrict__ out, float* __restrict__ lse, u32 seq,
-                                        u32 causal) {
+                                           u16* __restrict__ out, float* __restrict__ lse,
+                                           u32 seq, u32 causal, u32 pingpong) {
   constexpr u32 TILE = tile_bytes<D>();
   unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   unsigned char* s_q = smem;
@@ -182,11 +184,24 @@ __device__ __forceinline__ void forward_ov(const TmaMap* tm_q, const TmaMap* tm_
 #pragma unroll
     for (u32 kk = 0; kk < BKV / 16; ++kk) reg_fence(pa[kk]);
   };
+  // Ping-pong (pingpong != 0, FA3's warp-scheduler barriers): the two consumer warpgroups take
+  // turns issuing their wgmmas (named barrier 1 + half is this one's turn), so that one's
+  // softmax runs while the other's products are on the tensor cores. Both take n_kv + 1 turns;
+  // the second warpgroup lets the first start and makes no arrival after its last turn.
+  const auto my_turn = [&]() {
+    if (pingpong) named_bar_sync(1 + half, 256);
+  };
+  const auto your_turn = [&](bool last) {
+    if (pingpong && !(last && half == 1)) named_bar_arrive(2 - half, 256);
+  };
+  if (pingpong && half == 1) named_bar_arrive(1, 256);
   mbar_wait(q_full, 0);
   {
     float sc[BKV / 2];
+    my_turn();
     mbar_wait(&k_full[0], 0);
     issue_qk<D>(sc, s_q, s_k, half);
+    your_turn(false);
     wgmma_wait<0>();
     reg_fence(sc);
     if (tid == 0) mbar_arrive(&k_empty[0]);
@@ -198,10 +213,12 @@ __device__ __forceinline__ void forward_ov(const TmaMap* tm_q, const TmaMap* tm_
   for (u32 n = 0; n + 1 < n_kv; ++n) {
     const u32 s = n % STAGES, s1 = (n + 1) % STAGES;
     float sc[BKV / 2];
+    my_turn();
     mbar_wait(&k_full[s1], ((n + 1) / STAGES) & 1);
     issue_qk<D>(sc, s_q, s_k + s1 * TILE, half);
     mbar_wait(&v_full[s], (n / STAGES) & 1);
     issue_pv(s);
+    your_turn(false);
     wgmma_wait<1>();  // S n+1 (P n V n may still run)
     reg_fence(sc);
     if (tid == 0) mbar_arrive(&k_empty[s1]);
@@ -222,8 +239,10 @@ __device__ __forceinline__ void forward_ov(const TmaMap* tm_q, const TmaMap* tm_
   }
   {
     const u32 s = (n_kv - 1) % STAGES;
+    my_turn();
     mbar_wait(&v_full[s], ((n_kv - 1) / STAGES) & 1);
     issue_pv(s);
+    your_turn(true);
     wgmma_wait<0>();
     reg_fence(o);
     if (tid == 0) mbar_arrive(&v_empty[s]);
@@ -240,13 +259,13 @@ static_assert(attn::shared_bytes_ov<64>() == 83016, "the d64 plans' shared_mem")
 extern "C" __global__ void __launch_bounds__(attn::THREADS, 1)
     attn_fwd_ov_d128(const __grid_constant__ TmaMap tm_q, const __grid_constant__ TmaMap tm_k,
                      const __grid_constant__ TmaMap tm_v, u16* __restrict__ o,
-                     float* __restrict__ lse, u32 seq, u32 causal) {
-  attn::forward_ov<128>(&tm_q, &tm_k, &tm_v, o, lse, seq, causal);
+                     float* __restrict__ lse, u32 seq, u32 causal, u32 pingpong) {
+  attn::forward_ov<128>(&tm_q, &tm_k, &tm_v, o, lse, seq, causal, pingpong);
 }
 
 extern "C" __global__ void __launch_bounds__(attn::THREADS, 1)
     attn_fwd_ov_d64(const __grid_constant__ TmaMap tm_q, const __grid_constant__ TmaMap tm_k,
                     const __grid_constant__ TmaMap tm_v, u16* __restrict__ o,
-                    float* __restrict__ lse, u32 seq, u32 causal) {
-  attn::forward_ov<64>(&tm_q, &tm_k, &tm_v, o, lse, seq, causal);
+                    float* __restrict__ lse, u32 seq, u32 causal, u32 pingpong) {
+  attn::forward_ov<64>(&tm_q, &tm_k, &tm_v, o, lse, seq, causal, pingpong);
 }
