@@ -97,6 +97,10 @@ pub fn locate(tool: Tool) -> Result<PathBuf, ToolError> {
 /// nvcc for `arch`, with `includes` on the include path: how the tests run CUDA C++ that the GPU
 /// code shares (`__host__ __device__` functions) on the CPU. The pip-installed toolkit keeps its
 /// host libraries in CUDA_HOME/lib. The executable's path, or nvcc's messages.
+///
+/// For the project's own sources only: unlike the tools above it runs outside the sandbox (the
+/// host compiler and linker need the system's headers and libraries), so never on a
+/// candidate's code.
 pub fn build_host_program(
     nvcc: &Path,
     dir: &Path,
