@@ -4,7 +4,8 @@
 //! x86-64 Linux), so compiling PTX for sm_90a and sm_100a is tested on CPU machines.
 //! Search order, first hit wins: `PTXBENCH_CUDA_BIN` (colon-separated folders), `$CUDA_HOME/bin`,
 //! `$CUDA_PATH/bin`, `PATH`, `/usr/local/cuda/bin`. Every tool runs in the sandbox
-//! ([`crate::sandbox`]): its input may be a candidate's.
+//! ([`crate::sandbox`]): its input may be a candidate's. The one exception is
+//! [`build_host_program`], which builds the project's own test sources and nothing else.
 
 pub mod ptxas;
 
