@@ -10,7 +10,8 @@
 #               MLA and the gated delta rule walked in plain loops on the CPU)
 #   ab          pipeline/scripts/kernel_ab.py, ROUNDS rounds (default 2): v1 against v2 on the
 #               headline and worst workloads, each timed side by side with the library
-#               (attention forward per task: v1, v2 without and with the ping-pong; fp8 GEMM;
+#               (attention forward per task: v1, v2 without and with the ping-pong; attention
+#               backward v1 against dQ by TMA reduce-add; fp8 GEMM;
 #               the TMA paged decode, which has no v1;
 #               bf16 GEMM v1, stream-K, 2-CTA clusters)
 #   run         `ptxbench run tasks/runs/reference-v2-sm90a.yaml` into artifacts/ (every
@@ -46,6 +47,11 @@ if has ab; then
       ovpp=$R/wgmma_attn_fwd_ov/kernel.ptx:$R/wgmma_attn_fwd_ov/plan.$p.yaml \
       -- "mha_with_lse_${p/./_}:B4_H48_S4096,B4_H48_S2048"
   done > "$OUT/ab-attention.txt" 2>&1
+  for p in plan:mha_bwd_d128 plan.causal:mha_bwd_d128_causal plan.d64:mha_bwd_d64; do
+    ab 200 v1=$R/wgmma_attn_bwd/kernel.ptx:$R/wgmma_attn_bwd/${p%%:*}.yaml \
+      tr=$R/wgmma_attn_bwd_tr/kernel.ptx:$R/wgmma_attn_bwd_tr/${p%%:*}.yaml \
+      -- "${p##*:}:B4_H48_S4096,B4_H48_S2048"
+  done > "$OUT/ab-backward.txt" 2>&1
   ab 120 v1=$R/wgmma_gemm_fp8/kernel.ptx:$R/wgmma_gemm_fp8/plan.yaml \
     x2=$R/wgmma_gemm_sk/kernel.ptx:$R/wgmma_gemm_sk/plan.fp8_x2.yaml \
     -- gemm_fp8_n7168_k5120:M8192,M952,M70 > "$OUT/ab-fp8.txt" 2>&1
@@ -87,7 +93,8 @@ gemm-x2 wgmma_gemm_sk/kernel.ptx wgmma_gemm_sk/plan.x2.yaml gemm_n7168_k5120 M81
 fp8-x2 wgmma_gemm_sk/kernel.ptx wgmma_gemm_sk/plan.fp8_x2.yaml gemm_fp8_n7168_k5120 M8192 ^gemm_fp8_x2$
 attn-v1-d128 wgmma_attn_fwd/kernel.ptx wgmma_attn_fwd/plan.d128.yaml mha_with_lse_d128 B4_H48_S4096 ^attn_fwd_d128$
 attn-v2-d128 wgmma_attn_fwd_ov/kernel.ptx wgmma_attn_fwd_ov/plan.d128.yaml mha_with_lse_d128 B4_H48_S4096 ^attn_fwd_ov_d128$
-bwd-v1-d128 wgmma_attn_bwd/kernel.ptx wgmma_attn_bwd/plan.yaml mha_bwd_d128 B4_H48_S4096 ^attn_bwd_main
+bwd-v1-d128 wgmma_attn_bwd/kernel.ptx wgmma_attn_bwd/plan.yaml mha_bwd_d128 B4_H48_S4096 ^attn_bwd_main_d128$
+bwd-tr-d128 wgmma_attn_bwd_tr/kernel.ptx wgmma_attn_bwd_tr/plan.yaml mha_bwd_d128 B4_H48_S4096 ^attn_bwd_main_tr_d128$
 decode-b1 tma_decode/kernel.ptx tma_decode/plan.yaml gqa_paged_decode_h32_kv8_d128_ps1 B1_T8192 ^decode_tma_split$
 LIST
   tar czf "$OUT/ncu.tgz" -C "$OUT" ncu && rm -rf "$OUT/ncu"
