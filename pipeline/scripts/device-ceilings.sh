@@ -21,6 +21,8 @@
 #               utilisation), warp state (stall reasons); one text report each, packed as
 #               OUT/ncu.tgz. Not in the default PARTS: a timed A/B never runs under a profiler.
 # Logs go to OUT (a device call brings back few files: the cross-check's dumps are packed).
+# All parts together take longer than one device call's 600 s: run `crosscheck,run` in one call,
+# `ab` in another (ROUNDS 2: about 60 evaluations of a few seconds each) and `profile` in a third.
 set -uo pipefail
 BIN=$1
 OUT=$2
