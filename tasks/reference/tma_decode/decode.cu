@@ -6,10 +6,10 @@
 //   log); scale = 1/sqrt(128); query head h reads KV head h / 4.
 // - Split-KV (flash-decoding): CTA (c, b) takes the c-th of `splits` equal chunks of sequence b's
 //   tokens, for all 8 KV heads, so a single long sequence still fills the GPU.
-// - Warp 8 is the producer: lane 0 reads the chunk's page numbers and, per token, issues one TMA
-//   load of its K row and one of its V row (2-D maps over the caches as [pages * 8, 128]: a box
-//   of 8 rows x 128 is one token's 8 heads, 2 KB) into a 3-stage ring of 8 tokens, each stage
-//   completing on an mbarrier with the bytes it carries.
+// - Warp 8 is the producer: its lanes read the chunk's page numbers 32 at a time, and lane 0,
+//   per token, issues one TMA load of its K row and one of its V row (2-D maps over the caches
+//   as [pages * 8, 128]: a box of 8 rows x 128 is one token's 8 heads, 2 KB) into a 3-stage ring
+//   of 8 tokens, each stage completing on an mbarrier with the bytes it carries.
 // - Warps 0..7 are consumers, warp g for KV head g and its 4 query heads; lane l holds dims
 //   4l..4l+3: per token 4 dot products (a warp sum each), an fp32 online softmax and the
 //   accumulators, in natural-log units as the task's lse. A stage goes back to the producer when
@@ -69,14 +69,23 @@ __device__ __forceinline__ void split(const TmaMap* map_k, const TmaMap* map_v,
     if (lane == 0) {
       tma_prefetch_map(map_k);
       tma_prefetch_map(map_v);
-      for (u32 it = 0; it < blocks; ++it) {
-        const u32 s = it % STAGES, cnt = min(TOK, n - it * TOK);
-        mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-        mbar_expect_tx(&full[s], 2 * cnt * ROW);
-        for (u32 j = 0; j < cnt; ++j) {
-          const int row = kv_indices[t0 + it * TOK + j] * static_cast<int>(HKV);
-          tma_load_2d(ring + s * STAGE + j * ROW, map_k, &full[s], 0, row);
-          tma_load_2d(ring + s * STAGE + (TOK + j) * ROW, map_v, &full[s], 0, row);
+    }
+    // The page numbers arrive 32 at a time, one per lane in one coalesced load (read one by
+    // one between the TMA issues, each would wait a full memory latency); lane 0 issues the
+    // loads, taking each page number from its lane.
+    for (u32 base = 0; base < n; base += 32) {
+      const int mine = base + lane < n ? kv_indices[t0 + base + lane] : 0;
+      const u32 here = min(32u, n - base);
+      for (u32 j = 0; j < here; ++j) {
+        const int row = __shfl_sync(0xffffffffu, mine, j) * static_cast<int>(HKV);
+        const u32 tok = base + j, it = tok / TOK, jj = tok % TOK, s = it % STAGES;
+        if (lane == 0) {
+          if (jj == 0) {
+            mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+            mbar_expect_tx(&full[s], 2 * min(TOK, n - it * TOK) * ROW);
+          }
+          tma_load_2d(ring + s * STAGE + jj * ROW, map_k, &full[s], 0, row);
+          tma_load_2d(ring + s * STAGE + (TOK + jj) * ROW, map_v, &full[s], 0, row);
         }
       }
     }
