@@ -26,6 +26,7 @@
 // exactly (O = V), so its dQ and dK are all zero, while here Delta (scalar sums) and dP (wgmma)
 // round differently: dQ, dK ~ 1e-7 and relnorm is infinite. A Delta computed by the same wgmma
 // (the diagonal of O dO^T) would cancel exactly; not done yet.
+// The code is in common/attn_bwd.cuh, shared with the second version (../wgmma_attn_bwd_tr).
 #include "attn_bwd.cuh"
 
 static_assert(attn_bwd::shared_bytes<128>() == 149568, "the d128 plans' shared_mem");
