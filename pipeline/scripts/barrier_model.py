@@ -10,6 +10,8 @@ barriers (`bar.sync` / `bar.arrive`, 128 threads a warpgroup). The actors are st
 a protocol that can deadlock stops with actors left waiting. Modelled, for several sizes each:
   tasks/reference/wgmma_attn_fwd_ov  the K and V rings (K one tile ahead) with and without the
                                      warpgroups' ping-pong, n_kv = 1..8
+  tasks/reference/wgmma_attn_fwd_fp8 the same rings with V passed through three transposing
+                                     warps into a V^T ring, n_kv = 1..8
   tasks/reference/common/gemm_sk.cuh the stage ring, alone and in 2-CTA clusters (B multicast
                                      into both CTAs, empty barriers counting both CTAs' consumers)
   tasks/reference/tma_decode         the 3-stage token ring, chunks of 0 to 100 tokens
@@ -110,6 +112,45 @@ def attn(n_kv, pingpong, STAGES=2):
         ve[s].arrive()
     return [('p',producer()),('c0',consumer(0)),('c1',consumer(1))]
 
+# --- fp8 attention forward (one CTA): V goes through three transposing warps into V^T ------
+def attn_fp8(n_kv, STAGES=2):
+    q_full = MBar(1); kf=[MBar(1) for _ in range(STAGES)]; ke=[MBar(2) for _ in range(STAGES)]
+    vf=[MBar(1) for _ in range(STAGES)]; ve=[MBar(3) for _ in range(STAGES)]
+    tf=[MBar(3) for _ in range(STAGES)]; te=[MBar(2) for _ in range(STAGES)]
+    def producer():
+        q_full.expect(1); q_full.complete(1)
+        def load_k(n):
+            s=n%STAGES
+            yield lambda: ke[s].ready(((n//STAGES)&1)^1)
+            kf[s].expect(1); kf[s].complete(1)
+        yield from load_k(0)
+        for n in range(n_kv):
+            if n+1<n_kv: yield from load_k(n+1)
+            s=n%STAGES
+            yield lambda: ve[s].ready(((n//STAGES)&1)^1)
+            vf[s].expect(1); vf[s].complete(1)
+    def transposer():
+        for n in range(n_kv):
+            s=n%STAGES
+            yield lambda: vf[s].ready((n//STAGES)&1)
+            yield lambda: te[s].ready(((n//STAGES)&1)^1)
+            tf[s].arrive(); ve[s].arrive()
+    def consumer():
+        yield lambda: q_full.ready(0)
+        yield lambda: kf[0].ready(0)
+        ke[0].arrive()
+        for n in range(n_kv-1):
+            s=n%STAGES; s1=(n+1)%STAGES
+            yield lambda: kf[s1].ready(((n+1)//STAGES)&1)
+            yield lambda: tf[s].ready((n//STAGES)&1)
+            ke[s1].arrive()
+            te[s].arrive()
+        s=(n_kv-1)%STAGES
+        yield lambda: tf[s].ready(((n_kv-1)//STAGES)&1)
+        te[s].arrive()
+    return ([('p',producer())] + [(f't{w}',transposer()) for w in range(3)]
+            + [(f'c{h}',consumer()) for h in range(2)])
+
 # --- GEMM in clusters of CL (two CTAs share each stage's barriers protocol) ----------------
 def gemm(iters, CL, STAGES=4):
     full=[[MBar(1) for _ in range(STAGES)] for _ in range(CL)]
@@ -160,6 +201,9 @@ for n in range(1,9):
     for pp in (0,1):
         r,who=run(attn(n,pp))
         if not r: print('attn deadlock', n, pp, who); ok=False
+for n in range(1,9):
+    r,who=run(attn_fp8(n))
+    if not r: print('attn fp8 deadlock', n, who); ok=False
 for it in [0,1,3,4,5,8,13]:
     for cl in (1,2):
         r,who=run(gemm(it,cl))

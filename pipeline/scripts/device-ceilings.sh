@@ -12,7 +12,7 @@
 #               headline and worst workloads, each timed side by side with the library
 #               (attention forward per task: v1, v2 without and with the ping-pong; attention
 #               backward v1 against dQ by TMA reduce-add; fp8 GEMM;
-#               the TMA paged decode, which has no v1;
+#               the TMA paged decode and the fp8 attention forward, which have no v1;
 #               bf16 GEMM v1, stream-K, 2-CTA clusters)
 #   run         `ptxbench run tasks/runs/reference-v2-sm90a.yaml` into artifacts/ (every
 #               workload, expected verdicts checked), packed as OUT/artifacts.tgz
@@ -59,6 +59,10 @@ if has ab; then
     -- gemm_fp8_n7168_k5120:M8192,M952,M70 > "$OUT/ab-fp8.txt" 2>&1
   ab 90 tma=$R/tma_decode -- gqa_paged_decode_h32_kv8_d128_ps1:B1_T8192,B16_T17211,B64_T59337 \
     > "$OUT/ab-decode.txt" 2>&1
+  for p in plan:fp8_mha_with_lse_d128 plan.causal:fp8_mha_with_lse_d128_causal; do
+    ab 90 fp8=$R/wgmma_attn_fwd_fp8/kernel.ptx:$R/wgmma_attn_fwd_fp8/${p%%:*}.yaml \
+      -- "${p##*:}:B4_H48_L4096,B4_H48_L2048"
+  done > "$OUT/ab-attention-fp8.txt" 2>&1
   ab 400 v1=$R/wgmma_gemm/kernel.ptx:$R/wgmma_gemm/plan.yaml \
     sk=$R/wgmma_gemm_sk/kernel.ptx:$R/wgmma_gemm_sk/plan.yaml \
     x2=$R/wgmma_gemm_sk/kernel.ptx:$R/wgmma_gemm_sk/plan.x2.yaml \
@@ -97,6 +101,7 @@ attn-v1-d128 wgmma_attn_fwd/kernel.ptx wgmma_attn_fwd/plan.d128.yaml mha_with_ls
 attn-v2-d128 wgmma_attn_fwd_ov/kernel.ptx wgmma_attn_fwd_ov/plan.d128.yaml mha_with_lse_d128 B4_H48_S4096 ^attn_fwd_ov_d128$
 bwd-v1-d128 wgmma_attn_bwd/kernel.ptx wgmma_attn_bwd/plan.yaml mha_bwd_d128 B4_H48_S4096 ^attn_bwd_main_d128$
 bwd-tr-d128 wgmma_attn_bwd_tr/kernel.ptx wgmma_attn_bwd_tr/plan.yaml mha_bwd_d128 B4_H48_S4096 ^attn_bwd_main_tr_d128$
+attn-fp8 wgmma_attn_fwd_fp8/kernel.ptx wgmma_attn_fwd_fp8/plan.yaml fp8_mha_with_lse_d128 B4_H48_L4096 ^attn_fwd_fp8_d128$
 decode-b1 tma_decode/kernel.ptx tma_decode/plan.yaml gqa_paged_decode_h32_kv8_d128_ps1 B1_T8192 ^decode_tma_split$
 LIST
   tar czf "$OUT/ncu.tgz" -C "$OUT" ncu && rm -rf "$OUT/ncu"

@@ -6,7 +6,7 @@ are generated rather than typed. Run from this folder: python3 gen_wgmma.py > wg
 """
 
 # (operand kind, A/B type, N, K). "ss": A and B from shared memory (descriptors); "rs": A from
-# registers (four 32-bit registers per thread, two bf16 each), B from shared memory.
+# registers (four 32-bit registers per thread: two bf16 or four e4m3 each), B from shared memory.
 SHAPES = [
     ("ss", "bf16", 64, 16),
     ("ss", "bf16", 128, 16),
@@ -14,6 +14,7 @@ SHAPES = [
     ("rs", "bf16", 64, 16),
     ("rs", "bf16", 128, 16),
     ("ss", "e4m3", 128, 32),
+    ("rs", "e4m3", 128, 32),
 ]
 
 
