@@ -67,35 +67,6 @@ __device__ __forceinline__ void transpose_v(const unsigned char* v, unsigned cha
   }
 }
 
-// The softmax step of attn_fwd_ov.cu on fp32 scores of e4m3 products.
-__device__ __forceinline__ void softmax_step(float (&sc)[BKV / 2], float (&m)[2], float (&l)[2],
-                                             float (&alpha)[2], u32 kv0, u32 row0, u32 lane,
-                                             u32 seq, u32 causal, u32 q_first,
-                                             float scale_log2) {
-  attn::mask_tile(sc, kv0, row0, lane, seq, causal, q_first);
-#pragma unroll
-  for (u32 i = 0; i < 2; ++i) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (u32 j = 0; j < BKV / 8; ++j) mx = fmaxf(mx, fmaxf(sc[4 * j + 2 * i], sc[4 * j + 2 * i + 1]));
-    const float m_new = fmaxf(m[i], attn::quad_max(mx) * scale_log2);
-    const float m_use = m_new == -INFINITY ? 0.f : m_new;
-    alpha[i] = exp2f(m[i] - m_use);
-    float sum = 0.f;
-#pragma unroll
-    for (u32 j = 0; j < BKV / 8; ++j) {
-#pragma unroll
-      for (u32 e = 0; e < 2; ++e) {
-        float& x = sc[4 * j + 2 * i + e];
-        x = exp2f(x * scale_log2 - m_use);
-        sum += x;
-      }
-    }
-    l[i] = l[i] * alpha[i] + sum;
-    m[i] = m_new;
-  }
-}
-
 __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, const TmaMap* tm_v,
                                         const float* __restrict__ descale_q,
                                         const float* __restrict__ descale_k,
@@ -235,7 +206,7 @@ __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, 
     wgmma_wait<0>();
     reg_fence(sc);
     if (tid == 0) mbar_arrive(&k_empty[0]);
-    softmax_step(sc, m, l, alpha, 0, row0, lane, seq, causal, qb * BQ, scale_log2);
+    attn::softmax_step<D>(sc, m, l, alpha, 0, row0, lane, seq, causal, qb * BQ, scale_log2);
     to_pa(sc);
   }
   for (u32 n = 0; n + 1 < n_kv; ++n) {
@@ -248,7 +219,8 @@ __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, 
     wgmma_wait<1>();  // S n+1 (P n V n may still run)
     reg_fence(sc);
     if (tid == 0) mbar_arrive(&k_empty[s1]);
-    softmax_step(sc, m, l, alpha, (n + 1) * BKV, row0, lane, seq, causal, qb * BQ, scale_log2);
+    attn::softmax_step<D>(sc, m, l, alpha, (n + 1) * BKV, row0, lane, seq, causal, qb * BQ,
+                          scale_log2);
     wgmma_wait<0>();  // P n V n: its V^T tile goes back, and pa may be rewritten
     reg_fence(o);
     if (tid == 0) mbar_arrive(&t_empty[s]);

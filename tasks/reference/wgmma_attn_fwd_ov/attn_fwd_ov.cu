@@ -31,37 +31,6 @@ __host__ __device__ constexpr u32 shared_bytes_ov() {
   return tile_bytes<D>() * (1 + 2 * STAGES) + 8 * (1 + 4 * STAGES) + 1024;
 }
 
-// One step of the online softmax on a 64 x BKV score tile in registers: the mask, the new
-// running max m and sum l, and the factor alpha that rescales O. sc becomes P (unnormalised).
-template <u32 D>
-__device__ __forceinline__ void softmax_step(float (&sc)[BKV / 2], float (&m)[2], float (&l)[2],
-                                             float (&alpha)[2], u32 kv0, u32 row0, u32 lane,
-                                             u32 seq, u32 causal, u32 q_first,
-                                             float scale_log2) {
-  mask_tile(sc, kv0, row0, lane, seq, causal, q_first);
-#pragma unroll
-  for (u32 i = 0; i < 2; ++i) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (u32 j = 0; j < BKV / 8; ++j) mx = fmaxf(mx, fmaxf(sc[4 * j + 2 * i], sc[4 * j + 2 * i + 1]));
-    const float m_new = fmaxf(m[i], quad_max(mx) * scale_log2);
-    const float m_use = m_new == -INFINITY ? 0.f : m_new;
-    alpha[i] = exp2f(m[i] - m_use);
-    float sum = 0.f;
-#pragma unroll
-    for (u32 j = 0; j < BKV / 8; ++j) {
-#pragma unroll
-      for (u32 e = 0; e < 2; ++e) {
-        float& v = sc[4 * j + 2 * i + e];
-        v = exp2f(v * scale_log2 - m_use);
-        sum += v;
-      }
-    }
-    l[i] = l[i] * alpha[i] + sum;  // this thread's share of the row; summed over the quad at the end
-    m[i] = m_new;
-  }
-}
-
 // S = Q K^T for this warpgroup's 64 query rows against the K tile at s_k (issued, not waited).
 template <u32 D>
 __device__ __forceinline__ void issue_qk(float (&sc)[BKV / 2], const unsigned char* s_q,
