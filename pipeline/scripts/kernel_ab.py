@@ -45,7 +45,7 @@ def main():
         order = variants if rnd % 2 == 0 else variants[::-1]
         for task, workloads in cases:
             for name, folder in order:
-                cmd = [binary, "eval", "--task", task, "--timeout", "120", "--json", folder]
+                cmd = [binary, "eval", "--task", task, "--timeout", "60", "--json", folder]
                 for w in workloads:
                     cmd += ["--workload", w]
                 p = subprocess.run(cmd, capture_output=True, text=True)
