@@ -8,7 +8,8 @@ CUDA source performs, in the same order: mbarriers (an expected arrival count pe
 transaction bytes, waits on a phase's parity, as `mbarrier.try_wait.parity` reads it) and named
 barriers (`bar.sync` / `bar.arrive`, 128 threads a warpgroup). The actors are stepped greedily:
 a protocol that can deadlock stops with actors left waiting. Modelled, for several sizes each:
-  tasks/reference/wgmma_attn_fwd_ov  the K and V rings (K one tile ahead) with and without the
+  tasks/reference/wgmma_attn_fwd_ov  the K and V rings (K one tile ahead: common/attn_fwd.cuh's
+                                     load_k_ahead_of_v and consume_tiles) with and without the
                                      warpgroups' ping-pong, n_kv = 1..8
   tasks/reference/wgmma_attn_fwd_fp8 the same rings with V passed through three transposing
                                      warps into a V^T ring, n_kv = 1..8

@@ -17,9 +17,10 @@
 //   +16). So position 4t+i of V^T holds key {2t, 2t+1, 8+2t, 9+2t}[i] (+16 for the upper
 //   half), and a thread's P fragment is its own four scores of a row, rounded to e4m3 in order.
 //   The contraction runs over all keys either way, so the product is unchanged.
-// - Warpgroups 1 and 2 own 64 query rows each, with attn_fwd_ov.cu's intra-warpgroup overlap:
-//   per key tile, issue S n+1 = Q K n+1^T and O += P n V n, wait for S n+1 alone, and run its
-//   softmax (fp32, exp2 with the scale and both descales folded in) while P n V n runs.
+// - Warpgroups 1 and 2 own 64 query rows each, on the overlapped schedule of attn_fwd_ov.cu
+//   (common/attn_fwd.cuh's load_k_ahead_of_v and consume_tiles, without the ping-pong): per key
+//   tile, issue S n+1 = Q K n+1^T and O += P n V n, wait for S n+1 alone, and run its softmax
+//   (fp32, exp2 with the scale and both descales folded in) while P n V n runs.
 // - Epilogue: O * descale_v / l rounded to e4m3 (saturating) and LSE = (m + log2 l) ln 2.
 #include "attn_fwd.cuh"
 
@@ -115,22 +116,14 @@ __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, 
       tma_prefetch_map(tm_v);
       mbar_expect_tx(q_full, TILE);
       tma_load_3d(s_q, tm_q, q_full, 0, static_cast<int>(qb * BQ), static_cast<int>(bh));
-      const auto load_k = [&](u32 n) {
-        const u32 s = n % STAGES;
-        mbar_wait(&k_empty[s], ((n / STAGES) & 1) ^ 1);
-        mbar_expect_tx(&k_full[s], TILE);
-        tma_load_3d(s_k + s * TILE, tm_k, &k_full[s], 0, static_cast<int>(n * BKV),
-                    static_cast<int>(bh));
+      const auto load = [&](const TmaMap* map, unsigned char* ring, u64* full) {
+        return [=](u32 n, u32 s) {
+          tma_load_3d(ring + s * TILE, map, &full[s], 0, static_cast<int>(n * BKV),
+                      static_cast<int>(bh));
+        };
       };
-      load_k(0);
-      for (u32 n = 0; n < n_kv; ++n) {
-        if (n + 1 < n_kv) load_k(n + 1);
-        const u32 s = n % STAGES;
-        mbar_wait(&v_empty[s], ((n / STAGES) & 1) ^ 1);
-        mbar_expect_tx(&v_full[s], TILE);
-        tma_load_3d(s_v + s * TILE, tm_v, &v_full[s], 0, static_cast<int>(n * BKV),
-                    static_cast<int>(bh));
-      }
+      attn::load_k_ahead_of_v<STAGES>(n_kv, k_full, k_empty, v_full, v_empty, TILE,
+                                      load(tm_k, s_k, k_full), load(tm_v, s_v, v_full));
     } else if (warp > 0) {
       for (u32 n = 0; n < n_kv; ++n) {
         const u32 s = n % STAGES;
@@ -160,7 +153,6 @@ __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, 
   reg_fence(o);
 
   u32 pa[BKV / 32][4];
-  float alpha[2];
   // P as e4m3 A fragments: k-step kk takes score blocks 4kk..4kk+3 (see the comment at the top).
   const auto to_pa = [&](const float (&sc)[BKV / 2]) {
 #pragma unroll
@@ -172,7 +164,8 @@ __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, 
       pa[kk][3] = pack_e4m3x4(b[10], b[11], b[14], b[15]);
     }
   };
-  const auto issue_qk = [&](float (&sc)[BKV / 2], const unsigned char* k_tile) {
+  const auto issue_qk = [&](float (&sc)[BKV / 2], u32 s) {
+    const unsigned char* k_tile = s_k + s * TILE;
     reg_fence(sc);
     wgmma_fence();
 #pragma unroll
@@ -199,50 +192,11 @@ __device__ __forceinline__ void forward(const TmaMap* tm_q, const TmaMap* tm_k, 
     for (u32 kk = 0; kk < BKV / 32; ++kk) reg_fence(pa[kk]);
   };
   mbar_wait(q_full, 0);
-  {
-    float sc[BKV / 2];
-    mbar_wait(&k_full[0], 0);
-    issue_qk(sc, s_k);
-    wgmma_wait<0>();
-    reg_fence(sc);
-    if (tid == 0) mbar_arrive(&k_empty[0]);
-    attn::softmax_step<D>(sc, m, l, alpha, 0, row0, lane, seq, causal, qb * BQ, scale_log2);
-    to_pa(sc);
-  }
-  for (u32 n = 0; n + 1 < n_kv; ++n) {
-    const u32 s = n % STAGES, s1 = (n + 1) % STAGES;
-    float sc[BKV / 2];
-    mbar_wait(&k_full[s1], ((n + 1) / STAGES) & 1);
-    issue_qk(sc, s_k + s1 * TILE);
-    mbar_wait(&t_full[s], (n / STAGES) & 1);
-    issue_pv(s);
-    wgmma_wait<1>();  // S n+1 (P n V n may still run)
-    reg_fence(sc);
-    if (tid == 0) mbar_arrive(&k_empty[s1]);
-    attn::softmax_step<D>(sc, m, l, alpha, (n + 1) * BKV, row0, lane, seq, causal, qb * BQ,
-                          scale_log2);
-    wgmma_wait<0>();  // P n V n: its V^T tile goes back, and pa may be rewritten
-    reg_fence(o);
-    if (tid == 0) mbar_arrive(&t_empty[s]);
-    to_pa(sc);
-#pragma unroll
-    for (u32 i = 0; i < 2; ++i) {
-#pragma unroll
-      for (u32 j = 0; j < D / 8; ++j) {
-        o[4 * j + 2 * i] *= alpha[i];
-        o[4 * j + 2 * i + 1] *= alpha[i];
-      }
-    }
-    reg_fence(o);
-  }
-  {
-    const u32 s = (n_kv - 1) % STAGES;
-    mbar_wait(&t_full[s], ((n_kv - 1) / STAGES) & 1);
-    issue_pv(s);
-    wgmma_wait<0>();
-    reg_fence(o);
-    if (tid == 0) mbar_arrive(&t_empty[s]);
-  }
+  // No ping-pong: no turns to take.
+  attn::consume_tiles<D, STAGES>(
+      n_kv, tid, attn::Rings{k_full, k_empty, t_full, t_empty},
+      attn::Rows{row0, lane, seq, causal, qb * BQ, scale_log2}, o, m, l, issue_qk, issue_pv,
+      to_pa, [] {}, [](bool) {});
 
   // O * descale_v / l as e4m3 pairs, and the natural-log LSE.
   const float dv = *descale_v;

@@ -17,9 +17,11 @@
 //   P n V n completes; O is then rescaled by tile n+1's factor. With `pingpong` set (the
 //   plans), the two warpgroups also take turns issuing their products (named barriers), so one
 //   warpgroup's softmax overlaps the other's tensor-core work (FA3's inter-warpgroup overlap).
-// - Each tile's scores live in a register set declared where they are issued and consumed, and
-//   the accumulators are fenced around every issue: ptxas serialises all wgmmas of a kernel
-//   (C7514/C7515) if any other instruction reads or writes their registers mid-flight.
+// - The loader's and the consumers' schedules are common/attn_fwd.cuh's load_k_ahead_of_v and
+//   consume_tiles (shared with the fp8 forward). Each tile's scores live in a register set
+//   declared where they are issued and consumed, and the accumulators are fenced around every
+//   issue: ptxas serialises all wgmmas of a kernel (C7514/C7515) if any other instruction reads
+//   or writes their registers mid-flight.
 // - Epilogue: O / l rounded to bf16 and LSE = (m + log2 l) ln 2 stored from registers.
 #include "attn_fwd.cuh"
 
@@ -90,23 +92,14 @@ __device__ __forceinline__ void forward_ov(const TmaMap* tm_q, const TmaMap* tm_
       tma_prefetch_map(tm_v);
       mbar_expect_tx(q_full, TILE);
       load_tile<D>(s_q, tm_q, q_full, static_cast<int>(qb * BQ), static_cast<int>(bh));
-      // K runs one tile ahead of V: the consumers need K n+1 (for S n+1) while P n V n runs.
-      const auto load_k = [&](u32 n) {
-        const u32 s = n % STAGES;
-        mbar_wait(&k_empty[s], ((n / STAGES) & 1) ^ 1);
-        mbar_expect_tx(&k_full[s], TILE);
-        load_tile<D>(s_k + s * TILE, tm_k, &k_full[s], static_cast<int>(n * BKV),
-                     static_cast<int>(bh));
+      const auto load = [&](const TmaMap* map, unsigned char* ring, u64* full) {
+        return [=](u32 n, u32 s) {
+          load_tile<D>(ring + s * TILE, map, &full[s], static_cast<int>(n * BKV),
+                       static_cast<int>(bh));
+        };
       };
-      load_k(0);
-      for (u32 n = 0; n < n_kv; ++n) {
-        if (n + 1 < n_kv) load_k(n + 1);
-        const u32 s = n % STAGES;
-        mbar_wait(&v_empty[s], ((n / STAGES) & 1) ^ 1);
-        mbar_expect_tx(&v_full[s], TILE);
-        load_tile<D>(s_v + s * TILE, tm_v, &v_full[s], static_cast<int>(n * BKV),
-                     static_cast<int>(bh));
-      }
+      load_k_ahead_of_v<STAGES>(n_kv, k_full, k_empty, v_full, v_empty, TILE,
+                                load(tm_k, s_k, k_full), load(tm_v, s_v, v_full));
     }
     return;
   }
@@ -121,12 +114,7 @@ __device__ __forceinline__ void forward_ov(const TmaMap* tm_q, const TmaMap* tm_
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   reg_fence(o);
 
-  // Per tile n the warpgroup issues S n+1 = Q K n+1^T, then O += P n V n, and waits for S n+1
-  // alone: the softmax of tile n+1 runs on the CUDA cores while P n V n runs on the tensor cores
-  // (FA3's intra-warpgroup overlap). P n stays in registers as bf16 until P n V n completes;
-  // then O is rescaled by tile n+1's factor (the first tile's is 0 on an O of zeros).
   u32 pa[BKV / 16][4];
-  float alpha[2];
   // P as bf16 A fragments: accumulator columns 16kk..16kk+15 are k-step kk's operand.
   const auto to_pa = [&](const float (&sc)[BKV / 2]) {
 #pragma unroll
@@ -165,57 +153,11 @@ __device__ __forceinline__ void forward_ov(const TmaMap* tm_q, const TmaMap* tm_
   };
   if (pingpong && half == 1) named_bar_arrive(1, 256);
   mbar_wait(q_full, 0);
-  {
-    float sc[BKV / 2];
-    my_turn();
-    mbar_wait(&k_full[0], 0);
-    issue_qk<D>(sc, s_q, s_k, half);
-    your_turn(false);
-    wgmma_wait<0>();
-    reg_fence(sc);
-    if (tid == 0) mbar_arrive(&k_empty[0]);
-    softmax_step<D>(sc, m, l, alpha, 0, row0, lane, seq, causal, qb * BQ, scale_log2);
-    to_pa(sc);
-  }
-  // Each tile's scores live in a register set of their own, declared where they are issued and
-  // consumed: no copy of them may sit between a wgmma and its wait.
-  for (u32 n = 0; n + 1 < n_kv; ++n) {
-    const u32 s = n % STAGES, s1 = (n + 1) % STAGES;
-    float sc[BKV / 2];
-    my_turn();
-    mbar_wait(&k_full[s1], ((n + 1) / STAGES) & 1);
-    issue_qk<D>(sc, s_q, s_k + s1 * TILE, half);
-    mbar_wait(&v_full[s], (n / STAGES) & 1);
-    issue_pv(s);
-    your_turn(false);
-    wgmma_wait<1>();  // S n+1 (P n V n may still run)
-    reg_fence(sc);
-    if (tid == 0) mbar_arrive(&k_empty[s1]);
-    softmax_step<D>(sc, m, l, alpha, (n + 1) * BKV, row0, lane, seq, causal, qb * BQ,
-                    scale_log2);
-    wgmma_wait<0>();  // P n V n: its V tile goes back, and pa may be rewritten
-    reg_fence(o);
-    if (tid == 0) mbar_arrive(&v_empty[s]);
-    to_pa(sc);
-#pragma unroll
-    for (u32 i = 0; i < 2; ++i) {
-#pragma unroll
-      for (u32 j = 0; j < D / 8; ++j) {
-        o[4 * j + 2 * i] *= alpha[i];
-        o[4 * j + 2 * i + 1] *= alpha[i];
-      }
-    }
-  }
-  {
-    const u32 s = (n_kv - 1) % STAGES;
-    my_turn();
-    mbar_wait(&v_full[s], ((n_kv - 1) / STAGES) & 1);
-    issue_pv(s);
-    your_turn(true);
-    wgmma_wait<0>();
-    reg_fence(o);
-    if (tid == 0) mbar_arrive(&v_empty[s]);
-  }
+  consume_tiles<D, STAGES>(
+      n_kv, tid, Rings{k_full, k_empty, v_full, v_empty},
+      Rows{row0, lane, seq, causal, qb * BQ, scale_log2}, o, m, l,
+      [&](float (&sc)[BKV / 2], u32 s) { issue_qk<D>(sc, s_q, s_k + s * TILE, half); }, issue_pv,
+      to_pa, my_turn, your_turn);
 
   store_rows<D>(o, m, l, out, lse, bh, seq, row0, lane);
 }
