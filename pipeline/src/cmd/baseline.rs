@@ -8,7 +8,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 
 use crate::engine::Protocol;
@@ -37,12 +36,9 @@ pub struct BaselineArgs {
 
 pub fn run(a: BaselineArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(dir)?;
-    let task = suite
-        .get(&a.task)
-        .with_context(|| format!("no task `{}`", a.task))?;
-    for n in &a.workload {
-        task.workload(n)
-            .with_context(|| format!("task {} has no workload `{n}`", a.task))?;
+    let task = super::task(&suite, &a.task)?;
+    if let Some(why) = task.unknown_workload(&a.workload) {
+        anyhow::bail!("--workload: {why}");
     }
     let work = Work::Baseline {
         task: TaskObject::from_suite(&suite, task)?,

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 
 use crate::arch::Arch;
@@ -27,9 +26,7 @@ pub struct CheckArgs {
 
 pub fn run(a: CheckArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(dir)?;
-    let task = suite
-        .get(&a.task)
-        .with_context(|| format!("no task `{}` in the suite", a.task))?;
+    let task = super::task(&suite, &a.task)?;
     let opts = CheckOptions {
         arch: a.arch,
         compile_for: Arch::ALL.to_vec(),

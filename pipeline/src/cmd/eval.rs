@@ -46,9 +46,7 @@ pub struct EvalArgs {
 
 pub fn run(a: EvalArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(dir)?;
-    let task = suite
-        .get(&a.task)
-        .with_context(|| format!("no task `{}` in the suite", a.task))?;
+    let task = super::task(&suite, &a.task)?;
     if let Some(why) = task.unknown_workload(&a.workloads) {
         anyhow::bail!("--workload: {why}");
     }

@@ -52,9 +52,7 @@ struct EvidenceReport {
 
 pub fn run(a: EvidenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(dir)?;
-    let task = suite
-        .get(&a.task)
-        .with_context(|| format!("no task `{}` in the suite", a.task))?;
+    let task = super::task(&suite, &a.task)?;
     let target = task
         .target(a.arch)
         .with_context(|| format!("task {} has no target for {}", a.task, a.arch))?;

@@ -163,6 +163,13 @@ fn suite_dir(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         })
 }
 
+/// The task `id` of `suite`, or an error that names it.
+fn task<'a>(suite: &'a Suite, id: &str) -> anyhow::Result<&'a crate::task::Task> {
+    suite
+        .get(id)
+        .with_context(|| format!("no task `{id}` in the suite"))
+}
+
 fn load_suite(flag: Option<PathBuf>) -> anyhow::Result<Suite> {
     let dir = suite_dir(flag)?;
     Suite::load(&dir).with_context(|| format!("loading the task suite in {}", dir.display()))

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 
 use crate::arch::Arch;
@@ -22,9 +21,7 @@ pub struct PromptArgs {
 
 pub fn run(a: PromptArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(dir)?;
-    let task = suite
-        .get(&a.task)
-        .with_context(|| format!("no task `{}` in the suite", a.task))?;
+    let task = super::task(&suite, &a.task)?;
     let variant = Variant::new(a.variant).map_err(anyhow::Error::msg)?;
     let text = prompt::render(task, a.arch, variant).map_err(anyhow::Error::msg)?;
     out!("{text}")?;

@@ -29,11 +29,10 @@ pub struct ReferenceArgs {
 
 pub fn run(a: ReferenceArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(dir)?;
-    let task = suite
-        .get(&a.task)
-        .with_context(|| format!("no task `{}`", a.task))?;
-    task.workload(&a.workload)
-        .with_context(|| format!("task {} has no workload `{}`", a.task, a.workload))?;
+    let task = super::task(&suite, &a.task)?;
+    if let Some(why) = task.unknown_workload(std::slice::from_ref(&a.workload)) {
+        anyhow::bail!("--workload: {why}");
+    }
     let work = Work::Reference {
         task: TaskObject::from_suite(&suite, task)?,
         workload: a.workload.clone(),

@@ -7,7 +7,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 
 use crate::arch::Arch;
@@ -39,11 +38,10 @@ pub struct SiteCostArgs {
 
 pub fn run(a: SiteCostArgs, dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let suite = super::load_suite(dir)?;
-    let task = suite
-        .get(&a.task)
-        .with_context(|| format!("no task `{}`", a.task))?;
-    task.workload(&a.workload)
-        .with_context(|| format!("task {} has no workload `{}`", a.task, a.workload))?;
+    let task = super::task(&suite, &a.task)?;
+    if let Some(why) = task.unknown_workload(std::slice::from_ref(&a.workload)) {
+        anyhow::bail!("--workload: {why}");
+    }
     let candidate = Candidate::load(&a.kernel)?;
     anyhow::ensure!(
         candidate.lang == KernelLang::Ptx,

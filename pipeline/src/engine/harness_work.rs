@@ -154,10 +154,7 @@ fn baseline(
     } else {
         names
             .iter()
-            .map(|n| {
-                task.workload(n)
-                    .ok_or_else(|| format!("task {} has no workload `{n}`", task.id.as_str()))
-            })
+            .map(|n| task.require_workload(n))
             .collect::<Result<_, _>>()?
     };
     Ok(Produced::Baseline(
@@ -181,9 +178,7 @@ fn reference(
     out: &Path,
 ) -> Result<Produced, String> {
     let task = validated(task)?;
-    let w = task
-        .workload(workload)
-        .ok_or_else(|| format!("task {} has no workload `{workload}`", task.id.as_str()))?;
+    let w = task.require_workload(workload)?;
     let env = task.bindings(w);
     let plan = crate::candidate::plan::LaunchPlan {
         launches: Vec::new(),

@@ -127,9 +127,7 @@ pub fn measure(
     seed: u64,
     launches: u32,
 ) -> Result<Vec<VariantCost>, String> {
-    let w = task
-        .workload(workload)
-        .ok_or_else(|| format!("task {} has no workload `{workload}`", task.id.as_str()))?;
+    let w = task.require_workload(workload)?;
     let plan = LaunchPlan::parse(plan, task).map_err(shown)?;
     let module = ptxbench_ptx::parse(ptx).map_err(shown)?;
     let resolved = bind::resolve(&plan, &module, task, w, arch).map_err(|p| {

@@ -746,6 +746,12 @@ impl Task {
         self.workloads.iter().find(|w| w.name == name)
     }
 
+    /// The workload `name`, or an error that names the task and the missing workload.
+    pub fn require_workload(&self, name: &str) -> Result<&Workload, String> {
+        self.workload(name)
+            .ok_or_else(|| format!("task {} has no workload `{name}`", self.id))
+    }
+
     /// Why `names` (a selection of workloads; empty: all) does not name workloads of this
     /// task: the first unknown name, with the valid ones.
     pub fn unknown_workload(&self, names: &[String]) -> Option<String> {

@@ -7,7 +7,7 @@ use ptxbench::site::format::opt_speedup;
 use ptxbench::site::paths::slug;
 use ptxbench::site::{Context, build, linkcheck};
 
-use crate::{H100, H200, on_two_gpus, page};
+use crate::{H100, H200, element, on_two_gpus, page};
 
 /// The rows (`<tr ...>` to `</tr>`) of the table with id `id` on `html`.
 fn rows<'a>(html: &'a str, id: &str) -> Vec<&'a str> {
@@ -17,15 +17,6 @@ fn rows<'a>(html: &'a str, id: &str) -> Vec<&'a str> {
     let table = &html[start..start + html[start..].find("</table>").expect("table ends")];
     let body = &table[table.find("<tbody>").expect("a body")..];
     body.split("<tr").skip(1).collect()
-}
-
-/// The element that opens with `open`, up to `close`.
-fn element<'a>(html: &'a str, open: &str, close: &str) -> &'a str {
-    let at = html
-        .find(open)
-        .unwrap_or_else(|| panic!("no `{open}` on the page"));
-    let rest = &html[at..];
-    &rest[..rest.find(close).expect("the element ends")]
 }
 
 #[test]

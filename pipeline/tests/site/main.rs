@@ -202,3 +202,12 @@ pub fn mark_unevaluated(r: &mut ptxbench::record::Record) {
     r.outcome.workloads.clear();
     r.outcome.dynamic = None;
 }
+
+/// The text of the first element that opens with `open` (up to its closing `close`).
+pub fn element<'a>(html: &'a str, open: &str, close: &str) -> &'a str {
+    let at = html
+        .find(open)
+        .unwrap_or_else(|| panic!("no `{open}` on the page"));
+    let rest = &html[at..];
+    &rest[..rest.find(close).expect("the element ends")]
+}

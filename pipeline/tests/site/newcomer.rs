@@ -4,16 +4,7 @@
 use ptxbench::metrics::Provenance;
 use ptxbench::site::{Context, build};
 
-use crate::{fixture_input, page, published};
-
-/// The text of the first element that opens with `open` (up to its closing `close`).
-fn element<'a>(html: &'a str, open: &str, close: &str) -> &'a str {
-    let at = html
-        .find(open)
-        .unwrap_or_else(|| panic!("no `{open}` on the page"));
-    let rest = &html[at..];
-    &rest[..rest.find(close).expect("the element ends")]
-}
+use crate::{element, fixture_input, page, published};
 
 /// Item 7: every measured row of the published leaderboard is a reference kernel or a harness
 /// test; the overview and each arch page say that no model has been measured here, and a site
